@@ -1,0 +1,116 @@
+//! `cudyn doctor`: what CUDA this machine offers cudyn.
+
+use std::process::ExitCode;
+
+use cudyn::toolchain::ToolchainReport;
+
+/// Options of `cudyn doctor`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Fail (exit 1) unless a driver and at least one GPU are usable.
+    #[arg(long)]
+    require_gpu: bool,
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let report = ToolchainReport::probe();
+    let problems = report.problems(args.require_gpu);
+    if args.json {
+        let json = serde_json::json!({ "report": report, "problems": problems });
+        match serde_json::to_string_pretty(&json) {
+            Ok(text) => println!("{text}"),
+            Err(error) => {
+                eprintln!("cudyn doctor: cannot write JSON: {error}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        print_text(&report, &problems);
+    }
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn print_text(report: &ToolchainReport, problems: &[String]) {
+    println!("CUDA libraries");
+    for component in &report.components {
+        let name = component.component.name();
+        match &component.found {
+            Some(found) => {
+                println!("  {name:<13} {:<6} {}", found.version, found.path.display());
+                println!("  {:<13} {:<6} found by: {}", "", "", found.origin);
+                for note in &found.notes {
+                    println!("  {:<13} {:<6} {note}", "", "");
+                }
+            }
+            None => {
+                let optional = if component.required {
+                    ""
+                } else {
+                    " (optional)"
+                };
+                let error = component.error.as_deref().unwrap_or("not probed");
+                // The folders searched are the same for every library and printed once below.
+                let lines: Vec<&str> = if component.not_found {
+                    let first = error.lines().next().into_iter();
+                    let loader = component.loader_errors.iter().map(String::as_str);
+                    first
+                        .chain(loader)
+                        .chain([component.component.install_hint()])
+                        .collect()
+                } else {
+                    error.lines().collect()
+                };
+                println!("  {name:<13} {:<6} {}{optional}", "-", lines[0]);
+                for line in &lines[1..] {
+                    println!("  {:<13} {:<6} {line}", "", "");
+                }
+            }
+        }
+    }
+    println!();
+    println!("Search order (the same for every library)");
+    for place in &report.search_order {
+        println!("  {place}");
+    }
+    println!();
+    println!("GPUs");
+    if report.devices.is_empty() {
+        let why = report.devices_error.as_deref().unwrap_or("none");
+        println!("  none: {}", why.lines().next().unwrap_or_default());
+    }
+    for device in &report.devices {
+        let (major, minor) = device.compute_capability;
+        println!(
+            "  {}: {}, compute capability {major}.{minor} (sm_{major}{minor}), {:.1} GiB",
+            device.ordinal,
+            device.name,
+            device.total_memory as f64 / f64::from(1u32 << 30)
+        );
+    }
+    if !report.warnings.is_empty() {
+        println!();
+        println!("Warnings");
+        for warning in &report.warnings {
+            println!("  [{}] {}", warning.id, warning.message);
+        }
+    }
+    println!();
+    if problems.is_empty() {
+        println!("OK: cudyn can compile, link and inspect device code here.");
+        if report.devices.is_empty() {
+            println!("    No GPU: loading and launching are not available on this machine.");
+        }
+    } else {
+        println!("Problems");
+        for problem in problems {
+            println!("  {problem}");
+        }
+    }
+}

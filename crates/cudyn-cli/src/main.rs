@@ -1,0 +1,34 @@
+//! `cudyn`: compile, inspect, load and launch CUDA device code, and report what CUDA is here.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod doctor;
+
+/// Dynamic loading of CUDA device code, runtime-style.
+#[derive(Parser)]
+#[command(name = "cudyn", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Report every CUDA library (where it was found, its version), every GPU, and
+    /// compatibility problems.
+    ///
+    /// Exit status: 0 when the runtime, NVRTC and nvJitLink are usable and any driver
+    /// present works (a machine without a driver or GPU is fine: it compiles, links and
+    /// inspects); 1 when something required is missing or broken, or with --require-gpu
+    /// when there is no usable GPU; 2 for a usage error.
+    Doctor(doctor::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Doctor(args) => doctor::run(&args),
+    }
+}

@@ -1,0 +1,157 @@
+//! One error type for everything cudyn does.
+//!
+//! Every failure says what was attempted and what to do about it: a library that was not found
+//! lists every place searched, a failed CUDA call names the call, the CUDA error name and its text,
+//! and carries the compiler's or JIT's log when there is one.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::sys::locate::Component;
+use crate::version::Version;
+
+/// The result type of every fallible cudyn call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in cudyn.
+///
+/// `Error` is `Clone` so that the outcome of opening a CUDA library, which happens once per
+/// process, can be handed to every later caller.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A CUDA library was found in none of the places searched.
+    #[error("{}", not_found_message(*component, searched))]
+    LibraryNotFound {
+        /// The library that was looked for.
+        component: Component,
+        /// Every place searched, in order, as "what: where".
+        searched: Vec<String>,
+    },
+
+    /// A CUDA library was found but the system loader could not open it.
+    #[error("{component}: cannot open {}: {reason}", path.display())]
+    LibraryOpen {
+        /// The library that was being opened.
+        component: Component,
+        /// The file (or soname) handed to the loader.
+        path: PathBuf,
+        /// What the loader said.
+        reason: String,
+    },
+
+    /// An opened CUDA library lacks an entry point cudyn needs for the call being made.
+    #[error(
+        "{component} at {} has no entry point `{symbol}`: it is too old for this call; \
+         install a newer one (cudyn is tested with CUDA 13.0)",
+        path.display()
+    )]
+    MissingSymbol {
+        /// The library that lacks the symbol.
+        component: Component,
+        /// Where that library was opened from.
+        path: PathBuf,
+        /// The missing entry point.
+        symbol: &'static str,
+    },
+
+    /// An opened CUDA library is older than cudyn supports.
+    #[error(
+        "{component} at {} is version {found}, but cudyn needs {needed} or newer; \
+         install a newer one or point CUDYN_LIBRARY_PATH at one",
+        path.display()
+    )]
+    VersionTooOld {
+        /// The library that is too old.
+        component: Component,
+        /// Where that library was opened from.
+        path: PathBuf,
+        /// The version found.
+        found: Version,
+        /// The oldest version cudyn accepts.
+        needed: Version,
+    },
+
+    /// A call into a CUDA library returned an error status.
+    #[error("{0}")]
+    Cuda(Box<CallError>),
+
+    /// The CUDA library search path was changed after a library had been opened.
+    #[error(
+        "the CUDA library search path cannot change now: {opened} is already open; \
+         call cudyn::set_library_path before the first CUDA call"
+    )]
+    SearchPathFrozen {
+        /// The library that was already open.
+        opened: Component,
+    },
+
+    /// An argument given to cudyn is invalid; the message says which and why.
+    #[error("{0}")]
+    InvalidArgument(String),
+}
+
+impl Error {
+    /// The failed CUDA call, when this error is one.
+    pub fn call(&self) -> Option<&CallError> {
+        match self {
+            Error::Cuda(call) => Some(call),
+            _ => None,
+        }
+    }
+
+    /// The CUDA status code, when this error is a failed CUDA call.
+    pub fn cuda_code(&self) -> Option<i32> {
+        self.call().map(|call| call.code)
+    }
+
+    /// The compiler, linker or JIT log attached to this error, if any.
+    pub fn log(&self) -> Option<&str> {
+        self.call().and_then(|call| call.log.as_deref())
+    }
+}
+
+/// A call into a CUDA library that returned an error status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallError {
+    /// The library whose call failed.
+    pub api: Component,
+    /// The C function that failed, e.g. `cuLibraryLoadData`.
+    pub call: &'static str,
+    /// The numeric status it returned.
+    pub code: i32,
+    /// The status' symbolic name, e.g. `CUDA_ERROR_INVALID_PTX`.
+    pub name: String,
+    /// The library's description of the status.
+    pub message: String,
+    /// The compiler, linker or JIT log, when the call produces one.
+    pub log: Option<String>,
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} failed ({}): {} ({}): {}",
+            self.call, self.api, self.name, self.code, self.message
+        )?;
+        if let Some(log) = &self.log {
+            write!(f, "\nlog:\n{}", log.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+fn not_found_message(component: Component, searched: &[String]) -> String {
+    let mut text = format!(
+        "{component} was not found (looked for {}).\nSearched, in order:\n",
+        component.sonames().join(" or ")
+    );
+    for place in searched {
+        text.push_str("  - ");
+        text.push_str(place);
+        text.push('\n');
+    }
+    text.push_str(component.install_hint());
+    text
+}
