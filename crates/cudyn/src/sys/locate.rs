@@ -207,7 +207,7 @@ pub struct Found {
 pub struct SearchPath {
     places: Vec<Place>,
     /// The places as people read them: one line per rule and prefix ("Python wheel:
-    /// <site>/nvidia/{cu13,cu12,<component>}/lib"), in search order.
+    /// `<site>/nvidia/{cu13,cu12,<component>}/lib`), in search order.
     summary: Vec<String>,
     /// False when an override is set: then only the override folders count.
     open_search: bool,

@@ -73,7 +73,18 @@ pub(crate) use dynamic_api;
 /// `call!(driver, cuInit(0))` expands to the C call, so it must stand inside an `unsafe` block
 /// whose `// SAFETY:` comment vouches for the arguments. A missing entry point is
 /// [`Error::MissingSymbol`].
-macro_rules! call {
+///
+/// ```no_run
+/// use cudyn::sys::{self, call};
+/// let runtime = sys::runtime()?;
+/// let mut count = 0;
+/// // SAFETY: cudaGetDeviceCount writes one int.
+/// unsafe { call!(runtime, cudaGetDeviceCount(&mut count)) }?;
+/// # Ok::<(), cudyn::Error>(())
+/// ```
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cudyn_call {
     ($library:expr, $name:ident ( $($arg:expr),* $(,)? )) => {{
         let library = $library;
         match library.api.$name {
@@ -82,7 +93,8 @@ macro_rules! call {
         }
     }};
 }
-pub(crate) use call;
+#[doc(inline)]
+pub use crate::__cudyn_call as call;
 
 /// What every opened CUDA library has in common: where it came from, its version and how its
 /// status codes read.
