@@ -44,7 +44,6 @@ impl Backend {
 /// Options for the JIT compiler, used when the library holds PTX that must be compiled for the
 /// device (a cubin or a fatbin with SASS for the device is not compiled again).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct JitOptions {
     /// Optimization level, 0 to 4 (the JIT's default is 4).
     pub optimization_level: Option<u32>,
@@ -75,7 +74,6 @@ impl Default for JitOptions {
 
 /// Options for loading a library, beyond the JIT's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct LibraryOptions {
     /// Let the driver use the loaded bytes in place instead of copying them
     /// (`CU_LIBRARY_BINARY_IS_PRESERVED`). cudyn then keeps its own copy of the bytes alive until
@@ -523,7 +521,21 @@ impl Library {
 
     /// The kernel named `name` (`cudaLibraryGetKernel`). An unknown name is
     /// [`Error::KernelNotFound`], listing the kernels the library has, nearest first.
+    ///
+    /// A kernel without C linkage (`__global__ void helloWorld()` compiled as C++) is found by
+    /// its plain name too, when exactly one kernel of the library is a global function of that
+    /// name (`_Z10helloWorldv`); overloads must be asked for by their mangled names.
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        match self.kernel_exact(name) {
+            Ok(kernel) => Ok(kernel),
+            Err(error) => match self.lookup_failure(name, error) {
+                Lookup::Mangled(mangled) => self.kernel_exact(&mangled),
+                Lookup::Failed(error) => Err(error),
+            },
+        }
+    }
+
+    fn kernel_exact(&self, name: &str) -> Result<Kernel> {
         let c_name = c_name(name)?;
         let mut raw: driver::CUkernel = std::ptr::null_mut();
         let status = match self.inner.backend {
@@ -550,10 +562,8 @@ impl Library {
                 }
             }),
         };
-        match status {
-            Ok(()) => Ok(Kernel::new(raw, Some(self.clone()))),
-            Err(error) => Err(self.lookup_failure(name, error)),
-        }
+        status.map_err(|error| self.inner.log.attach(error))?;
+        Ok(Kernel::new(raw, Some(self.clone())))
     }
 
     /// The number of kernels in the library.
@@ -699,16 +709,40 @@ impl Library {
 
     /// The error for a failed kernel lookup: [`Error::KernelNotFound`] when the library has no
     /// such kernel, else the failure itself with the JIT logs attached.
-    fn lookup_failure(&self, name: &str, error: Error) -> Error {
-        match self.kernel_names() {
-            Ok(names) if !names.iter().any(|known| known == name) => Error::KernelNotFound {
+    fn lookup_failure(&self, name: &str, error: Error) -> Lookup {
+        let names = match self.kernel_names() {
+            Ok(names) if !names.iter().any(|known| known == name) => names,
+            _ => return Lookup::Failed(error),
+        };
+        let mut mangled = names
+            .iter()
+            .filter(|known| itanium_function_name(known) == Some(name));
+        match (mangled.next(), mangled.next()) {
+            (Some(only), None) => Lookup::Mangled(only.clone()),
+            _ => Lookup::Failed(Error::KernelNotFound {
                 name: name.to_owned(),
                 available: nearest_first(name, names),
                 log: self.inner.log.text(),
-            },
-            _ => self.inner.log.attach(error),
+            }),
         }
     }
+}
+
+/// What a failed exact kernel lookup leads to.
+enum Lookup {
+    /// The one kernel whose mangled name is a global function of the name asked for.
+    Mangled(String),
+    /// The error to report (with the JIT logs already attached).
+    Failed(Error),
+}
+
+/// The name of a global (non-namespaced) function from its Itanium C++ mangled name:
+/// `_Z10helloWorldv` gives `helloWorld`.
+fn itanium_function_name(mangled: &str) -> Option<&str> {
+    let rest = mangled.strip_prefix("_Z")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let len: usize = rest[..digits].parse().ok()?;
+    rest[digits..].get(..len)
 }
 
 fn c_name(name: &str) -> Result<CString> {
@@ -787,6 +821,15 @@ mod tests {
             nearest_first("saxpi", names),
             ["saxpy", "scale", "saxpy_f64", "reduce"]
         );
+    }
+
+    #[test]
+    fn plain_names_are_read_from_itanium_mangled_ones() {
+        assert_eq!(itanium_function_name("_Z10helloWorldv"), Some("helloWorld"));
+        assert_eq!(itanium_function_name("_Z5saxpyfPKfPfi"), Some("saxpy"));
+        assert_eq!(itanium_function_name("_ZN2ns5saxpyEf"), None);
+        assert_eq!(itanium_function_name("saxpy"), None);
+        assert_eq!(itanium_function_name("_Z99short"), None);
     }
 
     #[test]
