@@ -202,77 +202,48 @@ impl LibraryLoader {
         let mut library_values = [1usize as *mut c_void];
         let library_count = u32::from(self.options.preserve_binary && keep.is_some());
         let mut raw: CUlibrary = std::ptr::null_mut();
-        let status = match (backend, source) {
-            (Backend::Runtime, source) => {
-                let runtime = runtime_with_library_api()?;
-                let out = (&mut raw as *mut CUlibrary).cast::<runtime::cudaLibrary_t>();
-                let (options, values, count) = jit.raw();
-                // SAFETY: `out` is a handle slot (cudaLibrary_t and CUlibrary are the same
-                // pointer); the option arrays hold `count` and `library_count` entries of the
-                // types the header documents, and the log buffers outlive the call.
-                unsafe {
+        let (options, values, count) = jit.raw();
+        // Every load call takes the same option arrays after the handle slot and the source.
+        macro_rules! load {
+            ($api:expr, $function:ident, $out:expr, $source:expr) => {
+                call!(
+                    $api,
+                    $function(
+                        $out,
+                        $source,
+                        options,
+                        values,
+                        count,
+                        library_options.as_mut_ptr(),
+                        library_values.as_mut_ptr(),
+                        library_count
+                    )
+                )
+            };
+        }
+        // SAFETY: the handle slot takes one library handle (cudaLibrary_t and CUlibrary are the
+        // same pointer); the option arrays hold `count` and `library_count` entries of the types
+        // the header documents; the source is a NUL-terminated path or an image that outlives
+        // the call (or the library, when preserved); the log buffers outlive the call.
+        let status = unsafe {
+            match (backend, source) {
+                (Backend::Runtime, source) => {
+                    let runtime = runtime_with_library_api()?;
+                    let out = (&mut raw as *mut CUlibrary).cast::<runtime::cudaLibrary_t>();
                     match source {
-                        Source::File(name) => call!(
-                            runtime,
-                            cudaLibraryLoadFromFile(
-                                out,
-                                name.as_ptr(),
-                                options,
-                                values,
-                                count,
-                                library_options.as_mut_ptr(),
-                                library_values.as_mut_ptr(),
-                                library_count
-                            )
-                        ),
-                        Source::Data(data) => call!(
-                            runtime,
-                            cudaLibraryLoadData(
-                                out,
-                                data,
-                                options,
-                                values,
-                                count,
-                                library_options.as_mut_ptr(),
-                                library_values.as_mut_ptr(),
-                                library_count
-                            )
-                        ),
+                        Source::File(name) => {
+                            load!(runtime, cudaLibraryLoadFromFile, out, name.as_ptr())
+                        }
+                        Source::Data(data) => load!(runtime, cudaLibraryLoadData, out, data),
                     }
                 }
-            }
-            (Backend::Driver, source) => {
-                let driver = initialized_driver()?;
-                let (options, values, count) = jit.raw();
-                // SAFETY: as above, with the driver's types.
-                unsafe {
+                (Backend::Driver, source) => {
+                    let driver = initialized_driver()?;
                     match source {
-                        Source::File(name) => call!(
-                            driver,
-                            cuLibraryLoadFromFile(
-                                &mut raw,
-                                name.as_ptr(),
-                                options,
-                                values,
-                                count,
-                                library_options.as_mut_ptr(),
-                                library_values.as_mut_ptr(),
-                                library_count
-                            )
-                        ),
-                        Source::Data(data) => call!(
-                            driver,
-                            cuLibraryLoadData(
-                                &mut raw,
-                                data,
-                                options,
-                                values,
-                                count,
-                                library_options.as_mut_ptr(),
-                                library_values.as_mut_ptr(),
-                                library_count
-                            )
-                        ),
+                        Source::File(name) => {
+                            load!(driver, cuLibraryLoadFromFile, &mut raw, name.as_ptr())
+                        }
+                        Source::Data(data) => load!(driver, cuLibraryLoadData, &mut raw, data),
                     }
                 }
             }

@@ -126,40 +126,33 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// A view of the whole buffer.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice {
-            ptr: self.ptr,
-            len: self.len,
-            _buffer: PhantomData,
-        }
+        // SAFETY: the whole allocation, borrowed from the buffer.
+        unsafe { DeviceSlice::from_raw_parts(self.ptr, self.len) }
     }
 
     /// A mutable view of the whole buffer.
     pub fn as_slice_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut {
-            ptr: self.ptr,
-            len: self.len,
-            _buffer: PhantomData,
-        }
+        // SAFETY: the whole allocation, borrowed mutably from the buffer.
+        unsafe { DeviceSliceMut::from_raw_parts(self.ptr, self.len) }
     }
 
     /// A view of the elements in `range`.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, T>> {
         let (start, len) = sub_range(self.len, range)?;
-        Ok(DeviceSlice {
-            ptr: self.ptr + (start * size_of::<T>()) as CUdeviceptr,
-            len,
-            _buffer: PhantomData,
-        })
+        // SAFETY: `sub_range` keeps the view inside the allocation, borrowed from the buffer.
+        Ok(unsafe { DeviceSlice::from_raw_parts(self.element(start), len) })
     }
 
     /// A mutable view of the elements in `range`.
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
         let (start, len) = sub_range(self.len, range)?;
-        Ok(DeviceSliceMut {
-            ptr: self.ptr + (start * size_of::<T>()) as CUdeviceptr,
-            len,
-            _buffer: PhantomData,
-        })
+        // SAFETY: `sub_range` keeps the view inside the allocation, borrowed mutably.
+        Ok(unsafe { DeviceSliceMut::from_raw_parts(self.element(start), len) })
+    }
+
+    /// The device address of element `index` (at most `len`).
+    fn element(&self, index: usize) -> CUdeviceptr {
+        self.ptr + (index * size_of::<T>()) as CUdeviceptr
     }
 }
 
@@ -194,34 +187,42 @@ pub struct DeviceSliceMut<'a, T: DeviceRepr> {
     _buffer: PhantomData<&'a mut DeviceBuffer<T>>,
 }
 
-impl<T: DeviceRepr> DeviceSlice<'_, T> {
-    /// A view of `len` elements at `ptr`.
-    ///
-    /// # Safety
-    /// The `len` elements at `ptr` are device memory that outlives the view.
-    pub(crate) unsafe fn from_raw_parts(ptr: CUdeviceptr, len: usize) -> Self {
-        DeviceSlice {
-            ptr,
-            len,
-            _buffer: PhantomData,
+/// What both views have: construction from raw parts, length and address.
+macro_rules! view_basics {
+    ($($view:ident),*) => { $(
+        impl<T: DeviceRepr> $view<'_, T> {
+            /// A view of `len` elements at `ptr`.
+            ///
+            /// # Safety
+            /// The `len` elements at `ptr` are device memory that outlives the view.
+            pub(crate) unsafe fn from_raw_parts(ptr: CUdeviceptr, len: usize) -> Self {
+                $view {
+                    ptr,
+                    len,
+                    _buffer: PhantomData,
+                }
+            }
+
+            /// The number of elements.
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// Whether the view holds no element.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The device address of the first element.
+            pub fn as_raw(&self) -> CUdeviceptr {
+                self.ptr
+            }
         }
-    }
+    )* };
+}
+view_basics!(DeviceSlice, DeviceSliceMut);
 
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the view holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The device address of the first element.
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
+impl<T: DeviceRepr> DeviceSlice<'_, T> {
     /// Copies the view into `out` (exactly `len` elements).
     pub fn copy_to(&self, out: &mut [T]) -> Result<()> {
         check_len(self.len, out.len())?;
@@ -257,33 +258,6 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
 }
 
 impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
-    /// A mutable view of `len` elements at `ptr`.
-    ///
-    /// # Safety
-    /// The `len` elements at `ptr` are device memory that outlives the view.
-    pub(crate) unsafe fn from_raw_parts(ptr: CUdeviceptr, len: usize) -> Self {
-        DeviceSliceMut {
-            ptr,
-            len,
-            _buffer: PhantomData,
-        }
-    }
-
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the view holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The device address of the first element.
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
     /// Sets every byte to `value`.
     pub fn fill_bytes(&mut self, value: u8) -> Result<()> {
         let bytes = byte_len::<T>(self.len)?;
