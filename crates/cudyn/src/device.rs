@@ -111,3 +111,106 @@ impl Device {
         Ok(bytes as u64)
     }
 }
+
+impl Device {
+    /// The GPU whose driver handle is `raw`, e.g. the device of the current context.
+    pub(crate) fn from_raw(raw: driver::CUdevice) -> Result<Device> {
+        for ordinal in 0..Self::count()? {
+            let device = Self::get(ordinal)?;
+            if device.raw == raw {
+                return Ok(device);
+            }
+        }
+        Err(crate::Error::InvalidArgument(format!(
+            "the driver reports device handle {raw}, which matches no device ordinal"
+        )))
+    }
+
+    /// The launch limits of this GPU, read from the driver once per process.
+    pub fn limits(&self) -> Result<&'static DeviceLimits> {
+        static LIMITS: PerDevice<DeviceLimits> = PerDevice::new();
+        LIMITS.get_or_init(*self, || DeviceLimits::query(self))
+    }
+}
+
+/// What a GPU allows a launch, as checked before every launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceLimits {
+    /// Most threads in one block.
+    pub max_threads_per_block: u32,
+    /// Most threads per block along x, y and z.
+    pub max_block: [u32; 3],
+    /// Most blocks per grid along x, y and z.
+    pub max_grid: [u32; 3],
+    /// Most shared memory (static + dynamic) a block gets without opting in, in bytes.
+    pub max_shared_per_block: u32,
+    /// Most shared memory a block may opt in to (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+    pub max_shared_per_block_optin: u32,
+    /// Whether the GPU runs cooperative launches.
+    pub cooperative_launch: bool,
+    /// Whether the GPU runs thread-block clusters (compute capability 9.0 and newer).
+    pub cluster_launch: bool,
+}
+
+impl DeviceLimits {
+    fn query(device: &Device) -> Result<DeviceLimits> {
+        let get = |attribute| -> Result<u32> { Ok(device.attribute(attribute)?.max(0) as u32) };
+        Ok(DeviceLimits {
+            max_threads_per_block: get(driver::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_block: [
+                get(driver::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                get(driver::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                get(driver::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_grid: [
+                get(driver::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                get(driver::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                get(driver::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            max_shared_per_block: get(driver::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            max_shared_per_block_optin: get(
+                driver::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
+            cooperative_launch: get(driver::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? != 0,
+            cluster_launch: get(driver::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)? != 0,
+        })
+    }
+}
+
+/// One lazily computed value per GPU, shared by the whole process (primary contexts, limits).
+///
+/// A failure is kept like a success: the runtime, too, makes device initialization errors sticky.
+pub(crate) struct PerDevice<T> {
+    slots: OnceLock<Result<Slots<T>>>,
+}
+
+/// One slot per device ordinal.
+type Slots<T> = Box<[OnceLock<Result<T>>]>;
+
+impl<T> PerDevice<T> {
+    pub(crate) const fn new() -> Self {
+        PerDevice {
+            slots: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn get_or_init(
+        &self,
+        device: Device,
+        init: impl FnOnce() -> Result<T>,
+    ) -> Result<&T> {
+        let slots = self
+            .slots
+            .get_or_init(|| Ok((0..Device::count()?).map(|_| OnceLock::new()).collect()))
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let slot = slots.get(device.ordinal()).ok_or_else(|| {
+            crate::Error::InvalidArgument(format!(
+                "device {} is not among the {} devices the driver reported",
+                device.ordinal(),
+                slots.len()
+            ))
+        })?;
+        slot.get_or_init(init).as_ref().map_err(Clone::clone)
+    }
+}

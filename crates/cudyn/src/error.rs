@@ -89,6 +89,51 @@ pub enum Error {
     /// An argument given to cudyn is invalid; the message says which and why.
     #[error("{0}")]
     InvalidArgument(String),
+
+    /// A library has no kernel of the name asked for.
+    #[error("{}", kernel_not_found_message(name, available, log.as_deref()))]
+    KernelNotFound {
+        /// The name asked for.
+        name: String,
+        /// The kernels the library has, nearest to `name` first.
+        available: Vec<String>,
+        /// The JIT log of the library's load, when it said anything.
+        log: Option<String>,
+    },
+
+    /// A device variable's size differs from the size of the Rust type it is read or written as.
+    #[error(
+        "device variable `{name}` is {device_bytes} bytes, but the Rust type {rust_type} is \
+         {rust_bytes} bytes: use a type of the variable's exact size"
+    )]
+    VariableSize {
+        /// The variable's name.
+        name: String,
+        /// Its size on the device.
+        device_bytes: usize,
+        /// The Rust type asked for.
+        rust_type: &'static str,
+        /// That type's size.
+        rust_bytes: usize,
+    },
+
+    /// The arguments of a launch do not match the kernel's parameters; nothing was launched.
+    #[error("kernel `{kernel}`: {mismatch}")]
+    LaunchArguments {
+        /// The kernel's name.
+        kernel: String,
+        /// What does not match.
+        mismatch: crate::launch::ArgumentMismatch,
+    },
+
+    /// A launch configuration exceeds what the device or the kernel allows; nothing was launched.
+    #[error("kernel `{kernel}`: {violation}")]
+    LaunchConfig {
+        /// The kernel's name.
+        kernel: String,
+        /// Which limit is exceeded.
+        violation: crate::launch::ConfigViolation,
+    },
 }
 
 impl Error {
@@ -107,7 +152,11 @@ impl Error {
 
     /// The compiler, linker or JIT log attached to this error, if any.
     pub fn log(&self) -> Option<&str> {
-        self.call().and_then(|call| call.log.as_deref())
+        match self {
+            Error::Cuda(call) => call.log.as_deref(),
+            Error::KernelNotFound { log, .. } => log.as_deref(),
+            _ => None,
+        }
     }
 }
 
@@ -153,5 +202,23 @@ fn not_found_message(component: Component, searched: &[String]) -> String {
         text.push('\n');
     }
     text.push_str(component.install_hint());
+    text
+}
+
+fn kernel_not_found_message(name: &str, available: &[String], log: Option<&str>) -> String {
+    let mut text = format!("the library has no kernel named `{name}`");
+    if available.is_empty() {
+        text.push_str(" (it has no kernels)");
+    } else {
+        text.push_str("; it has, nearest first: ");
+        text.push_str(&available.join(", "));
+    }
+    text.push_str(
+        ". Declare the kernel extern \"C\" or ask for its mangled name (see Library::kernels)",
+    );
+    if let Some(log) = log {
+        text.push_str("\nJIT log:\n");
+        text.push_str(log.trim_end());
+    }
     text
 }

@@ -17,14 +17,26 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod context;
 pub mod device;
 pub mod error;
+pub mod kernel;
+pub mod launch;
+pub mod library;
+pub mod memory;
+pub mod stream;
 pub mod sys;
 pub mod toolchain;
 pub mod version;
 
-pub use device::Device;
+pub use context::{current_device, set_device, synchronize};
+pub use device::{Device, DeviceLimits};
 pub use error::{CallError, Error, Result};
+pub use kernel::{Kernel, KernelAttribute, Param};
+pub use launch::{ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig};
+pub use library::{Backend, Global, JitLog, JitOptions, Library, LibraryLoader, LibraryOptions};
+pub use memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
+pub use stream::{Event, Stream};
 pub use sys::locate::Component;
 pub use sys::set_library_path;
 pub use toolchain::ToolchainReport;

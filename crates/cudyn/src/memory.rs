@@ -1,0 +1,344 @@
+//! Just enough device memory for kernels: a typed buffer, views of it, and copies to and from the
+//! host. cudyn is not a memory library; this is what launching, testing and benchmarking need.
+
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+use crate::context::{self, Current};
+use crate::error::{Error, Result};
+use crate::sys::call;
+use crate::sys::driver::CUdeviceptr;
+
+/// Plain data that may be copied byte for byte between host and device and passed to a kernel by
+/// value.
+///
+/// # Safety
+/// Implement it only for types that are `#[repr(C)]` (or `#[repr(transparent)]` over such a type)
+/// whose layout matches the device type they stand for, that hold no host pointers or references,
+/// and for which every bit pattern is a valid value (the device may write any bytes). cudyn
+/// implements it for the integer and floating-point types and for arrays of `DeviceRepr` types.
+///
+/// ```
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// struct Particle {
+///     position: [f32; 3],
+///     mass: f32,
+/// }
+/// // SAFETY: repr(C), no pointers, any bit pattern is a valid pair of float arrays.
+/// unsafe impl cudyn::DeviceRepr for Particle {}
+/// ```
+pub unsafe trait DeviceRepr: Copy + 'static {}
+
+macro_rules! device_repr {
+    ($($ty:ty),*) => { $(
+        // SAFETY: a primitive number: fixed layout, any bit pattern valid.
+        unsafe impl DeviceRepr for $ty {}
+    )* };
+}
+device_repr!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
+
+// SAFETY: an array of plain data is plain data with the C array layout.
+unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
+
+/// A typed allocation in device memory of the current device, freed on drop.
+///
+/// Its contents after [`DeviceBuffer::alloc`] are unspecified but valid `T`s (see [`DeviceRepr`]).
+/// Pass `&buffer` or `&mut buffer` to a kernel expecting a `T*`.
+#[derive(Debug)]
+pub struct DeviceBuffer<T: DeviceRepr> {
+    // The kernel argument is the address of this field, so it must stay a CUdeviceptr.
+    pub(crate) ptr: CUdeviceptr,
+    len: usize,
+    _type: PhantomData<T>,
+}
+
+// SAFETY: device memory is not tied to a host thread; the driver calls on it are thread-safe.
+unsafe impl<T: DeviceRepr> Send for DeviceBuffer<T> {}
+// SAFETY: shared access only reads the pointer and length.
+unsafe impl<T: DeviceRepr> Sync for DeviceBuffer<T> {}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    /// `len` elements of device memory on the current device, contents unspecified.
+    pub fn alloc(len: usize) -> Result<Self> {
+        let bytes = byte_len::<T>(len)?;
+        let mut ptr = 0;
+        if bytes > 0 {
+            let Current { driver, .. } = context::current()?;
+            // SAFETY: writes one device pointer; a context is current.
+            unsafe { call!(driver, cuMemAlloc_v2(&mut ptr, bytes)) }?;
+        }
+        Ok(DeviceBuffer {
+            ptr,
+            len,
+            _type: PhantomData,
+        })
+    }
+
+    /// `len` elements set to all-zero bytes.
+    pub fn zeroed(len: usize) -> Result<Self> {
+        let mut buffer = Self::alloc(len)?;
+        buffer.fill_bytes(0)?;
+        Ok(buffer)
+    }
+
+    /// A copy of `data` in device memory.
+    pub fn from_slice(data: &[T]) -> Result<Self> {
+        let mut buffer = Self::alloc(data.len())?;
+        buffer.copy_from(data)?;
+        Ok(buffer)
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address (0 for an empty buffer).
+    pub fn as_raw(&self) -> CUdeviceptr {
+        self.ptr
+    }
+
+    /// Sets every byte to `value`, e.g. `0xff` to poison a float buffer with NaNs.
+    pub fn fill_bytes(&mut self, value: u8) -> Result<()> {
+        self.as_slice_mut().fill_bytes(value)
+    }
+
+    /// Copies `data` (exactly `len` elements) from the host into the buffer.
+    pub fn copy_from(&mut self, data: &[T]) -> Result<()> {
+        self.as_slice_mut().copy_from(data)
+    }
+
+    /// Copies the buffer into `out` (exactly `len` elements).
+    pub fn copy_to(&self, out: &mut [T]) -> Result<()> {
+        self.as_slice().copy_to(out)
+    }
+
+    /// The contents, copied to the host.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        self.as_slice().to_vec()
+    }
+
+    /// A view of the whole buffer.
+    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
+        // SAFETY: the whole allocation, borrowed from the buffer.
+        unsafe { DeviceSlice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// A mutable view of the whole buffer.
+    pub fn as_slice_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        // SAFETY: the whole allocation, borrowed mutably from the buffer.
+        unsafe { DeviceSliceMut::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// A view of the elements in `range`.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, T>> {
+        let (start, len) = sub_range(self.len, range)?;
+        // SAFETY: `sub_range` keeps the view inside the allocation, borrowed from the buffer.
+        Ok(unsafe { DeviceSlice::from_raw_parts(self.element(start), len) })
+    }
+
+    /// A mutable view of the elements in `range`.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
+        let (start, len) = sub_range(self.len, range)?;
+        // SAFETY: `sub_range` keeps the view inside the allocation, borrowed mutably.
+        Ok(unsafe { DeviceSliceMut::from_raw_parts(self.element(start), len) })
+    }
+
+    /// The device address of element `index` (at most `len`).
+    fn element(&self, index: usize) -> CUdeviceptr {
+        self.ptr + (index * size_of::<T>()) as CUdeviceptr
+    }
+}
+
+impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        if self.ptr == 0 {
+            return;
+        }
+        if let Ok(Current { driver, .. }) = context::current() {
+            // SAFETY: the pointer came from cuMemAlloc and is freed once. A failure cannot be
+            // reported from drop and leaves nothing unsafe behind.
+            let _ = unsafe { call!(driver, cuMemFree_v2(self.ptr)) };
+        }
+    }
+}
+
+/// A view of part of a [`DeviceBuffer`]; pass it by value to a kernel expecting a `const T*`.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceSlice<'a, T: DeviceRepr> {
+    // The kernel argument is the address of this field, so it must stay a CUdeviceptr.
+    pub(crate) ptr: CUdeviceptr,
+    len: usize,
+    _buffer: PhantomData<&'a DeviceBuffer<T>>,
+}
+
+/// A mutable view of part of a [`DeviceBuffer`]; pass it by value to a kernel expecting a `T*`.
+#[derive(Debug)]
+pub struct DeviceSliceMut<'a, T: DeviceRepr> {
+    // The kernel argument is the address of this field, so it must stay a CUdeviceptr.
+    pub(crate) ptr: CUdeviceptr,
+    len: usize,
+    _buffer: PhantomData<&'a mut DeviceBuffer<T>>,
+}
+
+/// What both views have: construction from raw parts, length and address.
+macro_rules! view_basics {
+    ($($view:ident),*) => { $(
+        impl<T: DeviceRepr> $view<'_, T> {
+            /// A view of `len` elements at `ptr`.
+            ///
+            /// # Safety
+            /// The `len` elements at `ptr` are device memory that outlives the view.
+            pub(crate) unsafe fn from_raw_parts(ptr: CUdeviceptr, len: usize) -> Self {
+                $view {
+                    ptr,
+                    len,
+                    _buffer: PhantomData,
+                }
+            }
+
+            /// The number of elements.
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// Whether the view holds no element.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The device address of the first element.
+            pub fn as_raw(&self) -> CUdeviceptr {
+                self.ptr
+            }
+        }
+    )* };
+}
+view_basics!(DeviceSlice, DeviceSliceMut);
+
+impl<T: DeviceRepr> DeviceSlice<'_, T> {
+    /// Copies the view into `out` (exactly `len` elements).
+    pub fn copy_to(&self, out: &mut [T]) -> Result<()> {
+        check_len(self.len, out.len())?;
+        // SAFETY: `out` has room for exactly `len` elements.
+        unsafe { self.copy_to_raw(out.as_mut_ptr()) }
+    }
+
+    /// The contents, copied to the host.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let mut out = Vec::with_capacity(self.len);
+        // SAFETY: the vector has room for `len` elements; the copy writes every byte of them
+        // before the length is set, and any bytes are a valid T (DeviceRepr).
+        unsafe {
+            self.copy_to_raw(out.as_mut_ptr())?;
+            out.set_len(self.len);
+        }
+        Ok(out)
+    }
+
+    /// Copies the view to `out`.
+    ///
+    /// # Safety
+    /// `out` has room for `len` elements.
+    pub(crate) unsafe fn copy_to_raw(&self, out: *mut T) -> Result<()> {
+        let bytes = byte_len::<T>(self.len)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let Current { driver, .. } = context::current()?;
+        // SAFETY: the source bytes lie inside the allocation; the caller vouches for `out`.
+        unsafe { call!(driver, cuMemcpyDtoH_v2(out.cast(), self.ptr, bytes)) }
+    }
+}
+
+impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
+    /// Sets every byte to `value`.
+    pub fn fill_bytes(&mut self, value: u8) -> Result<()> {
+        let bytes = byte_len::<T>(self.len)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let Current { driver, .. } = context::current()?;
+        // SAFETY: the bytes set lie inside the allocation; any bytes are a valid T (DeviceRepr).
+        unsafe { call!(driver, cuMemsetD8_v2(self.ptr, value, bytes)) }
+    }
+
+    /// Copies `data` (exactly `len` elements) from the host into the view.
+    pub fn copy_from(&mut self, data: &[T]) -> Result<()> {
+        check_len(self.len, data.len())?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let Current { driver, .. } = context::current()?;
+        // SAFETY: the destination bytes lie inside the allocation; the source is `data`.
+        unsafe {
+            call!(
+                driver,
+                cuMemcpyHtoD_v2(self.ptr, data.as_ptr().cast(), size_of_val(data))
+            )
+        }
+    }
+}
+
+fn byte_len<T>(len: usize) -> Result<usize> {
+    len.checked_mul(size_of::<T>()).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "{len} elements of {} bytes overflow the address space",
+            size_of::<T>()
+        ))
+    })
+}
+
+fn check_len(device: usize, host: usize) -> Result<()> {
+    if device == host {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "copy between {device} device elements and {host} host elements: the lengths must be equal"
+        )))
+    }
+}
+
+/// `(start, len)` of `range` within `0..len`.
+fn sub_range(len: usize, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.saturating_add(1),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    if start <= end && end <= len {
+        Ok((start, end - start))
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "range {start}..{end} is outside the buffer of {len} elements"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sub_range;
+    use std::ops::Bound;
+
+    #[test]
+    fn sub_ranges_are_bounded_by_the_buffer() {
+        assert_eq!(sub_range(10, ..).unwrap(), (0, 10));
+        assert_eq!(sub_range(10, 2..5).unwrap(), (2, 3));
+        assert_eq!(sub_range(10, 2..=5).unwrap(), (2, 4));
+        assert_eq!(sub_range(10, 10..).unwrap(), (10, 0));
+        assert!(sub_range(10, 5..11).is_err());
+        assert!(sub_range(10, (Bound::Included(6), Bound::Excluded(5))).is_err());
+        assert!(sub_range(10, ..=10).is_err());
+    }
+}

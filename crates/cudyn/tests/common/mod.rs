@@ -1,0 +1,118 @@
+//! Helpers of the GPU tests: device code compiled by nvcc inside the test, and random data.
+//!
+//! nvcc is taken from `$CUDA_HOME/bin` (the GPU machine has it there). A GPU test that finds no
+//! nvcc fails with a message saying so: it never skips.
+
+#![allow(dead_code)] // each test binary uses part of the helpers
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What nvcc produces.
+#[derive(Debug, Clone, Copy)]
+pub enum Output {
+    Fatbin,
+    Cubin,
+    Ptx,
+}
+
+impl Output {
+    fn flag(self) -> &'static str {
+        match self {
+            Output::Fatbin => "-fatbin",
+            Output::Cubin => "-cubin",
+            Output::Ptx => "-ptx",
+        }
+    }
+
+    fn extension(self) -> &'static str {
+        match self {
+            Output::Fatbin => "fatbin",
+            Output::Cubin => "cubin",
+            Output::Ptx => "ptx",
+        }
+    }
+}
+
+/// nvcc under `$CUDA_HOME/bin`; panics (fails the test) when it is not there.
+pub fn nvcc() -> PathBuf {
+    let home = std::env::var_os("CUDA_HOME").expect(
+        "GPU tests need nvcc: set CUDA_HOME to the CUDA toolkit (nvcc is $CUDA_HOME/bin/nvcc)",
+    );
+    let nvcc = Path::new(&home).join("bin").join("nvcc");
+    assert!(
+        nvcc.is_file(),
+        "GPU tests need nvcc, but {} does not exist",
+        nvcc.display()
+    );
+    nvcc
+}
+
+/// `sm_XY` for device 0.
+pub fn device_arch() -> String {
+    let (major, minor) = cudyn::Device::get(0)
+        .and_then(|device| device.compute_capability())
+        .expect("GPU tests need a GPU: device 0 is not usable");
+    format!("sm_{major}{minor}")
+}
+
+/// Compiled device code in a temporary folder that lives as long as this value.
+pub struct Compiled {
+    pub path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Compiled {
+    pub fn bytes(&self) -> Vec<u8> {
+        std::fs::read(&self.path).expect("reading nvcc's output")
+    }
+}
+
+/// Compiles `source` with nvcc for device 0 into `output`.
+pub fn compile(source: &str, output: Output) -> Compiled {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let input = dir.path().join("kernels.cu");
+    std::fs::write(&input, source).expect("writing the CUDA source");
+    let path = dir.path().join(format!("kernels.{}", output.extension()));
+    let result = Command::new(nvcc())
+        .arg(output.flag())
+        .arg(format!("-arch={}", device_arch()))
+        .arg("-o")
+        .arg(&path)
+        .arg(&input)
+        .output()
+        .expect("running nvcc");
+    assert!(
+        result.status.success(),
+        "nvcc failed ({}):\n{}",
+        result.status,
+        String::from_utf8_lossy(&result.stderr)
+    );
+    Compiled { path, _dir: dir }
+}
+
+/// `len` random floats in [-1, 1) from a fixed seed.
+pub fn random_floats(len: usize, seed: u64) -> Vec<f32> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..len).map(|_| rng.f32() * 2.0 - 1.0).collect()
+}
+
+/// A SAXPY with five parameters, fused multiply-add written out so that the CPU reference
+/// (`f32::mul_add`) is bit-for-bit the same.
+pub const SAXPY: &str = r#"
+extern "C" __global__ void saxpy(float a, const float* x, const float* y, float* out,
+                                 unsigned long long n) {
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __fmaf_rn(a, x[i], y[i]);
+}
+
+extern "C" __global__ void fill(int* out, int value, unsigned long long n) {
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = value;
+}
+
+extern "C" __global__ void increment(int* data, unsigned long long n) {
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n) data[i] += 1;
+}
+"#;

@@ -1,0 +1,206 @@
+//! Loading device code on a GPU: the seed's helloWorld, kernel lookup, JIT logs, variables.
+//! Run with `cargo test -p cudyn --test gpu_library -- --include-ignored` on the GPU machine.
+
+mod common;
+
+use common::{compile, Output, SAXPY};
+use cudyn::{Backend, DeviceBuffer, Error, JitOptions, LaunchConfig, Library, LibraryOptions};
+
+/// The seed's first runtime example, kernel text unchanged (C++ linkage, so its symbol is
+/// `_Z10helloWorldv`).
+const HELLO: &str = r#"
+#include <cstdio>
+__global__ void helloWorld() { printf("Hello from the GPU!\n"); }
+"#;
+
+#[test]
+#[ignore = "gpu: runs the seed's helloWorld from a fatbin built by nvcc"]
+fn hello_world_fatbin_loads_launches_and_synchronizes() {
+    let fatbin = compile(HELLO, Output::Fatbin);
+    let library = Library::from_file(&fatbin.path).unwrap();
+    // The GPU machine has a CUDA 13 runtime, so loading goes through cudaLibraryLoadFromFile.
+    assert_eq!(library.backend(), Backend::Runtime);
+    let hello = library.kernel("helloWorld").unwrap();
+    assert_eq!(hello.name().unwrap(), "_Z10helloWorldv");
+    assert!(hello.params().unwrap().is_empty());
+    hello.launch(&LaunchConfig::new(1, 1), ()).unwrap();
+    cudyn::synchronize().unwrap();
+}
+
+#[test]
+#[ignore = "gpu: loads a cubin through both backends"]
+fn kernels_are_counted_listed_and_an_unknown_name_lists_the_nearest_first() {
+    let cubin = compile(SAXPY, Output::Cubin);
+    for backend in [Backend::Runtime, Backend::Driver] {
+        let library = Library::loader()
+            .backend(backend)
+            .from_file(&cubin.path)
+            .unwrap();
+        assert_eq!(library.backend(), backend);
+        assert_eq!(library.kernel_count().unwrap(), 3);
+        let mut names = library.kernel_names().unwrap();
+        names.sort();
+        assert_eq!(names, ["fill", "increment", "saxpy"]);
+        match library.kernel("saxpi") {
+            Err(Error::KernelNotFound {
+                name, available, ..
+            }) => {
+                assert_eq!(name, "saxpi");
+                assert_eq!(available[0], "saxpy");
+                assert_eq!(available.len(), 3);
+            }
+            other => panic!("expected KernelNotFound, got {other:?}"),
+        }
+        let saxpy = library.kernel("saxpy").unwrap();
+        let offsets: Vec<(usize, usize)> = saxpy
+            .params()
+            .unwrap()
+            .iter()
+            .map(|p| (p.offset, p.size))
+            .collect();
+        assert_eq!(offsets, [(0, 4), (8, 8), (16, 8), (24, 8), (32, 8)]);
+    }
+}
+
+#[test]
+#[ignore = "gpu: JIT-compiles PTX with a verbose log"]
+fn ptx_is_compiled_by_the_jit_with_options_and_its_log_is_kept() {
+    let ptx = compile(SAXPY, Output::Ptx);
+    let jit = JitOptions {
+        verbose_log: true,
+        optimization_level: Some(3),
+        max_registers: Some(32),
+        line_info: true,
+        ..JitOptions::default()
+    };
+    for backend in [Backend::Runtime, Backend::Driver] {
+        // From bytes without a terminating NUL: cudyn adds it.
+        let library = Library::loader()
+            .jit(jit.clone())
+            .backend(backend)
+            .load(ptx.bytes())
+            .unwrap();
+        let log = library.jit_log();
+        assert!(log.error.is_empty(), "JIT error log: {}", log.error);
+        assert!(!log.info.is_empty(), "a verbose JIT leaves an info log");
+        assert!(library.kernel("saxpy").is_ok());
+    }
+}
+
+#[test]
+#[ignore = "gpu: PTX of an unsupported version, the failure and its log"]
+fn a_failure_after_a_successful_load_carries_the_jit_error_log() {
+    let ptx = String::from_utf8(compile(SAXPY, Output::Ptx).bytes()).unwrap();
+    let start = ptx.find(".version ").expect("PTX has a .version directive");
+    let end = start + ptx[start..].find('\n').unwrap();
+    let future = format!("{}.version 99.0{}", &ptx[..start], &ptx[end..]);
+    // The driver may refuse at load or only at the kernel lookup (as it does for PTX newer
+    // than itself): either way the error carries the JIT's log.
+    let error = Library::load(future.as_bytes())
+        .and_then(|library| library.kernel("saxpy"))
+        .expect_err("PTX 99.0 cannot be compiled");
+    let log = error
+        .log()
+        .unwrap_or_else(|| panic!("no log attached to {error}"));
+    assert!(log.contains("version"), "log: {log}");
+}
+
+#[test]
+#[ignore = "gpu: loads bytes the driver may use in place"]
+fn a_preserved_binary_loads_and_runs() {
+    let cubin = compile(SAXPY, Output::Cubin).bytes();
+    let options = LibraryOptions {
+        preserve_binary: true,
+    };
+    let library = Library::loader()
+        .options(options.clone())
+        .load(&cubin)
+        .unwrap();
+    drop(cubin);
+    let fill = library.kernel("fill").unwrap();
+    let mut out = DeviceBuffer::<i32>::zeroed(100).unwrap();
+    fill.launch(
+        &LaunchConfig::for_elements(100, 64),
+        (&mut out, 7i32, 100u64),
+    )
+    .unwrap();
+    assert_eq!(out.to_vec().unwrap(), vec![7; 100]);
+    // Files cannot be preserved: refused before reaching CUDA.
+    let file = compile(SAXPY, Output::Cubin);
+    assert!(matches!(
+        Library::loader().options(options).from_file(&file.path),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+const GLOBALS: &str = r#"
+__device__ float scale;
+__device__ int results[4];
+__managed__ int launches;
+
+extern "C" __global__ void use_globals(float* out) {
+    out[threadIdx.x] = scale * threadIdx.x;
+    if (threadIdx.x < 4) results[threadIdx.x] = 100 + threadIdx.x;
+    if (threadIdx.x == 0) launches += 1;
+}
+"#;
+
+#[test]
+#[ignore = "gpu: device and managed variables"]
+fn globals_written_by_the_host_are_read_by_kernels_and_the_reverse() {
+    let cubin = compile(GLOBALS, Output::Cubin);
+    for backend in [Backend::Runtime, Backend::Driver] {
+        let library = Library::loader()
+            .backend(backend)
+            .from_file(&cubin.path)
+            .unwrap();
+        let scale = library.global::<f32>("scale").unwrap();
+        let results = library.global::<[i32; 4]>("results").unwrap();
+        let launches = library.managed::<i32>("launches").unwrap();
+        assert!(launches.is_managed() && !scale.is_managed());
+        scale.write(&2.5).unwrap();
+        results.write(&[0; 4]).unwrap();
+        launches.write(&40).unwrap();
+        assert_eq!(scale.read().unwrap(), 2.5);
+
+        let kernel = library.kernel("use_globals").unwrap();
+        let mut out = DeviceBuffer::<f32>::alloc(32).unwrap();
+        out.fill_bytes(0xff).unwrap();
+        kernel
+            .launch(&LaunchConfig::new(1, 32), (&mut out,))
+            .unwrap();
+        kernel
+            .launch(&LaunchConfig::new(1, 32), (&mut out,))
+            .unwrap();
+        cudyn::synchronize().unwrap();
+
+        let expected: Vec<f32> = (0..32).map(|i| 2.5 * i as f32).collect();
+        assert_eq!(out.to_vec().unwrap(), expected);
+        assert_eq!(results.read().unwrap(), [100, 101, 102, 103]);
+        assert_eq!(launches.read().unwrap(), 42);
+
+        match library.global::<f64>("scale") {
+            Err(Error::VariableSize {
+                device_bytes: 4,
+                rust_bytes: 8,
+                ..
+            }) => {}
+            other => panic!("expected a size mismatch, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+#[ignore = "gpu: kernels keep their library loaded"]
+fn a_kernel_outlives_its_library_value() {
+    let cubin = compile(SAXPY, Output::Cubin);
+    let fill = Library::from_file(&cubin.path)
+        .unwrap()
+        .kernel("fill")
+        .unwrap();
+    // The Library value is gone; the kernel's clone of it keeps the code loaded.
+    let mut out = DeviceBuffer::<i32>::zeroed(10).unwrap();
+    fill.launch(&LaunchConfig::new(1, 32), (&mut out, -3i32, 10u64))
+        .unwrap();
+    assert_eq!(out.to_vec().unwrap(), vec![-3; 10]);
+}
