@@ -4,24 +4,22 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cudyn::launch::{check_arguments, check_config, MAX_KERNEL_ARGS};
 use cudyn::{DeviceBuffer, DeviceLimits, DeviceRepr, KernelArgs, LaunchConfig, Param};
 
-/// Counts allocations made by threads that have switched counting on, so that the test
-/// harness' own threads do not disturb the count.
+/// Counts, per thread, the allocations made while that thread has counting switched on, so that
+/// neither the harness' threads nor tests running in parallel disturb a count.
 struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
 }
 
 fn note() {
     if COUNTING.with(Cell::get) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATIONS.with(|count| count.set(count.get() + 1));
     }
 }
 
@@ -53,11 +51,11 @@ static GLOBAL: Counting = Counting;
 
 /// The allocations `work` makes on this thread.
 fn allocations_in(work: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = ALLOCATIONS.with(Cell::get);
     COUNTING.with(|on| on.set(true));
     work();
     COUNTING.with(|on| on.set(false));
-    ALLOCATIONS.load(Ordering::Relaxed) - before
+    ALLOCATIONS.with(Cell::get) - before
 }
 
 #[repr(C)]
