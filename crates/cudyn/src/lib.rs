@@ -17,12 +17,14 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod compile;
 pub mod device;
 pub mod error;
 pub mod sys;
 pub mod toolchain;
 pub mod version;
 
+pub use compile::{Compiled, Linker, Program};
 pub use device::Device;
 pub use error::{CallError, Error, Result};
 pub use sys::locate::Component;
