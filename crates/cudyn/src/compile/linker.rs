@@ -4,7 +4,7 @@ use std::ffi::CString;
 use std::marker::PhantomData;
 use std::path::Path;
 
-use super::program::text_of;
+use super::program::{text_of, Output};
 use super::target::{Arch, PtxVerdict};
 use crate::error::{Error, Result};
 use crate::sys::locate::Component;
@@ -115,8 +115,9 @@ impl LinkOptions {
         self
     }
 
-    /// Also emits the linked PTX (`-ptx`; needs [`lto`](Self::lto)). Refused when nvJitLink is
-    /// newer than this machine's driver, unless [`allow_newer_ptx`](Self::allow_newer_ptx).
+    /// Emits the linked program as PTX instead of a cubin (`-ptx`; needs [`lto`](Self::lto)).
+    /// Refused when nvJitLink is newer than this machine's driver, unless
+    /// [`allow_newer_ptx`](Self::allow_newer_ptx).
     pub fn ptx(mut self, on: bool) -> Self {
         self.ptx = on;
         self
@@ -177,14 +178,17 @@ macro_rules! linker_bytes {
         let mut size = 0;
         // SAFETY: the handle is live; writes one size_t.
         unsafe { call!(linker.nvjitlink, $size(linker.raw, &mut size)) }?;
-        let mut bytes = vec![0u8; size];
-        // SAFETY: the buffer holds the `size` bytes nvJitLink copies into it.
+        // One byte more than asked for: a log's size may or may not count its NUL, which is
+        // written either way.
+        let mut bytes = vec![0u8; size + 1];
+        // SAFETY: the buffer holds the `size` bytes nvJitLink copies into it, and a NUL.
         unsafe {
             call!(
                 linker.nvjitlink,
                 $copy(linker.raw, bytes.as_mut_ptr().cast())
             )
         }?;
+        bytes.truncate(size);
         bytes
     }};
 }
@@ -199,7 +203,7 @@ macro_rules! linker_bytes {
 /// linker.add(InputKind::LtoIr, &kernel, "kernel.ltoir")?;
 /// linker.add(InputKind::LtoIr, &helper, "helper.ltoir")?;
 /// let linked = linker.finish()?;
-/// std::fs::write("linked.cubin", linked.cubin()).expect("write");
+/// std::fs::write("linked.cubin", linked.code()).expect("write");
 /// # Ok::<(), cudyn::Error>(())
 /// ```
 ///
@@ -307,26 +311,24 @@ impl<'a> Linker<'a> {
         Ok(self)
     }
 
-    /// Links (`nvJitLinkComplete`) and returns the cubin, the PTX when asked for, and the info
-    /// log. A failure carries nvJitLink's error and info logs in [`Error::log`].
+    /// Links (`nvJitLinkComplete`) and returns the cubin (or the PTX, when
+    /// [`LinkOptions::ptx`] asked for it) and the info log. A failure carries nvJitLink's error and
+    /// info logs in [`Error::log`].
     pub fn finish(self) -> Result<Linked> {
         // SAFETY: the handle is live.
         let completed = unsafe { call!(self.nvjitlink, nvJitLinkComplete(self.raw)) };
         self.with_logs(completed)?;
-        let cubin = linker_bytes!(&self, nvJitLinkGetLinkedCubinSize, nvJitLinkGetLinkedCubin);
-        let ptx = if self.ptx {
-            Some(linker_bytes!(
-                &self,
-                nvJitLinkGetLinkedPtxSize,
-                nvJitLinkGetLinkedPtx
-            ))
+        let (output, code) = if self.ptx {
+            let ptx = linker_bytes!(&self, nvJitLinkGetLinkedPtxSize, nvJitLinkGetLinkedPtx);
+            (Output::Ptx, ptx)
         } else {
-            None
+            let cubin = linker_bytes!(&self, nvJitLinkGetLinkedCubinSize, nvJitLinkGetLinkedCubin);
+            (Output::Cubin, cubin)
         };
         Ok(Linked {
             arch: self.arch,
-            cubin,
-            ptx,
+            output,
+            code,
             info_log: self.info_log(),
         })
     }
@@ -383,8 +385,8 @@ impl Drop for Linker<'_> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Linked {
     arch: Arch,
-    cubin: Vec<u8>,
-    ptx: Option<Vec<u8>>,
+    output: Output,
+    code: Vec<u8>,
     info_log: String,
 }
 
@@ -394,19 +396,19 @@ impl Linked {
         self.arch
     }
 
-    /// The linked cubin, ready for `cudaLibraryLoadData`.
-    pub fn cubin(&self) -> &[u8] {
-        &self.cubin
+    /// What the code is: a cubin, or PTX when [`LinkOptions::ptx`] asked for it.
+    pub fn output(&self) -> Output {
+        self.output
     }
 
-    /// The linked cubin, owned.
-    pub fn into_cubin(self) -> Vec<u8> {
-        self.cubin
+    /// The linked code, ready for `cudaLibraryLoadData` (PTX includes its terminating NUL).
+    pub fn code(&self) -> &[u8] {
+        &self.code
     }
 
-    /// The linked PTX (NUL-terminated), when [`LinkOptions::ptx`] asked for it.
-    pub fn ptx(&self) -> Option<&[u8]> {
-        self.ptx.as_deref()
+    /// The linked code, owned.
+    pub fn into_code(self) -> Vec<u8> {
+        self.code
     }
 
     /// nvJitLink's info log.

@@ -29,7 +29,7 @@
 //! ```
 //!
 //! Loading the result is the job of the library type: its bytes ([`Compiled::code`],
-//! [`Linked::cubin`]) go to `cudaLibraryLoadData` as they are, and a kernel instantiated through a
+//! [`Linked::code`]) go to `cudaLibraryLoadData` as they are, and a kernel instantiated through a
 //! name expression is found under [`Compiled::lowered_name`].
 
 mod batch;

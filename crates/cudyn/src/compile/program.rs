@@ -462,9 +462,12 @@ macro_rules! nvrtc_bytes {
         let mut size = 0;
         // SAFETY: the handle is live; writes one size_t.
         unsafe { call!(program.nvrtc, $size(program.raw, &mut size)) }?;
-        let mut bytes = vec![0u8; size];
-        // SAFETY: the buffer holds the `size` bytes NVRTC copies into it.
+        // One byte more than asked for: a log's size may or may not count its NUL, which is
+        // written either way.
+        let mut bytes = vec![0u8; size + 1];
+        // SAFETY: the buffer holds the `size` bytes NVRTC copies into it, and a NUL.
         unsafe { call!(program.nvrtc, $copy(program.raw, bytes.as_mut_ptr().cast())) }?;
+        bytes.truncate(size);
         bytes
     }};
 }
