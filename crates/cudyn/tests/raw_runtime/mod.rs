@@ -16,10 +16,12 @@ use cudyn::{Error, Result};
 /// Calls a runtime entry point and turns its status into a `Result`, like cudyn's internal `call!`.
 macro_rules! rt {
     ($name:ident ( $($arg:expr),* $(,)? )) => {{
-        let runtime = sys::runtime()?;
-        match runtime.api.$name {
-            Some(function) => runtime.check(stringify!($name), function($($arg),*)),
-            None => Err(runtime.missing(stringify!($name))),
+        match sys::runtime() {
+            Ok(runtime) => match runtime.api.$name {
+                Some(function) => runtime.check(stringify!($name), function($($arg),*)),
+                None => Err(runtime.missing(stringify!($name))),
+            },
+            Err(error) => Err(error),
         }
     }};
 }
@@ -119,7 +121,7 @@ impl<T: Copy> DeviceBuffer<T> {
 
     /// The values, copied back to the host.
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        let mut values = Vec::with_capacity(self.len);
+        let mut values: Vec<T> = Vec::with_capacity(self.len);
         // SAFETY: copies `len` values into the vector's capacity, then sets its length.
         unsafe {
             rt!(cudaMemcpy(
