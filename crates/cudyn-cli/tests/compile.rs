@@ -6,6 +6,18 @@ fn cudyn() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cudyn"))
 }
 
+/// Runs `cudyn compile ARGS... SOURCE` and requires success; returns its standard output.
+fn compile_ok(args: &[&str], source: &std::path::Path) -> String {
+    let run = cudyn()
+        .arg("compile")
+        .args(args)
+        .arg(source)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    String::from_utf8_lossy(&run.stdout).into_owned()
+}
+
 #[test]
 fn compiles_a_file_to_each_output_kind() {
     if let Err(error) = cudyn::sys::nvrtc() {
@@ -20,17 +32,20 @@ fn compiles_a_file_to_each_output_kind() {
     .unwrap();
 
     let cubin = folder.path().join("out.cubin");
-    let run = cudyn()
-        .args(["compile", "--arch", "sm_80", "-D", "FACTOR=2.0f", "-o"])
-        .arg(&cubin)
-        .arg(&source)
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{run:?}");
+    let stdout = compile_ok(
+        &[
+            "--arch",
+            "sm_80",
+            "-D",
+            "FACTOR=2.0f",
+            "-o",
+            cubin.to_str().unwrap(),
+        ],
+        &source,
+    );
     let bytes = std::fs::read(&cubin).unwrap();
     assert_eq!(&bytes[..4], b"\x7fELF");
     assert_eq!(u16::from_le_bytes([bytes[18], bytes[19]]), 190, "EM_CUDA");
-    let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(
         stdout.contains(&format!("{} bytes", bytes.len())),
         "{stdout}"
@@ -38,21 +53,14 @@ fn compiles_a_file_to_each_output_kind() {
     assert!(stdout.contains("sm_80"), "{stdout}");
 
     // Without -o the output lands beside the source, named by its kind.
-    let run = cudyn()
-        .args(["compile", "--ptx", "--arch", "90", "-D", "FACTOR=2.0f"])
-        .arg(&source)
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{run:?}");
+    compile_ok(&["--ptx", "--arch", "90", "-D", "FACTOR=2.0f"], &source);
     let ptx = std::fs::read_to_string(folder.path().join("scale.ptx")).unwrap();
     assert!(ptx.contains(".target sm_90"), "{ptx}");
 
-    let run = cudyn()
-        .args(["compile", "--ltoir", "--arch", "sm_90", "-D", "FACTOR=2.0f"])
-        .arg(&source)
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{run:?}");
+    compile_ok(
+        &["--ltoir", "--arch", "sm_90", "-D", "FACTOR=2.0f"],
+        &source,
+    );
     let ltoir = std::fs::read(folder.path().join("scale.ltoir")).unwrap();
     assert_eq!(
         u32::from_le_bytes(ltoir[..4].try_into().unwrap()),

@@ -171,28 +171,6 @@ impl LinkOptions {
     }
 }
 
-/// Reads one of a link's byte outputs through its size and copy entry points.
-macro_rules! linker_bytes {
-    ($linker:expr, $size:ident, $copy:ident) => {{
-        let linker: &Linker = $linker;
-        let mut size = 0;
-        // SAFETY: the handle is live; writes one size_t.
-        unsafe { call!(linker.nvjitlink, $size(linker.raw, &mut size)) }?;
-        // One byte more than asked for: a log's size may or may not count its NUL, which is
-        // written either way.
-        let mut bytes = vec![0u8; size + 1];
-        // SAFETY: the buffer holds the `size` bytes nvJitLink copies into it, and a NUL.
-        unsafe {
-            call!(
-                linker.nvjitlink,
-                $copy(linker.raw, bytes.as_mut_ptr().cast())
-            )
-        }?;
-        bytes.truncate(size);
-        bytes
-    }};
-}
-
 /// A link in progress: add inputs, then [`finish`](Linker::finish).
 ///
 /// ```no_run
@@ -319,10 +297,20 @@ impl<'a> Linker<'a> {
         let completed = unsafe { call!(self.nvjitlink, nvJitLinkComplete(self.raw)) };
         self.with_logs(completed)?;
         let (output, code) = if self.ptx {
-            let ptx = linker_bytes!(&self, nvJitLinkGetLinkedPtxSize, nvJitLinkGetLinkedPtx);
+            let ptx = read_sized!(
+                self.nvjitlink,
+                self.raw,
+                nvJitLinkGetLinkedPtxSize,
+                nvJitLinkGetLinkedPtx
+            );
             (Output::Ptx, ptx)
         } else {
-            let cubin = linker_bytes!(&self, nvJitLinkGetLinkedCubinSize, nvJitLinkGetLinkedCubin);
+            let cubin = read_sized!(
+                self.nvjitlink,
+                self.raw,
+                nvJitLinkGetLinkedCubinSize,
+                nvJitLinkGetLinkedCubin
+            );
             (Output::Cubin, cubin)
         };
         Ok(Linked {
@@ -346,9 +334,19 @@ impl<'a> Linker<'a> {
     fn log_bytes(&self, info: bool) -> String {
         let bytes: Result<Vec<u8>> = (|| {
             Ok(if info {
-                linker_bytes!(self, nvJitLinkGetInfoLogSize, nvJitLinkGetInfoLog)
+                read_sized!(
+                    self.nvjitlink,
+                    self.raw,
+                    nvJitLinkGetInfoLogSize,
+                    nvJitLinkGetInfoLog
+                )
             } else {
-                linker_bytes!(self, nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog)
+                read_sized!(
+                    self.nvjitlink,
+                    self.raw,
+                    nvJitLinkGetErrorLogSize,
+                    nvJitLinkGetErrorLog
+                )
             })
         })();
         // A log that cannot be read is reported as its reason: it is read only to explain

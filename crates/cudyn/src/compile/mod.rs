@@ -32,6 +32,24 @@
 //! [`Linked::code`]) go to `cudaLibraryLoadData` as they are, and a kernel instantiated through a
 //! name expression is found under [`Compiled::lowered_name`].
 
+/// Reads a byte output of NVRTC or nvJitLink (code or log) through its size and copy entry points:
+/// `read_sized!(library, handle, SizeFn, CopyFn)` inside a function returning `Result`.
+macro_rules! read_sized {
+    ($library:expr, $handle:expr, $size:ident, $copy:ident) => {{
+        let (library, handle) = ($library, $handle);
+        let mut size = 0;
+        // SAFETY: the handle is live; writes one size_t.
+        unsafe { call!(library, $size(handle, &mut size)) }?;
+        // One byte more than asked for: a log's size may or may not count its NUL, which is
+        // written either way (nvJitLink reports an empty log as 0 bytes and writes the NUL).
+        let mut bytes = vec![0u8; size + 1];
+        // SAFETY: the buffer holds the `size` bytes the library copies into it, and a NUL.
+        unsafe { call!(library, $copy(handle, bytes.as_mut_ptr().cast())) }?;
+        bytes.truncate(size);
+        bytes
+    }};
+}
+
 mod batch;
 mod diagnostic;
 mod linker;

@@ -455,23 +455,6 @@ fn c_string(what: &str, text: &str) -> Result<CString> {
         .map_err(|_| Error::InvalidArgument(format!("the {what} contains a NUL byte: {text:?}")))
 }
 
-/// Reads one of a compiled program's byte outputs through its size and copy entry points.
-macro_rules! nvrtc_bytes {
-    ($program:expr, $size:ident, $copy:ident) => {{
-        let program: &NvrtcProgram = $program;
-        let mut size = 0;
-        // SAFETY: the handle is live; writes one size_t.
-        unsafe { call!(program.nvrtc, $size(program.raw, &mut size)) }?;
-        // One byte more than asked for: a log's size may or may not count its NUL, which is
-        // written either way.
-        let mut bytes = vec![0u8; size + 1];
-        // SAFETY: the buffer holds the `size` bytes NVRTC copies into it, and a NUL.
-        unsafe { call!(program.nvrtc, $copy(program.raw, bytes.as_mut_ptr().cast())) }?;
-        bytes.truncate(size);
-        bytes
-    }};
-}
-
 /// An NVRTC program handle, destroyed on drop.
 struct NvrtcProgram {
     nvrtc: &'static Nvrtc,
@@ -525,8 +508,9 @@ impl NvrtcProgram {
     }
 
     fn log(&self) -> Result<String> {
-        Ok(text_of(nvrtc_bytes!(
-            self,
+        Ok(text_of(read_sized!(
+            self.nvrtc,
+            self.raw,
             nvrtcGetProgramLogSize,
             nvrtcGetProgramLog
         )))
@@ -534,9 +518,9 @@ impl NvrtcProgram {
 
     fn code(&self, output: Output) -> Result<Vec<u8>> {
         let code = match output {
-            Output::Cubin => nvrtc_bytes!(self, nvrtcGetCUBINSize, nvrtcGetCUBIN),
-            Output::Ptx => nvrtc_bytes!(self, nvrtcGetPTXSize, nvrtcGetPTX),
-            Output::LtoIr => nvrtc_bytes!(self, nvrtcGetLTOIRSize, nvrtcGetLTOIR),
+            Output::Cubin => read_sized!(self.nvrtc, self.raw, nvrtcGetCUBINSize, nvrtcGetCUBIN),
+            Output::Ptx => read_sized!(self.nvrtc, self.raw, nvrtcGetPTXSize, nvrtcGetPTX),
+            Output::LtoIr => read_sized!(self.nvrtc, self.raw, nvrtcGetLTOIRSize, nvrtcGetLTOIR),
         };
         if code.is_empty() {
             // NVRTC returns success and nothing when an option contradicts the output asked for.

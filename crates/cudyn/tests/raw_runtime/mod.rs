@@ -13,17 +13,66 @@ use cudyn::sys::runtime::{self, cudaEvent_t, cudaKernel_t, cudaLibrary_t, dim3};
 use cudyn::sys::{self, Api};
 use cudyn::{Error, Result};
 
-/// Calls a runtime entry point and turns its status into a `Result`, like cudyn's internal `call!`.
-macro_rules! rt {
-    ($name:ident ( $($arg:expr),* $(,)? )) => {{
-        match sys::runtime() {
-            Ok(runtime) => match runtime.api.$name {
-                Some(function) => runtime.check(stringify!($name), function($($arg),*)),
-                None => Err(runtime.missing(stringify!($name))),
+/// Calls an entry point of an opened CUDA library (`$library`: a `sys::*()` opener) and turns its
+/// status into a `Result`, like cudyn's internal `call!`.
+macro_rules! raw_call {
+    ($library:expr, $name:ident ( $($arg:expr),* $(,)? )) => {{
+        match $library {
+            Ok(library) => match library.api.$name {
+                Some(function) => library.check(stringify!($name), function($($arg),*)),
+                None => Err(library.missing(stringify!($name))),
             },
             Err(error) => Err(error),
         }
     }};
+}
+
+/// A runtime call through [`raw_call!`].
+macro_rules! rt {
+    ($($call:tt)*) => {
+        raw_call!(sys::runtime(), $($call)*)
+    };
+}
+
+/// A cubin of `source` for `arch` (e.g. `sm_90`), straight from NVRTC: the raw side of the
+/// benchmark's comparison.
+pub fn raw_nvrtc_cubin(source: &str, arch: &str) -> Result<Vec<u8>> {
+    let source =
+        CString::new(source).map_err(|_| Error::InvalidArgument("NUL in source".into()))?;
+    let option =
+        CString::new(format!("-arch={arch}")).map_err(|_| Error::InvalidArgument(arch.into()))?;
+    let options = [option.as_ptr()];
+    let mut program = std::ptr::null_mut();
+    // SAFETY: live C strings; the program is destroyed below whatever happens in between.
+    unsafe {
+        raw_call!(
+            sys::nvrtc(),
+            nvrtcCreateProgram(
+                &mut program,
+                source.as_ptr(),
+                c"raw.cu".as_ptr(),
+                0,
+                std::ptr::null(),
+                std::ptr::null()
+            )
+        )?;
+        let cubin = (|| {
+            raw_call!(
+                sys::nvrtc(),
+                nvrtcCompileProgram(program, 1, options.as_ptr())
+            )?;
+            let mut size = 0;
+            raw_call!(sys::nvrtc(), nvrtcGetCUBINSize(program, &mut size))?;
+            let mut cubin = vec![0u8; size];
+            raw_call!(
+                sys::nvrtc(),
+                nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast())
+            )?;
+            Ok(cubin)
+        })();
+        raw_call!(sys::nvrtc(), nvrtcDestroyProgram(&mut program))?;
+        cubin
+    }
 }
 
 /// A library loaded from memory, unloaded on drop.
