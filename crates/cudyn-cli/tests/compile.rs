@@ -18,11 +18,8 @@ fn compile_ok(args: &[&str], source: &std::path::Path) -> String {
     String::from_utf8_lossy(&run.stdout).into_owned()
 }
 
-#[test]
-fn compiles_a_file_to_each_output_kind() {
-    if let Err(error) = cudyn::sys::nvrtc() {
-        panic!("NVRTC is missing ({error}); run scripts/cuda-wheels and activate its venv");
-    }
+/// A folder holding scale.cu, whose kernel scales by the macro FACTOR.
+fn scale_source() -> (tempfile::TempDir, std::path::PathBuf) {
     let folder = tempfile::tempdir().unwrap();
     let source = folder.path().join("scale.cu");
     std::fs::write(
@@ -30,6 +27,15 @@ fn compiles_a_file_to_each_output_kind() {
         "extern \"C\" __global__ void scale(float *p) { p[0] *= FACTOR; }\n",
     )
     .unwrap();
+    (folder, source)
+}
+
+#[test]
+fn compiles_a_file_to_each_output_kind() {
+    if let Err(error) = cudyn::sys::nvrtc() {
+        panic!("NVRTC is missing ({error}); run scripts/cuda-wheels and activate its venv");
+    }
+    let (folder, source) = scale_source();
 
     let cubin = folder.path().join("out.cubin");
     let stdout = compile_ok(
@@ -70,14 +76,8 @@ fn compiles_a_file_to_each_output_kind() {
 
 #[test]
 fn a_file_that_does_not_compile_fails_with_the_log_and_the_line() {
-    let folder = tempfile::tempdir().unwrap();
-    let source = folder.path().join("scale.cu");
+    let (_folder, source) = scale_source();
     // FACTOR is not defined this time.
-    std::fs::write(
-        &source,
-        "extern \"C\" __global__ void scale(float *p) { p[0] *= FACTOR; }\n",
-    )
-    .unwrap();
     let run = cudyn()
         .args(["compile", "--arch", "sm_90"])
         .arg(&source)
