@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod compile;
 mod doctor;
 
 /// Dynamic loading of CUDA device code, runtime-style.
@@ -24,11 +25,15 @@ enum Command {
     /// inspects); 1 when something required is missing or broken, or with --require-gpu
     /// when there is no usable GPU; 2 for a usage error.
     Doctor(doctor::Args),
+    /// Compile a CUDA C++ file with NVRTC to a cubin (default), PTX or LTO-IR, and report the
+    /// compiler's log and the output's size. Exit status 1 when it does not compile.
+    Compile(compile::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Doctor(args) => doctor::run(&args),
+        Command::Compile(args) => compile::run(&args),
     }
 }

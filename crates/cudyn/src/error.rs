@@ -134,6 +134,36 @@ pub enum Error {
         /// Which limit is exceeded.
         violation: crate::launch::ConfigViolation,
     },
+
+    /// Device code was to be compiled for "this machine's GPU", but there is none to ask.
+    #[error(
+        "no target architecture: {reason}. Name one explicitly (Program::arch, \
+         LinkOptions::arch, or `--arch sm_90` on the command line); without one cudyn compiles \
+         SASS for GPU 0, which needs a driver and a GPU"
+    )]
+    ArchRequired {
+        /// Why the current GPU's architecture could not be found.
+        reason: String,
+    },
+
+    /// PTX was asked for, but the driver here is older than the compiler that would emit it, so
+    /// the driver would reject it (`CUDA_ERROR_UNSUPPORTED_PTX_VERSION`).
+    #[error(
+        "{producer} {producer_version} emits PTX that this driver (CUDA {driver}) cannot load \
+         (it would fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION). Fixes: compile to SASS for the \
+         GPU instead (Output::Cubin, the default; `cudyn compile --cubin`), or finish the PTX to a \
+         cubin with nvJitLink (cudyn::compile::ptx_to_cubin), which may be newer than the driver; \
+         to write PTX meant for another machine's driver, allow it explicitly \
+         (Program::allow_newer_ptx, `--allow-newer-ptx`)"
+    )]
+    PtxNewerThanDriver {
+        /// The library that would emit the PTX (NVRTC or nvJitLink).
+        producer: Component,
+        /// Its version, which is also the PTX ISA generation it emits.
+        producer_version: Version,
+        /// The CUDA version the driver supports.
+        driver: Version,
+    },
 }
 
 impl Error {

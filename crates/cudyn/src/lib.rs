@@ -17,6 +17,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod compile;
 pub mod context;
 pub mod device;
 pub mod error;
@@ -29,6 +30,7 @@ pub mod sys;
 pub mod toolchain;
 pub mod version;
 
+pub use compile::{Compiled, Linker, Program};
 pub use context::{current_device, set_device, synchronize};
 pub use device::{Device, DeviceLimits};
 pub use error::{CallError, Error, Result};

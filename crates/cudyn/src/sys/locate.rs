@@ -19,6 +19,8 @@
 //! The runtime, NVRTC and nvJitLink are preferred from *one* folder: when a folder holds all three,
 //! each of them comes from the first such folder even if an earlier folder holds one of them alone,
 //! and the report says so. Mixing versions of the toolkit is a classic source of confusing errors.
+//! An override is the exception: its folders are taken in exactly the order given, so that one
+//! library can be pinned (`CUDYN_LIBRARY_PATH=/opt/nvrtc-13.5:/usr/local/cuda/lib64:...`).
 
 use std::ffi::OsString;
 use std::fmt;
@@ -315,7 +317,8 @@ impl SearchPath {
             }
         }
         let first = self.first_in_folders(component)?;
-        if !Component::TOOLKIT.contains(&component) {
+        // An override's order is the user's explicit choice: it is never second-guessed.
+        if !self.open_search || !Component::TOOLKIT.contains(&component) {
             return Some(first);
         }
         let Some(shared) = self.first_folder_with_whole_toolkit() else {
@@ -634,18 +637,40 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let early = root.path().join("early");
         let whole = root.path().join("whole");
-        touch(&early.join("libcudart.so.12"));
+        touch(&early.join("lib64/libcudart.so.12"));
         for soname in ["libcudart.so.13", "libnvrtc.so.13", "libnvJitLink.so.13"] {
-            touch(&whole.join(soname));
+            touch(&whole.join("lib64").join(soname));
         }
-        let search = SearchPath::only([early.clone(), whole.clone()]);
+        let search = SearchPath::from_env_with(
+            env(&[("CUDA_PATH", &early), ("CUDA_HOME", &whole)]),
+            root.path(),
+        );
         let runtime = search.locate(Component::Runtime).unwrap();
-        assert_eq!(runtime.path, whole.join("libcudart.so.13"));
+        assert_eq!(runtime.path, whole.join("lib64/libcudart.so.13"));
         let note = runtime.note.expect("the choice is explained");
-        assert!(note.contains(&early.join("libcudart.so.12").display().to_string()));
+        assert!(note.contains(&early.join("lib64/libcudart.so.12").display().to_string()));
         let nvrtc = search.locate(Component::Nvrtc).unwrap();
-        assert_eq!(nvrtc.path, whole.join("libnvrtc.so.13"));
+        assert_eq!(nvrtc.path, whole.join("lib64/libnvrtc.so.13"));
         assert_eq!(nvrtc.note, None);
+    }
+
+    #[test]
+    fn an_override_order_is_followed_exactly() {
+        let root = tempfile::tempdir().unwrap();
+        let newer_nvrtc = root.path().join("nvrtc-13.5");
+        let toolkit = root.path().join("toolkit");
+        touch(&newer_nvrtc.join("libnvrtc.so.13"));
+        for soname in ["libcudart.so.13", "libnvrtc.so.13", "libnvJitLink.so.13"] {
+            touch(&toolkit.join(soname));
+        }
+        let search = SearchPath::only([newer_nvrtc.clone(), toolkit.clone()]);
+        let nvrtc = search.locate(Component::Nvrtc).unwrap();
+        assert_eq!(nvrtc.path, newer_nvrtc.join("libnvrtc.so.13"));
+        assert_eq!(nvrtc.note, None);
+        assert_eq!(
+            search.locate(Component::Runtime).unwrap().path,
+            toolkit.join("libcudart.so.13")
+        );
     }
 
     #[test]

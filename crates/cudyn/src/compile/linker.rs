@@ -1,0 +1,456 @@
+//! `Linker`: device code linked at run time by nvJitLink, with link-time optimization.
+
+use std::ffi::CString;
+use std::marker::PhantomData;
+use std::path::Path;
+
+use super::program::{text_of, Output};
+use super::target::{Arch, PtxVerdict};
+use crate::error::{Error, Result};
+use crate::sys::locate::Component;
+use crate::sys::nvjitlink::{self, NvJitLink};
+use crate::sys::{self, call};
+
+/// The kind of a linker input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InputKind {
+    /// A cubin (ELF with SASS), relocatable or not.
+    Cubin,
+    /// PTX text; nvJitLink compiles it to SASS itself.
+    Ptx,
+    /// LTO-IR from NVRTC or nvcc with `-dlto`; needs [`LinkOptions::lto`].
+    LtoIr,
+    /// A fat binary.
+    Fatbin,
+    /// A host object file with embedded device code (`.o`).
+    Object,
+    /// A host library archive with embedded device code (`.a`).
+    Library,
+    /// Let nvJitLink tell (from a file's extension).
+    Any,
+}
+
+impl InputKind {
+    fn raw(self) -> nvjitlink::nvJitLinkInputType {
+        match self {
+            InputKind::Cubin => nvjitlink::NVJITLINK_INPUT_CUBIN,
+            InputKind::Ptx => nvjitlink::NVJITLINK_INPUT_PTX,
+            InputKind::LtoIr => nvjitlink::NVJITLINK_INPUT_LTOIR,
+            InputKind::Fatbin => nvjitlink::NVJITLINK_INPUT_FATBIN,
+            InputKind::Object => nvjitlink::NVJITLINK_INPUT_OBJECT,
+            InputKind::Library => nvjitlink::NVJITLINK_INPUT_LIBRARY,
+            InputKind::Any => nvjitlink::NVJITLINK_INPUT_ANY,
+        }
+    }
+}
+
+/// How to link; [`LinkOptions::linker`] starts a link with them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkOptions {
+    arch: Option<Arch>,
+    lto: bool,
+    optimization: Option<u8>,
+    max_registers: Option<u32>,
+    ptxas: Vec<String>,
+    debug: bool,
+    line_info: bool,
+    verbose: bool,
+    ptx: bool,
+    allow_newer_ptx: bool,
+    extra: Vec<String>,
+}
+
+impl LinkOptions {
+    /// Links SASS for GPU 0, without link-time optimization.
+    pub fn new() -> Self {
+        LinkOptions::default()
+    }
+
+    /// Links for this architecture instead of GPU 0's. Required where there is no GPU.
+    pub fn arch(mut self, arch: Arch) -> Self {
+        self.arch = Some(arch);
+        self
+    }
+
+    /// Link-time optimization (`-lto`): LTO-IR inputs are optimized together, so calls across
+    /// pieces can be inlined.
+    pub fn lto(mut self, on: bool) -> Self {
+        self.lto = on;
+        self
+    }
+
+    /// The optimization level of link-time code generation (`-O0` to `-O3`).
+    pub fn optimization(mut self, level: u8) -> Self {
+        self.optimization = Some(level);
+        self
+    }
+
+    /// The most registers a thread may use (`-maxrregcount`).
+    pub fn max_registers(mut self, count: u32) -> Self {
+        self.max_registers = Some(count);
+        self
+    }
+
+    /// Passes an option to ptxas (`-Xptxas=`).
+    pub fn ptxas(mut self, option: impl Into<String>) -> Self {
+        self.ptxas.push(option.into());
+        self
+    }
+
+    /// Debug information (`-g`).
+    pub fn debug(mut self, on: bool) -> Self {
+        self.debug = on;
+        self
+    }
+
+    /// Line information for profilers (`-lineinfo`).
+    pub fn line_info(mut self, on: bool) -> Self {
+        self.line_info = on;
+        self
+    }
+
+    /// Detailed information in the info log (`-verbose`).
+    pub fn verbose(mut self, on: bool) -> Self {
+        self.verbose = on;
+        self
+    }
+
+    /// Emits the linked program as PTX instead of a cubin (`-ptx`; needs [`lto`](Self::lto)).
+    /// Refused when nvJitLink is newer than this machine's driver, unless
+    /// [`allow_newer_ptx`](Self::allow_newer_ptx).
+    pub fn ptx(mut self, on: bool) -> Self {
+        self.ptx = on;
+        self
+    }
+
+    /// Emits PTX even when nvJitLink is newer than this machine's driver (the PTX is for another
+    /// machine).
+    pub fn allow_newer_ptx(mut self, allow: bool) -> Self {
+        self.allow_newer_ptx = allow;
+        self
+    }
+
+    /// Passes an nvJitLink option cudyn has no typed setter for, as is.
+    pub fn option(mut self, option: impl Into<String>) -> Self {
+        self.extra.push(option.into());
+        self
+    }
+
+    /// The options handed to nvJitLink when linking for `arch`, in order.
+    pub fn nvjitlink_options(&self, arch: Arch) -> Vec<String> {
+        let mut options = vec![format!("-arch={}", arch.sm())];
+        if self.lto {
+            options.push("-lto".to_owned());
+        }
+        if self.ptx {
+            options.push("-ptx".to_owned());
+        }
+        if let Some(level) = self.optimization {
+            options.push(format!("-O{level}"));
+        }
+        if let Some(count) = self.max_registers {
+            options.push(format!("-maxrregcount={count}"));
+        }
+        options.extend(self.ptxas.iter().map(|option| format!("-Xptxas={option}")));
+        for (flag, on) in [
+            ("-g", self.debug),
+            ("-lineinfo", self.line_info),
+            ("-verbose", self.verbose),
+        ] {
+            if on {
+                options.push(flag.to_owned());
+            }
+        }
+        options.extend(self.extra.iter().cloned());
+        options
+    }
+
+    /// Starts a link with these options.
+    pub fn linker<'a>(&self) -> Result<Linker<'a>> {
+        Linker::new(self)
+    }
+}
+
+/// A link in progress: add inputs, then [`finish`](Linker::finish).
+///
+/// ```no_run
+/// use cudyn::compile::{Arch, InputKind, LinkOptions};
+///
+/// # let (kernel, helper): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
+/// let mut linker = LinkOptions::new().arch(Arch::new(9, 0)).lto(true).linker()?;
+/// linker.add(InputKind::LtoIr, &kernel, "kernel.ltoir")?;
+/// linker.add(InputKind::LtoIr, &helper, "helper.ltoir")?;
+/// let linked = linker.finish()?;
+/// std::fs::write("linked.cubin", linked.code()).expect("write");
+/// # Ok::<(), cudyn::Error>(())
+/// ```
+///
+/// Inputs given as bytes are borrowed until the link finishes: nvJitLink may read them as late as
+/// that.
+#[derive(Debug)]
+pub struct Linker<'a> {
+    nvjitlink: &'static NvJitLink,
+    raw: nvjitlink::nvJitLinkHandle,
+    arch: Arch,
+    ptx: bool,
+    inputs: PhantomData<&'a [u8]>,
+}
+
+impl<'a> Linker<'a> {
+    /// Starts a link (`nvJitLinkCreate`).
+    ///
+    /// Without an architecture and without a GPU: [`Error::ArchRequired`].
+    pub fn new(options: &LinkOptions) -> Result<Self> {
+        let nvjitlink = sys::nvjitlink()?;
+        let arch = match options.arch {
+            Some(arch) => arch,
+            None => Arch::current()?,
+        };
+        if options.ptx {
+            PtxVerdict::here(nvjitlink.version)
+                .require_loadable(Component::NvJitLink, options.allow_newer_ptx)?;
+        }
+        let strings = options
+            .nvjitlink_options(arch)
+            .into_iter()
+            .map(|option| {
+                CString::new(option.as_str()).map_err(|_| {
+                    Error::InvalidArgument(format!("the link option {option:?} contains a NUL"))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let pointers: Vec<_> = strings.iter().map(|s| s.as_ptr()).collect();
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: `pointers` holds `len` live C strings, which nvJitLink copies.
+        let created = unsafe {
+            call!(
+                nvjitlink,
+                nvJitLinkCreate(&mut raw, pointers.len() as u32, pointers.as_ptr())
+            )
+        };
+        if raw.is_null() {
+            // nvJitLink keeps no handle, and so no log, when it rejects an option.
+            return Err(created.err().unwrap_or_else(|| {
+                Error::InvalidArgument("nvJitLinkCreate returned no handle".into())
+            }));
+        }
+        let linker = Linker {
+            nvjitlink,
+            raw,
+            arch,
+            ptx: options.ptx,
+            inputs: PhantomData,
+        };
+        linker.with_logs(created)?;
+        Ok(linker)
+    }
+
+    /// Adds an input from memory; `name` is what the logs call it.
+    pub fn add(&mut self, kind: InputKind, bytes: &'a [u8], name: &str) -> Result<&mut Self> {
+        let name = CString::new(name)
+            .map_err(|_| Error::InvalidArgument(format!("the input name {name:?} has a NUL")))?;
+        // SAFETY: the handle is live; `bytes` stays borrowed for the linker's life ('a), and
+        // nvJitLink copies the name.
+        let added = unsafe {
+            call!(
+                self.nvjitlink,
+                nvJitLinkAddData(
+                    self.raw,
+                    kind.raw(),
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                    name.as_ptr()
+                )
+            )
+        };
+        self.with_logs(added)?;
+        Ok(self)
+    }
+
+    /// Adds an input from a file.
+    pub fn add_file(&mut self, kind: InputKind, path: impl AsRef<Path>) -> Result<&mut Self> {
+        let path = path.as_ref();
+        let Some(text) = path.to_str() else {
+            return Err(Error::InvalidArgument(format!(
+                "nvJitLink takes UTF-8 file names only: {}",
+                path.display()
+            )));
+        };
+        let file = CString::new(text)
+            .map_err(|_| Error::InvalidArgument(format!("the path {text:?} has a NUL")))?;
+        // SAFETY: the handle is live and nvJitLink reads the file during the call.
+        let added = unsafe {
+            call!(
+                self.nvjitlink,
+                nvJitLinkAddFile(self.raw, kind.raw(), file.as_ptr())
+            )
+        };
+        self.with_logs(added)?;
+        Ok(self)
+    }
+
+    /// Links (`nvJitLinkComplete`) and returns the cubin (or the PTX, when
+    /// [`LinkOptions::ptx`] asked for it) and the info log. A failure carries nvJitLink's error and
+    /// info logs in [`Error::log`].
+    pub fn finish(self) -> Result<Linked> {
+        // SAFETY: the handle is live.
+        let completed = unsafe { call!(self.nvjitlink, nvJitLinkComplete(self.raw)) };
+        self.with_logs(completed)?;
+        let (output, code) = if self.ptx {
+            let ptx = read_sized!(
+                self.nvjitlink,
+                self.raw,
+                nvJitLinkGetLinkedPtxSize,
+                nvJitLinkGetLinkedPtx
+            );
+            (Output::Ptx, ptx)
+        } else {
+            let cubin = read_sized!(
+                self.nvjitlink,
+                self.raw,
+                nvJitLinkGetLinkedCubinSize,
+                nvJitLinkGetLinkedCubin
+            );
+            (Output::Cubin, cubin)
+        };
+        Ok(Linked {
+            arch: self.arch,
+            output,
+            code,
+            info_log: self.info_log(),
+        })
+    }
+
+    /// nvJitLink's info log so far.
+    pub fn info_log(&self) -> String {
+        self.log_bytes(true)
+    }
+
+    /// nvJitLink's error log so far.
+    pub fn error_log(&self) -> String {
+        self.log_bytes(false)
+    }
+
+    fn log_bytes(&self, info: bool) -> String {
+        let bytes: Result<Vec<u8>> = (|| {
+            Ok(if info {
+                read_sized!(
+                    self.nvjitlink,
+                    self.raw,
+                    nvJitLinkGetInfoLogSize,
+                    nvJitLinkGetInfoLog
+                )
+            } else {
+                read_sized!(
+                    self.nvjitlink,
+                    self.raw,
+                    nvJitLinkGetErrorLogSize,
+                    nvJitLinkGetErrorLog
+                )
+            })
+        })();
+        // A log that cannot be read is reported as its reason: it is read only to explain
+        // something else.
+        bytes.map_or_else(|error| format!("(log unavailable: {error})"), text_of)
+    }
+
+    /// Attaches the logs to a failed call's error.
+    fn with_logs(&self, outcome: Result<()>) -> Result<()> {
+        outcome.map_err(|error| match error {
+            Error::Cuda(mut failure) => {
+                let mut log = self.error_log();
+                let info = self.info_log();
+                if !info.trim().is_empty() {
+                    log.push_str("\ninfo log:\n");
+                    log.push_str(&info);
+                }
+                failure.log = Some(log);
+                Error::Cuda(failure)
+            }
+            other => other,
+        })
+    }
+}
+
+impl Drop for Linker<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the handle is live and destroyed once; a failure leaks it, nothing more.
+        let _ = unsafe { call!(self.nvjitlink, nvJitLinkDestroy(&mut self.raw)) };
+    }
+}
+
+/// What a finished link produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Linked {
+    arch: Arch,
+    output: Output,
+    code: Vec<u8>,
+    info_log: String,
+}
+
+impl Linked {
+    /// The architecture linked for.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// What the code is: a cubin, or PTX when [`LinkOptions::ptx`] asked for it.
+    pub fn output(&self) -> Output {
+        self.output
+    }
+
+    /// The linked code, ready for `cudaLibraryLoadData` (PTX includes its terminating NUL).
+    pub fn code(&self) -> &[u8] {
+        &self.code
+    }
+
+    /// The linked code, owned.
+    pub fn into_code(self) -> Vec<u8> {
+        self.code
+    }
+
+    /// nvJitLink's info log.
+    pub fn info_log(&self) -> &str {
+        &self.info_log
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_options_become_nvjitlink_flags() {
+        let options = LinkOptions::new()
+            .lto(true)
+            .ptx(true)
+            .optimization(3)
+            .max_registers(64)
+            .ptxas("-v")
+            .ptxas("--warn-on-spills")
+            .debug(true)
+            .line_info(true)
+            .verbose(true)
+            .option("-time");
+        assert_eq!(
+            options.nvjitlink_options(Arch::new(9, 0)),
+            [
+                "-arch=sm_90",
+                "-lto",
+                "-ptx",
+                "-O3",
+                "-maxrregcount=64",
+                "-Xptxas=-v",
+                "-Xptxas=--warn-on-spills",
+                "-g",
+                "-lineinfo",
+                "-verbose",
+                "-time",
+            ]
+        );
+        assert_eq!(
+            LinkOptions::new().nvjitlink_options(Arch::new(8, 6)),
+            ["-arch=sm_86"]
+        );
+    }
+}

@@ -1,0 +1,8 @@
+// The NVRTC SAXPY example of the seed (from the NVRTC documentation).
+extern "C" __global__ void saxpy(float a, float *x, float *y, float *out, size_t n)
+{
+    size_t tid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid < n) {
+        out[tid] = a * x[tid] + y[tid];
+    }
+}
