@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod doctor;
+mod inspect;
 
 /// Dynamic loading of CUDA device code, runtime-style.
 #[derive(Parser)]
@@ -24,11 +25,18 @@ enum Command {
     /// inspects); 1 when something required is missing or broken, or with --require-gpu
     /// when there is no usable GPU; 2 for a usage error.
     Doctor(doctor::Args),
+
+    /// Show what device code files hold, with no GPU: kind, architectures, fatbin entries,
+    /// kernels with their parameter layout and resources, variables (names demangled).
+    ///
+    /// Exit status: 0 when every file was read; 1 when any is not device code or is damaged.
+    Inspect(inspect::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Doctor(args) => doctor::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
     }
 }

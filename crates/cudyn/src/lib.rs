@@ -19,12 +19,16 @@
 
 pub mod device;
 pub mod error;
+pub mod image;
+pub mod inspect;
 pub mod sys;
 pub mod toolchain;
 pub mod version;
 
 pub use device::Device;
 pub use error::{CallError, Error, Result};
+pub use image::{Image, ImageKind};
+pub use inspect::{Inspection, ParamInfo};
 pub use sys::locate::Component;
 pub use sys::set_library_path;
 pub use toolchain::ToolchainReport;
