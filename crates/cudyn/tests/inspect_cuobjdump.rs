@@ -33,7 +33,11 @@ fn hex(text: &str) -> u64 {
 /// `Name : value` fields of a cuobjdump `Value:` line.
 fn field(line: &str, name: &str) -> u32 {
     let rest = line.split(name).nth(1).unwrap();
-    let value = rest.trim_start().trim_start_matches(':').split_whitespace().next();
+    let value = rest
+        .trim_start()
+        .trim_start_matches(':')
+        .split_whitespace()
+        .next();
     hex(value.unwrap()) as u32
 }
 
@@ -46,7 +50,13 @@ fn reference(file: &Path) -> Vec<RefElf> {
     let mut section_names: BTreeMap<u64, String> = BTreeMap::new();
     for line in elf.lines() {
         if let Some(header) = line.strip_prefix("64-bit ELF:") {
-            let sm = header.split("sm=").nth(1).unwrap().split(',').next().unwrap();
+            let sm = header
+                .split("sm=")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap();
             elfs.push(RefElf {
                 sm: sm.to_string(),
                 ..RefElf::default()
@@ -85,7 +95,9 @@ fn reference(file: &Path) -> Vec<RefElf> {
                 let variable = in_section.starts_with(".nv.global")
                     || (in_section.starts_with(".nv.constant") && in_section != ".nv.constant0");
                 if info & 0xf == 1 && variable {
-                    current.objects.insert(columns[6].to_string(), hex(columns[2]));
+                    current
+                        .objects
+                        .insert(columns[6].to_string(), hex(columns[2]));
                 }
             }
             _ => {}
@@ -148,10 +160,19 @@ fn cubins(file: &Path) -> Vec<Cubin> {
 fn assert_agrees(file: &Path) -> Vec<Cubin> {
     let ours = cubins(file);
     let theirs = reference(file);
-    assert_eq!(ours.len(), theirs.len(), "{}: number of cubins", file.display());
+    assert_eq!(
+        ours.len(),
+        theirs.len(),
+        "{}: number of cubins",
+        file.display()
+    );
     for (cubin, reference) in ours.iter().zip(&theirs) {
         let what = format!("{} sm_{}", file.display(), reference.sm);
-        let sm: String = reference.sm.chars().take_while(char::is_ascii_digit).collect();
+        let sm: String = reference
+            .sm
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
         assert_eq!(cubin.arch.to_string(), sm, "{what}: arch");
         assert!(cubin.notes.is_empty(), "{what}: {:?}", cubin.notes);
         // The reference really was read: every fixture has 5 kernels and 3 variables.
@@ -214,7 +235,10 @@ fn agrees_with_cuobjdump_on_cubins_fatbins_and_host_objects() {
         let cubin = assert_agrees(file);
         assert_eq!(cubin[0].arch, *sm);
         let kernel_count = cubin[0].kernels.len();
-        assert_eq!(kernel_count, 5, "saxpy, bystruct, many and two tsum instances");
+        assert_eq!(
+            kernel_count, 5,
+            "saxpy, bystruct, many and two tsum instances"
+        );
     }
 
     for file in fixtures.fatbins.iter().chain([&fixtures.host_object]) {
@@ -260,7 +284,10 @@ fn ptx_and_ltoir_agree_with_the_cubins_nvidia_reads() {
     assert_eq!(module.target, ["sm_90"]);
     assert_eq!(module.address_size, Some(64));
     let version = module.version.clone().unwrap();
-    assert!(version.starts_with("9."), "NVRTC 13 writes PTX ISA 9.x, got {version}");
+    assert!(
+        version.starts_with("9."),
+        "NVRTC 13 writes PTX ISA 9.x, got {version}"
+    );
     // PTX parameter layout, computed from the declared types, is what ptxas laid out.
     let layouts: BTreeMap<String, Vec<ParamInfo>> = module
         .entries
@@ -283,13 +310,24 @@ fn ptx_and_ltoir_agree_with_the_cubins_nvidia_reads() {
     assert_eq!(header.arch, Some(90));
 
     // The fatbin's PTX and LTO-IR entries decode (the PTX after zstd) to the same.
-    let zstd = Image::from_file(&fixtures.fatbins[1]).unwrap().inspect().unwrap();
+    let zstd = Image::from_file(&fixtures.fatbins[1])
+        .unwrap()
+        .inspect()
+        .unwrap();
     let Contents::Fatbin(fatbin) = &zstd.contents else {
         panic!("not a fatbin");
     };
-    let ptx_entry = fatbin.entries.iter().find(|e| e.kind == EntryKind::Ptx).unwrap();
+    let ptx_entry = fatbin
+        .entries
+        .iter()
+        .find(|e| e.kind == EntryKind::Ptx)
+        .unwrap();
     assert_eq!(ptx_entry.contents, Some(EntryContents::Ptx(module)));
-    let lto_entry = fatbin.entries.iter().find(|e| e.kind == EntryKind::LtoIr).unwrap();
+    let lto_entry = fatbin
+        .entries
+        .iter()
+        .find(|e| e.kind == EntryKind::LtoIr)
+        .unwrap();
     assert_eq!(lto_entry.arch, 90);
 }
 
@@ -302,7 +340,11 @@ fn offline_param_layout_and_demangled_names() {
         assert_eq!(&image.param_layout(kernel).unwrap(), params, "{kernel}");
     }
     let many = &reference.params["many"];
-    assert!(many.len() >= 20, "the wide kernel has {} params", many.len());
+    assert!(
+        many.len() >= 20,
+        "the wide kernel has {} params",
+        many.len()
+    );
     assert!(image.param_layout("no_such_kernel").is_err());
 
     let cubin = cubins(&fixtures.cubins[0].1).remove(0);
@@ -312,5 +354,9 @@ fn offline_param_layout_and_demangled_names() {
         Some("void tsum<float>(float const*, float*, int)")
     );
     let many = cubin.kernel("many").unwrap();
-    assert_eq!(many.max_threads, Some([128, 1, 1]), "__launch_bounds__(128)");
+    assert_eq!(
+        many.max_threads,
+        Some([128, 1, 1]),
+        "__launch_bounds__(128)"
+    );
 }

@@ -2,7 +2,7 @@
 //!
 //! The architecture comes from the ELF header's flags; kernels are the function symbols marked as
 //! entries; each kernel's parameter layout and limits come from its `.nv.info.<kernel>` section,
-//! and its registers and stack from the shared `.nv.info` section (both read by [`super::info`]).
+//! and its registers and stack from the shared `.nv.info` section (both lists of `EIATTR_*` attributes).
 //! Static shared, local and parameter-bank sizes are the sizes of the kernel's `.nv.shared.`,
 //! `.nv.local.` and `.nv.constant0.` sections.
 

@@ -32,6 +32,9 @@ const FLAG_OBFUSCATED: u64 = 0x1_0000;
 /// device code; the cap keeps a hostile "compression bomb" from exhausting memory.
 const MAX_RATIO: u64 = 1024;
 
+/// A zstd window this small is accepted whatever the content size.
+const MIN_WINDOW: u64 = 1 << 17;
+
 /// A fatbin's contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -287,6 +290,19 @@ fn zstd(stream: &[u8], expected: u64) -> Result<Vec<u8>, String> {
             "declares {expected} decompressed bytes from {} compressed ones, more than cudyn \
              believes",
             stream.len()
+        ));
+    }
+    // The decoder allocates the window the frame header asks for; a real frame's window is no
+    // bigger than its content, so a larger one is damage, refused before it costs memory.
+    let (frame, _) = ruzstd::frame::read_frame_header(stream)
+        .map_err(|error| format!("zstd frame header is damaged: {error}"))?;
+    let window = frame
+        .header
+        .window_size()
+        .map_err(|error| format!("zstd frame header is damaged: {error}"))?;
+    if window > expected.max(MIN_WINDOW) {
+        return Err(format!(
+            "zstd window of {window} bytes is larger than the {expected} bytes it should give"
         ));
     }
     let mut source = stream;

@@ -5,7 +5,7 @@
 //! Every parser here reads untrusted bytes: offsets, counts and sizes are checked before use, and
 //! nothing is allocated in proportion to a number read from the input, only to the input's own
 //! size (decompressed fatbin entries are capped likewise). Malformed input is an
-//! [`Error::MalformedImage`](crate::Error::MalformedImage) or, inside a container, a note on the
+//! [`Error::MalformedImage`] or, inside a container, a note on the
 //! damaged part; never a panic.
 
 use crate::error::{Error, Result};

@@ -69,15 +69,32 @@ pub fn compile(options: &[&str], output: Output) -> Vec<u8> {
     let name = CString::new("kernels.cu").unwrap();
     let options: Vec<CString> = options.iter().map(|o| CString::new(*o).unwrap()).collect();
     let pointers: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
-    let expressions: Vec<CString> = TEMPLATES.iter().map(|e| CString::new(*e).unwrap()).collect();
+    let expressions: Vec<CString> = TEMPLATES
+        .iter()
+        .map(|e| CString::new(*e).unwrap())
+        .collect();
     let mut program = std::ptr::null_mut();
     // SAFETY: every pointer is a live NUL-terminated string; the program is destroyed below.
     unsafe {
-        ffi!(nvrtc, nvrtcCreateProgram(&mut program, source.as_ptr(), name.as_ptr(), 0, std::ptr::null(), std::ptr::null()));
+        ffi!(
+            nvrtc,
+            nvrtcCreateProgram(
+                &mut program,
+                source.as_ptr(),
+                name.as_ptr(),
+                0,
+                std::ptr::null(),
+                std::ptr::null()
+            )
+        );
         for expression in &expressions {
             ffi!(nvrtc, nvrtcAddNameExpression(program, expression.as_ptr()));
         }
-        let compiled = nvrtc.api.nvrtcCompileProgram.unwrap()(program, pointers.len() as i32, pointers.as_ptr());
+        let compiled = nvrtc.api.nvrtcCompileProgram.unwrap()(
+            program,
+            pointers.len() as i32,
+            pointers.as_ptr(),
+        );
         if nvrtc.check("nvrtcCompileProgram", compiled).is_err() {
             let mut size = 0;
             ffi!(nvrtc, nvrtcGetProgramLogSize(program, &mut size));
@@ -120,13 +137,45 @@ pub fn fatbin(cubins: &[(u32, &[u8])], ptx: &[u8], ltoir: &[u8], compress_mode: 
     let mut handle = std::ptr::null_mut();
     // SAFETY: every pointer is live for the call; the handle is destroyed below.
     unsafe {
-        ffi!(nvfatbin, nvFatbinCreate(&mut handle, options.as_mut_ptr(), 1));
+        ffi!(
+            nvfatbin,
+            nvFatbinCreate(&mut handle, options.as_mut_ptr(), 1)
+        );
         for (sm, cubin) in cubins {
             let arch = CString::new(sm.to_string()).unwrap();
-            ffi!(nvfatbin, nvFatbinAddCubin(handle, cubin.as_ptr().cast(), cubin.len(), arch.as_ptr(), id.as_ptr()));
+            ffi!(
+                nvfatbin,
+                nvFatbinAddCubin(
+                    handle,
+                    cubin.as_ptr().cast(),
+                    cubin.len(),
+                    arch.as_ptr(),
+                    id.as_ptr()
+                )
+            );
         }
-        ffi!(nvfatbin, nvFatbinAddPTX(handle, ptx.as_ptr(), ptx.as_bytes().len(), arch90.as_ptr(), id.as_ptr(), std::ptr::null()));
-        ffi!(nvfatbin, nvFatbinAddLTOIR(handle, ltoir.as_ptr().cast(), ltoir.len(), arch90.as_ptr(), id.as_ptr(), std::ptr::null()));
+        ffi!(
+            nvfatbin,
+            nvFatbinAddPTX(
+                handle,
+                ptx.as_ptr(),
+                ptx.as_bytes().len(),
+                arch90.as_ptr(),
+                id.as_ptr(),
+                std::ptr::null()
+            )
+        );
+        ffi!(
+            nvfatbin,
+            nvFatbinAddLTOIR(
+                handle,
+                ltoir.as_ptr().cast(),
+                ltoir.len(),
+                arch90.as_ptr(),
+                id.as_ptr(),
+                std::ptr::null()
+            )
+        );
         let mut size = 0;
         ffi!(nvfatbin, nvFatbinSize(handle, &mut size));
         let mut out = vec![0u8; size];
@@ -152,7 +201,11 @@ pub struct Fixtures {
 impl Fixtures {
     pub fn all_files(&self) -> Vec<&Path> {
         let mut files: Vec<&Path> = self.cubins.iter().map(|(_, p)| p.as_path()).collect();
-        files.extend([self.ptx.as_path(), self.ltoir.as_path(), self.host_object.as_path()]);
+        files.extend([
+            self.ptx.as_path(),
+            self.ltoir.as_path(),
+            self.host_object.as_path(),
+        ]);
         files.extend(self.fatbins.iter().map(PathBuf::as_path));
         files
     }
@@ -167,7 +220,12 @@ pub fn fixtures() -> Fixtures {
     };
     let cubin_bytes: Vec<(u32, Vec<u8>)> = ARCHS
         .iter()
-        .map(|&sm| (sm, compile(&[&format!("-arch=sm_{sm}"), "-std=c++17"], Output::Cubin)))
+        .map(|&sm| {
+            (
+                sm,
+                compile(&[&format!("-arch=sm_{sm}"), "-std=c++17"], Output::Cubin),
+            )
+        })
         .collect();
     let ptx = compile(&["-arch=compute_90"], Output::Ptx);
     let ltoir = compile(&["-arch=sm_90", "-dlto"], Output::LtoIr);
@@ -197,7 +255,11 @@ fn host_object(dir: &Path, section: &Path) -> PathBuf {
     let source = dir.join("host.c");
     std::fs::write(&source, "int host_function(void) { return 42; }\n").unwrap();
     let object = dir.join("host.o");
-    run(Command::new("cc").arg("-c").arg(&source).arg("-o").arg(&object));
+    run(Command::new("cc")
+        .arg("-c")
+        .arg(&source)
+        .arg("-o")
+        .arg(&object));
     run(Command::new("objcopy")
         .arg(format!("--add-section=.nv_fatbin={}", section.display()))
         .arg("--set-section-flags=.nv_fatbin=alloc,readonly")
@@ -231,7 +293,9 @@ pub fn cuobjdump() -> PathBuf {
             continue;
         };
         for python in libs.flatten() {
-            let candidate = python.path().join("site-packages/nvidia/cu13/bin/cuobjdump");
+            let candidate = python
+                .path()
+                .join("site-packages/nvidia/cu13/bin/cuobjdump");
             if candidate.is_file() {
                 return candidate;
             }
