@@ -175,8 +175,8 @@ fn render_cubin(out: &mut String, cubin: &Cubin, depth: usize) {
     let pad = indent(depth);
     let _ = writeln!(
         out,
-        "{pad}cubin sm_{} (ELF ABI {}, flags {:#x}), {} kernel(s)",
-        cubin.arch,
+        "{pad}cubin {} (ELF ABI {}, flags {:#x}), {} kernel(s)",
+        cubin.arch_name(),
         cubin.abi_version,
         cubin.flags,
         cubin.kernels.len()

@@ -241,6 +241,9 @@ fn agrees_with_cuobjdump_on_cubins_fatbins_and_host_objects() {
         );
     }
 
+    let specific = assert_agrees(&fixtures.arch_specific);
+    assert_eq!(specific[0].arch_name(), "sm_90a");
+
     for file in fixtures.fatbins.iter().chain([&fixtures.host_object]) {
         let cubins = assert_agrees(file);
         let ours: Vec<u32> = cubins.iter().map(|c| c.arch).collect();

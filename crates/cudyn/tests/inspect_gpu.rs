@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use cudyn::inspect::Module;
+use cudyn::inspect::{Contents, Module};
 use cudyn::{Image, ImageKind};
 
 const PROGRAM: &str = r#"
@@ -51,27 +51,53 @@ fn nvcc_program_lists_its_embedded_kernels() {
     assert_eq!(image.kind(), ImageKind::HostBinary);
     assert!(!image.embedded_fatbins().unwrap().is_empty());
     let inspection = image.inspect().unwrap();
+    // The static CUDA runtime linked in brings fatbins of its own, with no kernels.
     let mut archs = Vec::new();
     for module in inspection.modules() {
-        if let Module::Cubin(cubin) = module {
-            archs.push(cubin.arch);
-            let mut names: Vec<&str> = cubin.kernels.iter().map(|k| k.name.as_str()).collect();
-            names.sort_unstable();
-            assert_eq!(
-                names,
-                ["_Z4fillIfEvPT_S0_", "_Z4fillIiEvPT_S0_", "_Z5scalePffi"],
-                "sm_{}",
-                cubin.arch
-            );
-            let scale = cubin.kernel("_Z5scalePffi").unwrap();
-            let sizes: Vec<u32> = scale.params.iter().map(|p| p.size).collect();
-            assert_eq!(sizes, [8, 4, 4]);
-            assert_eq!(
-                scale.demangled.as_deref(),
-                Some("scale(float*, float, int)")
-            );
+        let Module::Cubin(cubin) = module else {
+            continue;
+        };
+        if cubin.kernels.is_empty() {
+            continue;
         }
+        archs.push(cubin.arch);
+        let mut names: Vec<&str> = cubin.kernels.iter().map(|k| k.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            ["_Z4fillIfEvPT_S0_", "_Z4fillIiEvPT_S0_", "_Z5scalePffi"],
+            "sm_{}",
+            cubin.arch
+        );
+        let scale = cubin.kernel("_Z5scalePffi").unwrap();
+        let layout: Vec<(u32, u32)> = scale.params.iter().map(|p| (p.offset, p.size)).collect();
+        assert_eq!(layout, [(0, 8), (8, 4), (12, 4)]);
+        assert_eq!(
+            scale.demangled.as_deref(),
+            Some("scale(float*, float, int)")
+        );
     }
     archs.sort_unstable();
     assert_eq!(archs, [80, 90]);
+    assert_eq!(
+        image.param_layout("_Z4fillIfEvPT_S0_").unwrap().len(),
+        2,
+        "offline layout of a template instance"
+    );
+
+    // Relocatable device code (-rdc) keeps its fatbin in __nv_relfatbin, in an object file.
+    let object = dir.path().join("program.o");
+    let status = Command::new(&nvcc)
+        .args(["-rdc=true", "-c", "-arch=sm_90", "-o"])
+        .arg(&object)
+        .arg(&source)
+        .status()
+        .unwrap();
+    assert!(status.success(), "nvcc -rdc failed");
+    let inspection = Image::from_file(&object).unwrap().inspect().unwrap();
+    let Contents::HostBinary(host) = &inspection.contents else {
+        panic!("not a host binary: {inspection:?}");
+    };
+    assert_eq!(host.sections[0].name, "__nv_relfatbin");
+    assert!(inspection.param_layout("_Z5scalePffi").is_some());
 }

@@ -4,7 +4,8 @@
 //! entries; each kernel's parameter layout and limits come from its `.nv.info.<kernel>` section,
 //! and its registers and stack from the shared `.nv.info` section (both lists of `EIATTR_*` attributes).
 //! Static shared, local and parameter-bank sizes are the sizes of the kernel's `.nv.shared.`,
-//! `.nv.local.` and `.nv.constant0.` sections.
+//! `.nv.local.` and `.nv.constant0.` sections. The `.nv.compat` section says whether the code is
+//! architecture-specific (`sm_90a`).
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -29,8 +30,11 @@ const READ_BUDGET_FACTOR: usize = 4;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Cubin {
-    /// The SM architecture, e.g. 90 for sm_90 (the `a`/`f` feature suffix is not recorded here).
+    /// The SM architecture, e.g. 90 for sm_90 and sm_90a.
     pub arch: u32,
+    /// Whether the code uses architecture-specific features (`sm_90a`): it then runs on that
+    /// architecture only.
+    pub arch_specific: bool,
     /// The CUDA ELF ABI version (`e_ident[EI_ABIVERSION]`).
     pub abi_version: u8,
     /// The raw `e_flags`.
@@ -101,6 +105,12 @@ pub enum Space {
 }
 
 impl Cubin {
+    /// The architecture as compilers spell it, e.g. "sm_90" or "sm_90a".
+    pub fn arch_name(&self) -> String {
+        let suffix = if self.arch_specific { "a" } else { "" };
+        format!("sm_{}{suffix}", self.arch)
+    }
+
     /// The kernel named `name` (mangled), if this cubin defines it.
     pub fn kernel(&self, name: &str) -> Option<&Kernel> {
         self.kernels.iter().find(|kernel| kernel.name == name)
@@ -203,6 +213,17 @@ pub fn parse(data: &[u8]) -> Result<Cubin, String> {
         note_damage(&attributes, ".nv.info", &mut notes);
     }
 
+    let mut arch_specific = false;
+    if let Some(compat) = section_bytes(b".nv.compat", &mut notes) {
+        let mut attributes = Attributes::new(compat);
+        for (code, value) in attributes.by_ref() {
+            if code == attr::COMPAT_ACCELERATOR_TARGET {
+                arch_specific = value.number() == Some(1);
+            }
+        }
+        note_damage(&attributes, ".nv.compat", &mut notes);
+    }
+
     let mut kernels = Vec::new();
     let mut variables = Vec::new();
     for (index, symbol) in symbols.symbols().iter().enumerate() {
@@ -271,6 +292,7 @@ pub fn parse(data: &[u8]) -> Result<Cubin, String> {
     }
     Ok(Cubin {
         arch,
+        arch_specific,
         abi_version,
         flags,
         kernels,

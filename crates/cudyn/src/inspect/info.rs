@@ -1,4 +1,4 @@
-//! The attribute lists of a cubin's `.nv.info` and `.nv.info.<kernel>` sections.
+//! The attribute lists of a cubin's `.nv.info`, `.nv.info.<kernel>` and `.nv.compat` sections.
 //!
 //! Each attribute is a format byte, an attribute code, then two bytes that are the value (none,
 //! a byte, a 16-bit value) or the length of the value bytes that follow.
@@ -16,6 +16,8 @@ pub(crate) mod attr {
     pub const MAXREG_COUNT: u8 = 0x1b;
     pub const MAX_STACK_SIZE: u8 = 0x23;
     pub const REGCOUNT: u8 = 0x2f;
+    /// In `.nv.compat` (`EICOMPAT_ATTR_*` numbering): 1 for architecture-specific code.
+    pub const COMPAT_ACCELERATOR_TARGET: u8 = 0x09;
 }
 
 const EIFMT_NVAL: u8 = 0x01;

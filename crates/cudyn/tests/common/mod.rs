@@ -190,6 +190,8 @@ pub struct Fixtures {
     pub dir: tempfile::TempDir,
     /// (SM, cubin file)
     pub cubins: Vec<(u32, PathBuf)>,
+    /// An architecture-specific cubin (sm_90a).
+    pub arch_specific: PathBuf,
     pub ptx: PathBuf,
     pub ltoir: PathBuf,
     /// Uncompressed (`-compress-mode=none`) and zstd (`size`) fatbins.
@@ -242,6 +244,10 @@ pub fn fixtures() -> Fixtures {
             .iter()
             .map(|(sm, cubin)| (*sm, write(&format!("sm_{sm}.cubin"), cubin)))
             .collect(),
+        arch_specific: write(
+            "sm_90a.cubin",
+            &compile(&["-arch=sm_90a", "-std=c++17"], Output::Cubin),
+        ),
         ptx: write("kernels.ptx", &ptx),
         ltoir: write("kernels.ltoir", &ltoir),
         fatbins,
