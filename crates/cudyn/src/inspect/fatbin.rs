@@ -321,3 +321,66 @@ fn zstd(stream: &[u8], expected: u64) -> Result<Vec<u8>, String> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fatbin of one entry whose header has `fields` written at their offsets.
+    fn fatbin(fields: &[(usize, u64)], payload: &[u8]) -> Vec<u8> {
+        let mut entry = vec![0u8; ENTRY_HEADER_MIN];
+        entry[0..2].copy_from_slice(&KIND_SASS.to_le_bytes());
+        entry[4..8].copy_from_slice(&(ENTRY_HEADER_MIN as u32).to_le_bytes());
+        entry[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        for &(offset, value) in fields {
+            let width = if offset == 8 || offset >= 40 { 8 } else { 4 };
+            entry[offset..offset + width].copy_from_slice(&value.to_le_bytes()[..width]);
+        }
+        entry.extend_from_slice(payload);
+        let mut out = MAGIC.to_le_bytes().to_vec();
+        out.extend_from_slice(&1u16.to_le_bytes());
+        out.extend_from_slice(&(HEADER_SIZE as u16).to_le_bytes());
+        out.extend_from_slice(&(entry.len() as u64).to_le_bytes());
+        out.extend_from_slice(&entry);
+        out
+    }
+
+    #[test]
+    fn a_body_larger_than_the_file_is_an_error() {
+        let mut bytes = fatbin(&[], &[]);
+        bytes[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+        let error = parse(&bytes).unwrap_err();
+        assert!(error.contains("only 80 bytes are there"), "{error}");
+    }
+
+    #[test]
+    fn an_entry_running_past_the_end_is_a_note() {
+        let bytes = fatbin(&[(8, u64::MAX)], &[0; 8]);
+        let parsed = parse(&bytes).unwrap();
+        assert!(parsed.entries.is_empty());
+        assert!(
+            parsed.notes[0].contains("runs past the end"),
+            "{:?}",
+            parsed.notes
+        );
+    }
+
+    #[test]
+    fn a_compression_bomb_is_refused_before_decoding() {
+        let bytes = fatbin(
+            &[(40, FLAG_ZSTD | FLAG_64BIT), (56, 1 << 40)],
+            &[0x28, 0xb5, 0x2f, 0xfd],
+        );
+        let entry = &parse(&bytes).unwrap().entries[0];
+        assert_eq!(entry.compression, Compression::Zstd);
+        assert_eq!(entry.decompressed_size, Some(1 << 40));
+        let note = entry.note.as_deref().unwrap();
+        assert!(note.contains("more than cudyn believes"), "{note}");
+    }
+
+    #[test]
+    fn an_identifier_outside_the_header_is_ignored() {
+        let bytes = fatbin(&[(32, u32::MAX.into()), (36, 16)], &[]);
+        assert_eq!(parse(&bytes).unwrap().entries[0].identifier, None);
+    }
+}
