@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod compile;
 mod doctor;
+mod inspect;
 
 /// Dynamic loading of CUDA device code, runtime-style.
 #[derive(Parser)]
@@ -28,6 +29,12 @@ enum Command {
     /// Compile a CUDA C++ file with NVRTC to a cubin (default), PTX or LTO-IR, and report the
     /// compiler's log and the output's size. Exit status 1 when it does not compile.
     Compile(compile::Args),
+
+    /// Show what device code files hold, with no GPU: kind, architectures, fatbin entries,
+    /// kernels with their parameter layout and resources, variables (names demangled).
+    ///
+    /// Exit status: 0 when every file was read; 1 when any is not device code or is damaged.
+    Inspect(inspect::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,5 +42,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Doctor(args) => doctor::run(&args),
         Command::Compile(args) => compile::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
     }
 }

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::image::ImageKind;
 use crate::sys::locate::Component;
 use crate::version::Version;
 
@@ -163,6 +164,36 @@ pub enum Error {
         producer_version: Version,
         /// The CUDA version the driver supports.
         driver: Version,
+    },
+
+    /// Bytes handed to cudyn as device code are none of the kinds it knows.
+    #[error(
+        "{what} is not device code: {reason}; expected PTX, a cubin, a fatbin, LTO-IR, or a host \
+         binary with embedded device code (a program or object built by nvcc)"
+    )]
+    NotDeviceCode {
+        /// What was examined: a file name, or "the N bytes given".
+        what: String,
+        /// Why it is not device code, e.g. what its first bytes are.
+        reason: String,
+    },
+
+    /// Device code of a known kind is damaged or truncated.
+    #[error("malformed {kind}: {reason}; rebuild it or check that the file was copied whole")]
+    MalformedImage {
+        /// The kind the bytes were detected as.
+        kind: ImageKind,
+        /// What is wrong and where.
+        reason: String,
+    },
+
+    /// A file could not be read.
+    #[error("cannot read {}: {reason}", path.display())]
+    ReadFile {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        reason: String,
     },
 }
 

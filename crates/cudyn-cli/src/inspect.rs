@@ -1,0 +1,303 @@
+//! `cudyn inspect`: what is in device code files, with no GPU.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use cudyn::inspect::cubin::{Cubin, Space};
+use cudyn::inspect::fatbin::{Compression, Entry, EntryContents, EntryKind, Fatbin};
+use cudyn::inspect::ltoir::LtoIr;
+use cudyn::inspect::ptx::PtxModule;
+use cudyn::inspect::Contents;
+use cudyn::{Image, Inspection};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Files to inspect: PTX, cubin, fatbin, LTO-IR, or host programs, libraries and objects
+    /// built by nvcc.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Print JSON (one array, an object per file) instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct FileReport {
+    file: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inspection: Option<Inspection>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// Exit status: 0 when every file was read, 1 when any was not device code or malformed.
+pub fn run(args: &Args) -> ExitCode {
+    let reports: Vec<FileReport> = args
+        .files
+        .iter()
+        .map(|file| {
+            let result = Image::from_file(file).and_then(|image| image.inspect());
+            let (inspection, error) = match result {
+                Ok(inspection) => (Some(inspection), None),
+                Err(error) => (None, Some(error.to_string())),
+            };
+            FileReport {
+                file: file.clone(),
+                inspection,
+                error,
+            }
+        })
+        .collect();
+    if args.json {
+        match serde_json::to_string_pretty(&reports) {
+            Ok(json) => println!("{json}"),
+            Err(error) => {
+                eprintln!("cudyn inspect: cannot write JSON: {error}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        for report in &reports {
+            print!("{}", render(report));
+        }
+    }
+    if reports.iter().any(|report| report.error.is_some()) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn render(report: &FileReport) -> String {
+    let mut out = String::new();
+    let name = report.file.display();
+    match (&report.inspection, &report.error) {
+        (Some(inspection), _) => {
+            let _ = writeln!(
+                out,
+                "{name}: {} ({} bytes)",
+                inspection.kind, inspection.size
+            );
+            render_contents(&mut out, &inspection.contents, 1);
+        }
+        (None, Some(error)) => {
+            let _ = writeln!(out, "{name}: error: {error}");
+        }
+        (None, None) => {}
+    }
+    out.push('\n');
+    out
+}
+
+fn render_contents(out: &mut String, contents: &Contents, depth: usize) {
+    match contents {
+        Contents::Ptx(ptx) => render_ptx(out, ptx, depth),
+        Contents::Cubin(cubin) => render_cubin(out, cubin, depth),
+        Contents::Fatbin(fatbin) => render_fatbin(out, fatbin, depth),
+        Contents::LtoIr(ltoir) => render_ltoir(out, ltoir, depth),
+        Contents::HostBinary(host) => {
+            let _ = writeln!(
+                out,
+                "{}{} host binary for {}",
+                indent(depth),
+                host.format,
+                host.architecture
+            );
+            for section in &host.sections {
+                let _ = writeln!(
+                    out,
+                    "{}section {}: {} fatbin(s)",
+                    indent(depth),
+                    section.name,
+                    section.fatbins.len()
+                );
+                for fatbin in &section.fatbins {
+                    render_fatbin(out, fatbin, depth + 1);
+                }
+                render_notes(out, &section.notes, depth + 1);
+            }
+        }
+    }
+}
+
+fn render_fatbin(out: &mut String, fatbin: &Fatbin, depth: usize) {
+    let _ = writeln!(
+        out,
+        "{}fatbin version {}, {} entries",
+        indent(depth),
+        fatbin.version,
+        fatbin.entries.len()
+    );
+    for (number, entry) in fatbin.entries.iter().enumerate() {
+        let _ = writeln!(out, "{}[{number}] {}", indent(depth), entry_line(entry));
+        match &entry.contents {
+            Some(EntryContents::Cubin(cubin)) => render_cubin(out, cubin, depth + 1),
+            Some(EntryContents::Ptx(ptx)) => render_ptx(out, ptx, depth + 1),
+            Some(EntryContents::LtoIr(ltoir)) => render_ltoir(out, ltoir, depth + 1),
+            None => {}
+        }
+    }
+    render_notes(out, &fatbin.notes, depth);
+}
+
+fn entry_line(entry: &Entry) -> String {
+    let (kind, arch) = match entry.kind {
+        EntryKind::Sass => ("SASS".to_string(), format!("sm_{}", entry.arch)),
+        EntryKind::Ptx => ("PTX".to_string(), format!("compute_{}", entry.arch)),
+        EntryKind::LtoIr => ("LTO-IR".to_string(), format!("sm_{}", entry.arch)),
+        EntryKind::Unknown(kind) => (format!("kind {kind}"), format!("arch {}", entry.arch)),
+    };
+    let mut line = format!("{kind:<6} {arch:<12} {} bytes", entry.stored_size);
+    match (entry.compression, entry.decompressed_size) {
+        (Compression::None, _) => {}
+        (compression, size) => {
+            let _ = write!(
+                line,
+                ", {compression:?}-compressed from {} bytes",
+                size.unwrap_or_default()
+            );
+        }
+    }
+    if entry.obfuscated {
+        line.push_str(", obfuscated");
+    }
+    if let Some(identifier) = &entry.identifier {
+        let _ = write!(line, ", id {identifier}");
+    }
+    if let Some(note) = &entry.note {
+        let _ = write!(line, " ({note})");
+    }
+    line
+}
+
+fn render_cubin(out: &mut String, cubin: &Cubin, depth: usize) {
+    let pad = indent(depth);
+    let _ = writeln!(
+        out,
+        "{pad}cubin {} (ELF ABI {}, flags {:#x}), {} kernel(s)",
+        cubin.arch_name(),
+        cubin.abi_version,
+        cubin.flags,
+        cubin.kernels.len()
+    );
+    if !cubin.kernels.is_empty() {
+        let _ = writeln!(
+            out,
+            "{pad}  {:>4} {:>6} {:>8} {:>6} {:>6} {:>7}  kernel",
+            "regs", "params", "shared", "local", "stack", "threads"
+        );
+    }
+    for kernel in &cubin.kernels {
+        let param_bytes: u32 = kernel
+            .params
+            .iter()
+            .map(|p| p.offset + p.size)
+            .max()
+            .unwrap_or(0);
+        let threads = kernel.max_threads.map_or("-".to_string(), |[x, y, z]| {
+            (u64::from(x) * u64::from(y) * u64::from(z)).to_string()
+        });
+        let _ = writeln!(
+            out,
+            "{pad}  {:>4} {:>6} {:>8} {:>6} {:>6} {:>7}  {}",
+            opt(kernel.registers),
+            param_bytes,
+            kernel.shared_bytes,
+            kernel.local_bytes,
+            opt(kernel.stack_bytes),
+            threads,
+            display_name(&kernel.name, kernel.demangled.as_deref())
+        );
+        let params: Vec<String> = kernel
+            .params
+            .iter()
+            .map(|p| format!("#{} @{}+{}", p.index, p.offset, p.size))
+            .collect();
+        if !params.is_empty() {
+            let _ = writeln!(out, "{pad}{:>41}params: {}", "", params.join(" "));
+        }
+    }
+    for variable in &cubin.variables {
+        let space = match variable.space {
+            Space::Global => "global".to_string(),
+            Space::Constant(bank) => format!("constant bank {bank}"),
+        };
+        let _ = writeln!(
+            out,
+            "{pad}  variable {} ({space}, {} bytes)",
+            display_name(&variable.name, variable.demangled.as_deref()),
+            variable.size
+        );
+    }
+    render_notes(out, &cubin.notes, depth);
+}
+
+fn render_ptx(out: &mut String, ptx: &PtxModule, depth: usize) {
+    let pad = indent(depth);
+    let _ = writeln!(
+        out,
+        "{pad}PTX {} for {}, {}-bit addresses, {} entr{}",
+        ptx.version.as_deref().unwrap_or("(no .version)"),
+        ptx.target.join(", "),
+        opt(ptx.address_size),
+        ptx.entries.len(),
+        if ptx.entries.len() == 1 { "y" } else { "ies" }
+    );
+    for entry in &ptx.entries {
+        let params: Vec<String> = entry
+            .params
+            .iter()
+            .map(|p| {
+                if p.count > 1 {
+                    format!("{}[{}]", p.ty, p.count)
+                } else {
+                    p.ty.clone()
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{pad}  entry {}({})",
+            display_name(&entry.name, entry.demangled.as_deref()),
+            params.join(", ")
+        );
+    }
+    for variable in &ptx.variables {
+        let _ = writeln!(
+            out,
+            "{pad}  variable {} ({}, {} bytes)",
+            variable.name,
+            variable.space,
+            opt(variable.size)
+        );
+    }
+}
+
+fn render_ltoir(out: &mut String, ltoir: &LtoIr, depth: usize) {
+    let arch = ltoir
+        .arch
+        .map_or("unknown arch".to_string(), |a| format!("sm_{a}"));
+    let _ = writeln!(out, "{}LTO-IR ({:?}), {arch}", indent(depth), ltoir.format);
+}
+
+fn render_notes(out: &mut String, notes: &[String], depth: usize) {
+    for note in notes {
+        let _ = writeln!(out, "{}note: {note}", indent(depth));
+    }
+}
+
+fn display_name(name: &str, demangled: Option<&str>) -> String {
+    match demangled {
+        Some(demangled) => format!("{demangled}  [{name}]"),
+        None => name.to_string(),
+    }
+}
+
+fn opt<T: ToString>(value: Option<T>) -> String {
+    value.map_or("-".to_string(), |v| v.to_string())
+}
+
+fn indent(depth: usize) -> String {
+    "  ".repeat(depth)
+}

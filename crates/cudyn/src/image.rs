@@ -1,0 +1,217 @@
+//! Device code as bytes, and which kind it is.
+//!
+//! Everything that hands device code to CUDA goes through [`Image`] first, so garbage is a cudyn
+//! [`Error::NotDeviceCode`] that says what the bytes look like, never a driver fault. Detection
+//! reads only headers and is cheap; [`Image::inspect`] goes further (see [`crate::inspect`]).
+//!
+//! ```
+//! use cudyn::{Image, ImageKind};
+//! let ptx = b".version 9.0\n.target sm_90\n.address_size 64\n";
+//! assert_eq!(Image::detect(ptx)?, ImageKind::Ptx);
+//! assert!(Image::detect(b"hello").is_err());
+//! # Ok::<(), cudyn::Error>(())
+//! ```
+
+use std::borrow::Cow;
+use std::fmt;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::inspect::{self, fatbin, host, ltoir, ptx, Inspection, ParamInfo};
+
+/// The kinds of device code cudyn recognises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum ImageKind {
+    /// PTX assembly text (`.version`, `.target`).
+    Ptx,
+    /// A CUDA ELF object (machine `EM_CUDA`, 190) holding SASS for one GPU architecture.
+    Cubin,
+    /// A fat binary: a container of cubins, PTX and LTO-IR for several architectures.
+    Fatbin,
+    /// LTO-IR (NVVM IR for link-time optimization with nvJitLink).
+    LtoIr,
+    /// A host object, executable or shared library with embedded fatbins (built by nvcc).
+    HostBinary,
+}
+
+impl ImageKind {
+    /// Whether `cuLibraryLoadData` / `cudaLibraryLoadData` accept this kind as it is.
+    ///
+    /// LTO-IR must be linked with nvJitLink first; a host binary's embedded fatbins can be
+    /// extracted with [`Image::embedded_fatbins`].
+    pub fn is_loadable(self) -> bool {
+        matches!(self, ImageKind::Ptx | ImageKind::Cubin | ImageKind::Fatbin)
+    }
+}
+
+impl fmt::Display for ImageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ImageKind::Ptx => "PTX",
+            ImageKind::Cubin => "cubin",
+            ImageKind::Fatbin => "fatbin",
+            ImageKind::LtoIr => "LTO-IR",
+            ImageKind::HostBinary => "host binary",
+        })
+    }
+}
+
+/// Device code as bytes, with its detected kind.
+#[derive(Debug, Clone)]
+pub struct Image<'a> {
+    bytes: Cow<'a, [u8]>,
+    kind: ImageKind,
+}
+
+impl<'a> Image<'a> {
+    /// The kind of `bytes`, from their headers alone; [`Error::NotDeviceCode`] when they are none
+    /// of the kinds cudyn knows.
+    pub fn detect(bytes: &[u8]) -> Result<ImageKind> {
+        detect(bytes).map_err(|reason| Error::NotDeviceCode {
+            what: format!("the {} bytes given", bytes.len()),
+            reason,
+        })
+    }
+
+    /// Wraps `bytes` (borrowed or owned) after detecting their kind.
+    pub fn new(bytes: impl Into<Cow<'a, [u8]>>) -> Result<Self> {
+        let bytes = bytes.into();
+        let kind = Image::detect(&bytes)?;
+        Ok(Image { bytes, kind })
+    }
+
+    /// The kind detected.
+    pub fn kind(&self) -> ImageKind {
+        self.kind
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Everything cudyn can tell about these bytes without a GPU: kernels, their parameter
+    /// layouts and resources, variables, fatbin entries.
+    pub fn inspect(&self) -> Result<Inspection> {
+        inspect::inspect_kind(&self.bytes, self.kind)
+    }
+
+    /// The parameter layout of `kernel` (its mangled name, as the driver knows it) from the
+    /// compiled code: the first cubin (or, failing that, PTX) that defines it.
+    ///
+    /// This is the layout the driver's `cuKernelGetParamInfo` reports, available offline.
+    /// [`Error::InvalidArgument`] when no part of the image defines `kernel`.
+    pub fn param_layout(&self, kernel: &str) -> Result<Vec<ParamInfo>> {
+        self.inspect()?.param_layout(kernel).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "this {} defines no kernel named `{kernel}` with a known parameter layout",
+                self.kind
+            ))
+        })
+    }
+
+    /// The fatbins embedded in a host binary, ready to load; the image itself when it is a
+    /// fatbin; empty for other kinds.
+    pub fn embedded_fatbins(&self) -> Result<Vec<&[u8]>> {
+        match self.kind {
+            ImageKind::Fatbin => Ok(vec![&self.bytes[..]]),
+            ImageKind::HostBinary => host::embedded_fatbins(&self.bytes),
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+impl Image<'static> {
+    /// Reads a file and detects its kind.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|error| Error::ReadFile {
+            path: path.to_owned(),
+            reason: error.to_string(),
+        })?;
+        let kind = detect(&bytes).map_err(|reason| Error::NotDeviceCode {
+            what: path.display().to_string(),
+            reason,
+        })?;
+        Ok(Image {
+            bytes: Cow::Owned(bytes),
+            kind,
+        })
+    }
+}
+
+const ELF_MAGIC: &[u8] = b"\x7fELF";
+
+/// The kind of `bytes`, or why they are none.
+fn detect(bytes: &[u8]) -> std::result::Result<ImageKind, String> {
+    if bytes.is_empty() {
+        return Err("it is empty".into());
+    }
+    if fatbin::has_magic(bytes) {
+        return Ok(ImageKind::Fatbin);
+    }
+    if bytes.starts_with(ELF_MAGIC) && elf_machine(bytes) == Some(object::elf::EM_CUDA) {
+        return Ok(ImageKind::Cubin);
+    }
+    if ltoir::format(bytes).is_some() {
+        return Ok(ImageKind::LtoIr);
+    }
+    if ptx::looks_like_ptx(bytes) {
+        return Ok(ImageKind::Ptx);
+    }
+    if let Some(found) = host::detect(bytes) {
+        return found.map(|()| ImageKind::HostBinary);
+    }
+    let head: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    Err(format!(
+        "it starts with the bytes {}, the header of none of them",
+        head.join(" ")
+    ))
+}
+
+/// `e_machine` of an ELF header, read with the file's own byte order.
+fn elf_machine(bytes: &[u8]) -> Option<u16> {
+    let raw: [u8; 2] = bytes.get(18..20)?.try_into().ok()?;
+    match bytes.get(5)? {
+        1 => Some(u16::from_le_bytes(raw)),
+        2 => Some(u16::from_be_bytes(raw)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_without_ptx_directives_is_not_device_code() {
+        let error = Image::detect(b"// just a comment\nint main() {}\n").unwrap_err();
+        assert!(matches!(error, Error::NotDeviceCode { .. }), "{error}");
+        assert!(error.to_string().contains("2f 2f 20 6a"), "{error}");
+    }
+
+    #[test]
+    fn empty_bytes_say_so() {
+        let error = Image::detect(b"").unwrap_err();
+        assert!(error.to_string().contains("it is empty"), "{error}");
+    }
+
+    #[test]
+    fn host_elf_without_device_code_is_refused() {
+        // This test binary is an ELF host executable built by rustc: no embedded fatbin.
+        let exe = std::env::current_exe().unwrap();
+        let error = Image::from_file(&exe).unwrap_err();
+        assert!(
+            error.to_string().contains("no embedded device code"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn missing_file_is_a_read_error() {
+        let error = Image::from_file("/nonexistent/cudyn.cubin").unwrap_err();
+        assert!(matches!(error, Error::ReadFile { .. }), "{error}");
+    }
+}

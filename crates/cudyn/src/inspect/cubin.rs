@@ -1,0 +1,368 @@
+//! Cubins: CUDA ELF objects holding SASS for one GPU architecture.
+//!
+//! The architecture comes from the ELF header's flags; kernels are the function symbols marked as
+//! entries; each kernel's parameter layout and limits come from its `.nv.info.<kernel>` section,
+//! and its registers and stack from the shared `.nv.info` section (both lists of `EIATTR_*` attributes).
+//! Static shared, local and parameter-bank sizes are the sizes of the kernel's `.nv.shared.`,
+//! `.nv.local.` and `.nv.constant0.` sections. The `.nv.compat` section says whether the code is
+//! architecture-specific (`sm_90a`).
+
+use std::cell::Cell;
+use std::collections::HashMap;
+
+use object::elf::{FileHeader64, EM_CUDA, SHT_SYMTAB, STT_FUNC, STT_OBJECT};
+use object::read::elf::{FileHeader, SectionHeader, Sym};
+use object::LittleEndian;
+
+use super::info::{attr, Attributes, Value};
+use super::{demangle, u16_at, u32_at, ParamInfo};
+
+/// `st_other` bit of a kernel entry point.
+const STO_CUDA_ENTRY: u8 = 0x10;
+
+/// From this ELF ABI version on, the SM number sits in bits 8..16 of `e_flags`; before, in 0..8.
+const ABI_WITH_SHIFTED_SM: u8 = 8;
+
+/// How many times over the file's size the attribute sections read may add up to.
+const READ_BUDGET_FACTOR: usize = 4;
+
+/// What a cubin holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Cubin {
+    /// The SM architecture, e.g. 90 for sm_90 and sm_90a.
+    pub arch: u32,
+    /// Whether the code uses architecture-specific features (`sm_90a`): it then runs on that
+    /// architecture only.
+    pub arch_specific: bool,
+    /// The CUDA ELF ABI version (`e_ident[EI_ABIVERSION]`).
+    pub abi_version: u8,
+    /// The raw `e_flags`.
+    pub flags: u32,
+    /// Kernels (entry functions), in symbol-table order.
+    pub kernels: Vec<Kernel>,
+    /// `__device__` and `__constant__` variables.
+    pub variables: Vec<Variable>,
+    /// Parts of the cubin that could not be read, e.g. a damaged `.nv.info` section.
+    pub notes: Vec<String>,
+}
+
+/// One kernel of a cubin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Kernel {
+    /// The symbol name (mangled for C++ kernels).
+    pub name: String,
+    /// The C++ name, when `name` is mangled.
+    pub demangled: Option<String>,
+    /// Parameters, by index.
+    pub params: Vec<ParamInfo>,
+    /// Bytes of parameter buffer the kernel declares (`EIATTR_CBANK_PARAM_SIZE`).
+    pub param_bytes: Option<u32>,
+    /// Registers per thread.
+    pub registers: Option<u32>,
+    /// Register limit the kernel was compiled with (`EIATTR_MAXREG_COUNT`).
+    pub max_registers: Option<u32>,
+    /// Static shared memory in bytes.
+    pub shared_bytes: u64,
+    /// Local memory per thread in bytes, besides the stack.
+    pub local_bytes: u64,
+    /// Stack per thread in bytes.
+    pub stack_bytes: Option<u32>,
+    /// Size of the kernel's own stack frame in bytes.
+    pub frame_bytes: Option<u32>,
+    /// Size of its constant bank 0 (parameters and driver constants) in bytes.
+    pub constant0_bytes: u64,
+    /// `__launch_bounds__` maximum threads per block (x, y, z).
+    pub max_threads: Option<[u32; 3]>,
+    /// `__maxnreg__`/`.reqntid` required block size (x, y, z).
+    pub required_threads: Option<[u32; 3]>,
+}
+
+/// A variable defined in a cubin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Variable {
+    /// The symbol name.
+    pub name: String,
+    /// The C++ name, when `name` is mangled.
+    pub demangled: Option<String>,
+    /// Where it lives.
+    pub space: Space,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// The memory space of a variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Space {
+    /// Global memory (`__device__`).
+    Global,
+    /// A constant bank (`__constant__` lives in bank 3 on current GPUs).
+    Constant(u32),
+}
+
+impl Cubin {
+    /// The architecture as compilers spell it, e.g. "sm_90" or "sm_90a".
+    pub fn arch_name(&self) -> String {
+        let suffix = if self.arch_specific { "a" } else { "" };
+        format!("sm_{}{suffix}", self.arch)
+    }
+
+    /// The kernel named `name` (mangled), if this cubin defines it.
+    pub fn kernel(&self, name: &str) -> Option<&Kernel> {
+        self.kernels.iter().find(|kernel| kernel.name == name)
+    }
+}
+
+/// Per-function values of the shared `.nv.info` section, by symbol index.
+#[derive(Default)]
+struct FunctionInfo {
+    registers: HashMap<u32, u32>,
+    frame: HashMap<u32, u32>,
+    min_stack: HashMap<u32, u32>,
+    max_stack: HashMap<u32, u32>,
+}
+
+/// Reads a cubin.
+pub fn parse(data: &[u8]) -> Result<Cubin, String> {
+    if data.get(4) != Some(&2) {
+        return Err("only 64-bit cubins are supported (ELF class is not ELFCLASS64)".into());
+    }
+    let header = FileHeader64::<LittleEndian>::parse(data).map_err(elf_error("ELF header"))?;
+    let endian = header.endian().map_err(elf_error("ELF header"))?;
+    if header.e_machine(endian) != EM_CUDA {
+        return Err(format!(
+            "ELF machine is {}, not EM_CUDA ({EM_CUDA})",
+            header.e_machine(endian)
+        ));
+    }
+    let flags = header.e_flags(endian);
+    let abi_version = header.e_ident().abi_version;
+    let arch = if abi_version >= ABI_WITH_SHIFTED_SM {
+        (flags >> 8) & 0xff
+    } else {
+        flags & 0xff
+    };
+    let sections = header
+        .sections(endian, data)
+        .map_err(elf_error("section headers"))?;
+    let symbols = sections
+        .symbols(endian, data, SHT_SYMTAB)
+        .map_err(elf_error("symbol table"))?;
+
+    let mut notes = Vec::new();
+    let mut by_name: HashMap<&[u8], usize> = HashMap::new();
+    for (index, section) in sections.iter().enumerate() {
+        if let Ok(name) = sections.section_name(endian, section) {
+            by_name.entry(name).or_insert(index);
+        }
+    }
+    // Section headers may all point at the same bytes; reading them over and over must not turn
+    // a small file into hours of work.
+    let budget = Cell::new(data.len().saturating_mul(READ_BUDGET_FACTOR));
+    let section_bytes = |name: &[u8], notes: &mut Vec<String>| -> Option<&[u8]> {
+        let section = sections
+            .section(object::SectionIndex(*by_name.get(name)?))
+            .ok()?;
+        match section.data(endian, data) {
+            Ok(bytes) if bytes.len() > budget.get() => {
+                notes.push(format!(
+                    "section {} skipped: sections overlap too much",
+                    String::from_utf8_lossy(name)
+                ));
+                None
+            }
+            Ok(bytes) => {
+                budget.set(budget.get() - bytes.len());
+                Some(bytes)
+            }
+            Err(_) => {
+                notes.push(format!(
+                    "section {} lies outside the file",
+                    String::from_utf8_lossy(name)
+                ));
+                None
+            }
+        }
+    };
+    let section_size = |name: &[u8]| -> u64 {
+        by_name
+            .get(name)
+            .and_then(|&i| sections.section(object::SectionIndex(i)).ok())
+            .map_or(0, |section| section.sh_size(endian))
+    };
+
+    let mut functions = FunctionInfo::default();
+    if let Some(info) = section_bytes(b".nv.info", &mut notes) {
+        let mut attributes = Attributes::new(info);
+        for (code, value) in attributes.by_ref() {
+            let map = match code {
+                attr::REGCOUNT => &mut functions.registers,
+                attr::FRAME_SIZE => &mut functions.frame,
+                attr::MIN_STACK_SIZE => &mut functions.min_stack,
+                attr::MAX_STACK_SIZE => &mut functions.max_stack,
+                _ => continue,
+            };
+            if let [symbol, amount] = value.words()[..] {
+                map.insert(symbol, amount);
+            }
+        }
+        note_damage(&attributes, ".nv.info", &mut notes);
+    }
+
+    let mut arch_specific = false;
+    if let Some(compat) = section_bytes(b".nv.compat", &mut notes) {
+        let mut attributes = Attributes::new(compat);
+        for (code, value) in attributes.by_ref() {
+            if code == attr::COMPAT_ACCELERATOR_TARGET {
+                arch_specific = value.number() == Some(1);
+            }
+        }
+        note_damage(&attributes, ".nv.compat", &mut notes);
+    }
+
+    let mut kernels = Vec::new();
+    let mut variables = Vec::new();
+    for (index, symbol) in symbols.symbols().iter().enumerate() {
+        let Ok(raw_name) = symbols.symbol_name(endian, symbol) else {
+            continue;
+        };
+        let name = String::from_utf8_lossy(raw_name).into_owned();
+        match symbol.st_type() {
+            STT_FUNC if symbol.st_other() & STO_CUDA_ENTRY != 0 => {
+                let Ok(index) = u32::try_from(index) else {
+                    continue;
+                };
+                let mut kernel = Kernel {
+                    demangled: demangle(&name),
+                    params: Vec::new(),
+                    param_bytes: None,
+                    registers: functions.registers.get(&index).copied(),
+                    max_registers: None,
+                    shared_bytes: section_size(&suffixed(b".nv.shared.", raw_name)),
+                    local_bytes: section_size(&suffixed(b".nv.local.", raw_name)),
+                    stack_bytes: functions
+                        .max_stack
+                        .get(&index)
+                        .or(functions.min_stack.get(&index))
+                        .copied(),
+                    frame_bytes: functions.frame.get(&index).copied(),
+                    constant0_bytes: section_size(&suffixed(b".nv.constant0.", raw_name)),
+                    max_threads: None,
+                    required_threads: None,
+                    name,
+                };
+                let info_name = suffixed(b".nv.info.", raw_name);
+                if let Some(info) = section_bytes(&info_name, &mut notes) {
+                    read_kernel_info(&mut kernel, info, &mut notes);
+                }
+                if kernel.registers.is_none() {
+                    // Before ABI 8 the register count was the top byte of the code section's info.
+                    kernel.registers = by_name
+                        .get(&suffixed(b".text.", raw_name)[..])
+                        .and_then(|&i| sections.section(object::SectionIndex(i)).ok())
+                        .map(|text| text.sh_info(endian) >> 24)
+                        .filter(|&count| count != 0);
+                }
+                kernels.push(kernel);
+            }
+            STT_OBJECT => {
+                let section =
+                    sections.section(object::SectionIndex(usize::from(symbol.st_shndx(endian))));
+                let Some(section_name) = section
+                    .ok()
+                    .and_then(|s| sections.section_name(endian, s).ok())
+                else {
+                    continue;
+                };
+                if let Some(space) = variable_space(section_name) {
+                    variables.push(Variable {
+                        demangled: demangle(&name),
+                        name,
+                        space,
+                        size: symbol.st_size(endian),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(Cubin {
+        arch,
+        arch_specific,
+        abi_version,
+        flags,
+        kernels,
+        variables,
+        notes,
+    })
+}
+
+fn read_kernel_info(kernel: &mut Kernel, info: &[u8], notes: &mut Vec<String>) {
+    let mut attributes = Attributes::new(info);
+    for (code, value) in attributes.by_ref() {
+        match code {
+            attr::KPARAM_INFO => {
+                if let Value::Bytes(bytes) = value {
+                    kernel.params.extend(param_info(bytes));
+                }
+            }
+            attr::CBANK_PARAM_SIZE => kernel.param_bytes = value.number(),
+            attr::MAXREG_COUNT => kernel.max_registers = value.number(),
+            attr::MAX_THREADS => kernel.max_threads = dims(value),
+            attr::REQNTID => kernel.required_threads = dims(value),
+            _ => {}
+        }
+    }
+    note_damage(&attributes, &format!(".nv.info.{}", kernel.name), notes);
+    // The compiler lists parameters last to first.
+    kernel.params.sort_by_key(|param| param.index);
+}
+
+/// `EIATTR_KPARAM_INFO`: u32 index, u16 ordinal, u16 offset, u32 whose bits 18.. are the size.
+fn param_info(bytes: &[u8]) -> Option<ParamInfo> {
+    let ordinal = u16_at(bytes, 4)?;
+    let offset = u16_at(bytes, 6)?;
+    let packed = u32_at(bytes, 8)?;
+    Some(ParamInfo {
+        index: ordinal.into(),
+        offset: offset.into(),
+        size: (packed >> 18) & 0x3fff,
+    })
+}
+
+fn dims(value: Value<'_>) -> Option<[u32; 3]> {
+    match value.words()[..] {
+        [x, y, z, ..] => Some([x, y, z]),
+        _ => None,
+    }
+}
+
+fn note_damage(attributes: &Attributes<'_>, section: &str, notes: &mut Vec<String>) {
+    if let Some(offset) = attributes.damaged_at {
+        notes.push(format!(
+            "section {section} is damaged at byte {offset}; attributes after it were skipped"
+        ));
+    }
+}
+
+fn variable_space(section: &[u8]) -> Option<Space> {
+    if section.starts_with(b".nv.global") {
+        return Some(Space::Global);
+    }
+    let bank = section.strip_prefix(b".nv.constant")?;
+    let bank: u32 = std::str::from_utf8(bank).ok()?.parse().ok()?;
+    // Bank 0 holds kernel parameters, not variables.
+    (bank != 0).then_some(Space::Constant(bank))
+}
+
+fn suffixed(prefix: &[u8], name: &[u8]) -> Vec<u8> {
+    [prefix, name].concat()
+}
+
+fn elf_error(what: &'static str) -> impl Fn(object::read::Error) -> String {
+    move |error| format!("cannot read the {what}: {error}")
+}

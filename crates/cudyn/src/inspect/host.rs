@@ -1,0 +1,151 @@
+//! Host binaries with embedded device code: objects, executables and shared libraries built by
+//! nvcc keep their fatbins in a `.nv_fatbin` section (`__nv_relfatbin` for relocatable device
+//! code, `-rdc`), one after another when several objects were linked together.
+
+use object::{Object, ObjectSection};
+
+use super::fatbin::{self, Fatbin};
+
+/// Sections that hold fatbins: ELF, ELF with `-rdc`, PE (names cut to 8 bytes), Mach-O.
+const FATBIN_SECTIONS: [&str; 4] = [".nv_fatbin", "__nv_relfatbin", ".nv_fatb", "__nv_fatbin"];
+
+/// Fatbins inside one section start at multiples of this.
+const FATBIN_ALIGN: usize = 8;
+
+/// A host binary's embedded device code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct HostBinary {
+    /// The object format, e.g. "Elf".
+    pub format: String,
+    /// The host architecture, e.g. "X86_64".
+    pub architecture: String,
+    /// Each section holding fatbins.
+    pub sections: Vec<FatbinSection>,
+}
+
+/// One section of embedded fatbins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct FatbinSection {
+    /// The section's name.
+    pub name: String,
+    /// The fatbins in it, in order.
+    pub fatbins: Vec<Fatbin>,
+    /// Damage found, e.g. bytes between fatbins that are not one.
+    pub notes: Vec<String>,
+}
+
+/// For bytes that are a host object file: `Ok` when they embed device code, else why not.
+/// `None` when they are not an object file at all.
+pub(crate) fn detect(bytes: &[u8]) -> Option<Result<(), String>> {
+    let file = object::File::parse(bytes).ok()?;
+    let found = fatbin_sections(&file).next().is_some();
+    Some(if found {
+        Ok(())
+    } else {
+        Err(format!(
+            "it is a {:?} host binary for {:?} with no embedded device code (no {} section)",
+            file.format(),
+            file.architecture(),
+            FATBIN_SECTIONS.join(" or ")
+        ))
+    })
+}
+
+fn fatbin_sections<'a, 'file>(
+    file: &'file object::File<'a>,
+) -> impl Iterator<Item = object::Section<'a, 'file>> + 'file {
+    file.sections().filter(|section| {
+        section
+            .name()
+            .is_ok_and(|name| FATBIN_SECTIONS.contains(&name))
+    })
+}
+
+/// Reads the embedded fatbins of a host binary.
+pub fn parse(bytes: &[u8]) -> Result<HostBinary, String> {
+    let file = object::File::parse(bytes).map_err(|error| error.to_string())?;
+    // Section headers may all point at the same bytes; reading them over and over must not turn
+    // a small file into hours of work.
+    let mut budget = bytes.len().saturating_mul(2);
+    let mut sections = Vec::new();
+    for section in fatbin_sections(&file) {
+        let name = section.name().unwrap_or_default().to_string();
+        let mut notes = Vec::new();
+        let mut fatbins = Vec::new();
+        match section.data() {
+            Ok(data) if data.len() > budget => {
+                notes.push("skipped: sections overlap too much".to_string());
+            }
+            Ok(data) => {
+                budget -= data.len();
+                for piece in split(data) {
+                    match piece.and_then(fatbin::parse) {
+                        Ok(fatbin) => fatbins.push(fatbin),
+                        Err(reason) => notes.push(reason),
+                    }
+                }
+            }
+            Err(error) => notes.push(format!("cannot read the section: {error}")),
+        }
+        sections.push(FatbinSection {
+            name,
+            fatbins,
+            notes,
+        });
+    }
+    Ok(HostBinary {
+        format: format!("{:?}", file.format()),
+        architecture: format!("{:?}", file.architecture()),
+        sections,
+    })
+}
+
+/// The fatbins embedded in a host binary, as byte slices ready to load.
+pub fn embedded_fatbins(bytes: &[u8]) -> crate::Result<Vec<&[u8]>> {
+    let malformed = |reason: String| crate::Error::MalformedImage {
+        kind: crate::ImageKind::HostBinary,
+        reason,
+    };
+    let file = object::File::parse(bytes).map_err(|error| malformed(error.to_string()))?;
+    let mut out = Vec::new();
+    for section in fatbin_sections(&file) {
+        let data = section
+            .data()
+            .map_err(|error| malformed(format!("cannot read a fatbin section: {error}")))?;
+        for piece in split(data) {
+            out.push(piece.map_err(malformed)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Splits a section into its fatbins: each starts at an aligned offset, after the one before.
+/// Yields an error for bytes that are not a fatbin, and stops there.
+fn split(mut data: &[u8]) -> impl Iterator<Item = Result<&[u8], String>> {
+    let mut offset = 0usize;
+    std::iter::from_fn(move || {
+        let skip = data.iter().take_while(|&&b| b == 0).count() / FATBIN_ALIGN * FATBIN_ALIGN;
+        data = &data[skip..];
+        offset += skip;
+        if data.iter().all(|&b| b == 0) {
+            return None;
+        }
+        let result = fatbin::declared_len(data);
+        let at = offset;
+        match result {
+            Ok(len) => {
+                let fatbin = &data[..len];
+                let next = len.next_multiple_of(FATBIN_ALIGN).min(data.len());
+                data = &data[next..];
+                offset += next;
+                Some(Ok(fatbin))
+            }
+            Err(reason) => {
+                data = &[];
+                Some(Err(format!("bytes at offset {at}: {reason}")))
+            }
+        }
+    })
+}

@@ -1,0 +1,111 @@
+//! The attribute lists of a cubin's `.nv.info`, `.nv.info.<kernel>` and `.nv.compat` sections.
+//!
+//! Each attribute is a format byte, an attribute code, then two bytes that are the value (none,
+//! a byte, a 16-bit value) or the length of the value bytes that follow.
+
+use super::u16_at;
+
+/// Attribute codes cudyn reads (NVIDIA's `EIATTR_*` numbering, as `cuobjdump -elf` names them).
+pub(crate) mod attr {
+    pub const MAX_THREADS: u8 = 0x05;
+    pub const REQNTID: u8 = 0x10;
+    pub const FRAME_SIZE: u8 = 0x11;
+    pub const MIN_STACK_SIZE: u8 = 0x12;
+    pub const KPARAM_INFO: u8 = 0x17;
+    pub const CBANK_PARAM_SIZE: u8 = 0x19;
+    pub const MAXREG_COUNT: u8 = 0x1b;
+    pub const MAX_STACK_SIZE: u8 = 0x23;
+    pub const REGCOUNT: u8 = 0x2f;
+    /// In `.nv.compat` (`EICOMPAT_ATTR_*` numbering): 1 for architecture-specific code.
+    pub const COMPAT_ACCELERATOR_TARGET: u8 = 0x09;
+}
+
+const EIFMT_NVAL: u8 = 0x01;
+const EIFMT_BVAL: u8 = 0x02;
+const EIFMT_HVAL: u8 = 0x03;
+const EIFMT_SVAL: u8 = 0x04;
+
+/// One attribute's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Value<'a> {
+    None,
+    Half(u16),
+    Bytes(&'a [u8]),
+}
+
+impl Value<'_> {
+    /// The value as a number, whichever of the short formats holds it.
+    pub(crate) fn number(self) -> Option<u32> {
+        match self {
+            Value::Half(v) => Some(v.into()),
+            Value::Bytes(bytes) => super::u32_at(bytes, 0),
+            Value::None => None,
+        }
+    }
+
+    /// The value as consecutive little-endian 32-bit words.
+    pub(crate) fn words(self) -> Vec<u32> {
+        match self {
+            Value::Bytes(bytes) => bytes
+                .chunks_exact(4)
+                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Iterates over the attributes in `data`; stops at the first one that does not fit, recording
+/// where in [`Attributes::damaged_at`].
+pub(crate) struct Attributes<'a> {
+    data: &'a [u8],
+    offset: usize,
+    pub(crate) damaged_at: Option<usize>,
+}
+
+impl<'a> Attributes<'a> {
+    pub(crate) fn new(data: &'a [u8]) -> Self {
+        Attributes {
+            data,
+            offset: 0,
+            damaged_at: None,
+        }
+    }
+
+    fn read(&self) -> Option<(u8, Value<'a>, usize)> {
+        let format = *self.data.get(self.offset)?;
+        let code = *self.data.get(self.offset + 1)?;
+        let (value, len) = match format {
+            EIFMT_NVAL => (Value::None, 4),
+            EIFMT_BVAL => (Value::Half(u16::from(*self.data.get(self.offset + 2)?)), 4),
+            EIFMT_HVAL => (Value::Half(u16_at(self.data, self.offset + 2)?), 4),
+            EIFMT_SVAL => {
+                let size = usize::from(u16_at(self.data, self.offset + 2)?);
+                let start = self.offset + 4;
+                (Value::Bytes(self.data.get(start..start + size)?), 4 + size)
+            }
+            _ => return None,
+        };
+        Some((code, value, len))
+    }
+}
+
+impl<'a> Iterator for Attributes<'a> {
+    type Item = (u8, Value<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.offset >= self.data.len() || self.damaged_at.is_some() {
+            return None;
+        }
+        match self.read() {
+            Some((code, value, len)) => {
+                self.offset += len;
+                Some((code, value))
+            }
+            None => {
+                self.damaged_at = Some(self.offset);
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! LTO-IR: NVVM IR for link-time optimization, as NVRTC (`-dlto`) and nvcc (`-dlto`) write it.
+//!
+//! Current toolkits wrap it in an NVVM container whose header records the target architecture;
+//! older ones wrote plain LLVM bitcode, possibly in the bitcode wrapper.
+
+/// How the LTO-IR is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum LtoIrFormat {
+    /// The NVVM container (magic `7f4e43ed`), as CUDA 12 and 13 write it.
+    NvvmContainer,
+    /// Raw LLVM bitcode (`BC C0 DE`).
+    Bitcode,
+    /// LLVM bitcode inside the bitcode wrapper (`DE C0 17 0B`).
+    BitcodeWrapper,
+}
+
+/// What an LTO-IR image says about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct LtoIr {
+    /// Its storage format.
+    pub format: LtoIrFormat,
+    /// The SM architecture it was compiled for (e.g. 90), when the container records it.
+    pub arch: Option<u32>,
+}
+
+const NVVM_CONTAINER: &[u8] = &[0xed, 0x43, 0x4e, 0x7f];
+const BITCODE: &[u8] = b"BC\xc0\xde";
+const BITCODE_WRAPPER: &[u8] = &[0xde, 0xc0, 0x17, 0x0b];
+
+/// Where the NVVM container keeps the architecture, as ten times the SM number (900 for sm_90).
+const NVVM_ARCH_OFFSET: usize = 26;
+
+/// The LTO-IR format of `bytes`, if they are LTO-IR.
+pub(crate) fn format(bytes: &[u8]) -> Option<LtoIrFormat> {
+    [
+        (NVVM_CONTAINER, LtoIrFormat::NvvmContainer),
+        (BITCODE, LtoIrFormat::Bitcode),
+        (BITCODE_WRAPPER, LtoIrFormat::BitcodeWrapper),
+    ]
+    .into_iter()
+    .find_map(|(magic, format)| bytes.starts_with(magic).then_some(format))
+}
+
+/// Reads an LTO-IR header.
+pub fn parse(bytes: &[u8]) -> Result<LtoIr, String> {
+    let format = format(bytes).ok_or("no LTO-IR magic number")?;
+    let arch = match format {
+        LtoIrFormat::NvvmContainer => super::u16_at(bytes, NVVM_ARCH_OFFSET)
+            .filter(|tenfold| *tenfold >= 100 && tenfold % 10 == 0)
+            .map(|tenfold| u32::from(tenfold / 10)),
+        LtoIrFormat::Bitcode | LtoIrFormat::BitcodeWrapper => None,
+    };
+    Ok(LtoIr { format, arch })
+}

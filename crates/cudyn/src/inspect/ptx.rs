@@ -1,0 +1,412 @@
+//! PTX: version, target, address size, entries with their typed parameters, and module-scope
+//! variables.
+//!
+//! A small tokenizer skips comments and strings, then the module is read statement by statement at
+//! the top level; function bodies are skipped by matching braces. Unknown directives are skipped,
+//! so a newer PTX version still lists its entries.
+
+use super::{demangle, ParamInfo};
+
+/// What a PTX module declares.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct PtxModule {
+    /// The PTX ISA version (`.version`), e.g. "9.0".
+    pub version: Option<String>,
+    /// The `.target` list, e.g. `["sm_90"]`.
+    pub target: Vec<String>,
+    /// `.address_size`, 32 or 64.
+    pub address_size: Option<u32>,
+    /// Kernels (`.entry`), in order.
+    pub entries: Vec<PtxEntry>,
+    /// Module-scope `.global` and `.const` variables.
+    pub variables: Vec<PtxVariable>,
+}
+
+/// A kernel of a PTX module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct PtxEntry {
+    /// The entry's name (mangled for C++ kernels).
+    pub name: String,
+    /// The C++ name, when `name` is mangled.
+    pub demangled: Option<String>,
+    /// Its parameters, in order.
+    pub params: Vec<PtxParam>,
+}
+
+/// One `.param` of an entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct PtxParam {
+    /// The parameter's name.
+    pub name: String,
+    /// Its element type, e.g. ".u64" or ".b8".
+    pub ty: String,
+    /// The array length for `name[N]`, else 1.
+    pub count: u64,
+    /// An explicit `.align`.
+    pub align: Option<u32>,
+    /// Size in bytes, when the type has a known size.
+    pub size: Option<u64>,
+    /// The state space a `.ptr` parameter points into (e.g. ".global").
+    pub pointee_space: Option<String>,
+}
+
+/// A module-scope variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct PtxVariable {
+    /// Its name.
+    pub name: String,
+    /// ".global" or ".const".
+    pub space: String,
+    /// Its element type.
+    pub ty: String,
+    /// Size in bytes, when known.
+    pub size: Option<u64>,
+}
+
+impl PtxModule {
+    /// The entry named `name`, if the module declares it.
+    pub fn entry(&self, name: &str) -> Option<&PtxEntry> {
+        self.entries.iter().find(|entry| entry.name == name)
+    }
+}
+
+impl PtxEntry {
+    /// The parameter buffer layout the PTX ABI gives these parameters: each at the next offset
+    /// aligned to its `.align` (or its element size). `None` when a type's size is unknown.
+    pub fn layout(&self) -> Option<Vec<ParamInfo>> {
+        let mut offset: u64 = 0;
+        let mut out = Vec::with_capacity(self.params.len());
+        for (index, param) in self.params.iter().enumerate() {
+            let size = param.size?;
+            let align = u64::from(param.align.unwrap_or(0)).max(type_size(&param.ty)?);
+            offset = offset.checked_next_multiple_of(align.max(1))?;
+            out.push(ParamInfo {
+                index: u32::try_from(index).ok()?,
+                offset: u32::try_from(offset).ok()?,
+                size: u32::try_from(size).ok()?,
+            });
+            offset = offset.checked_add(size)?;
+        }
+        Some(out)
+    }
+}
+
+/// Whether `bytes` are PTX text: printable text (a trailing NUL, as NVRTC writes, allowed) whose
+/// lines include a `.version` and a `.target` directive.
+pub(crate) fn looks_like_ptx(bytes: &[u8]) -> bool {
+    let Some(text) = text(bytes) else {
+        return false;
+    };
+    let directive = |name: &str| {
+        text.lines().any(|line| {
+            line.trim_start()
+                .strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(char::is_whitespace))
+        })
+    };
+    directive(".version") && directive(".target")
+}
+
+/// The text of a PTX image: valid UTF-8 up to trailing NULs, with no NUL inside.
+fn text(bytes: &[u8]) -> Option<&str> {
+    let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    let text = std::str::from_utf8(&bytes[..end]).ok()?;
+    (!text.contains('\0')).then_some(text)
+}
+
+/// Reads a PTX module.
+pub fn parse(bytes: &[u8]) -> Result<PtxModule, String> {
+    let text = text(bytes).ok_or("PTX must be UTF-8 text with no NUL before its end")?;
+    let tokens = tokenize(text);
+    let mut module = PtxModule::default();
+    let mut at = 0;
+    while at < tokens.len() {
+        let start = at;
+        match tokens[at] {
+            ".version" => {
+                module.version = tokens.get(at + 1).map(|v| v.to_string());
+                at += 2;
+            }
+            ".target" => {
+                at += 1;
+                while let Some(target) = tokens.get(at) {
+                    module.target.push(target.to_string());
+                    at += 1;
+                    if tokens.get(at) != Some(&",") {
+                        break;
+                    }
+                    at += 1;
+                }
+            }
+            ".address_size" => {
+                module.address_size = tokens.get(at + 1).and_then(|v| v.parse().ok());
+                at += 2;
+            }
+            _ => {
+                let end = statement_end(&tokens, at);
+                read_statement(&tokens[at..end], &mut module);
+                at = end;
+            }
+        }
+        at = at.max(start + 1);
+    }
+    Ok(module)
+}
+
+/// Where the top-level statement starting at `at` ends: after its `;`, or after the balanced
+/// body of a function; a variable's `= { ... }` initializer does not end it.
+fn statement_end(tokens: &[&str], mut at: usize) -> usize {
+    let is_function = tokens[at..]
+        .iter()
+        .take_while(|&&t| t != ";" && t != "{")
+        .any(|&t| t == ".entry" || t == ".func");
+    let mut depth = 0usize;
+    while let Some(&token) = tokens.get(at) {
+        at += 1;
+        match token {
+            "{" => depth += 1,
+            "}" => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 && is_function {
+                    return at;
+                }
+            }
+            ";" if depth == 0 => return at,
+            _ => {}
+        }
+    }
+    at
+}
+
+fn read_statement(statement: &[&str], module: &mut PtxModule) {
+    if let Some(entry) = statement.iter().position(|&t| t == ".entry") {
+        if let Some(entry) = read_entry(&statement[entry + 1..]) {
+            module.entries.push(entry);
+        }
+        return;
+    }
+    let head: Vec<&str> = statement
+        .iter()
+        .copied()
+        .take_while(|&t| t != "=" && t != ";")
+        .collect();
+    let Some(space) = head
+        .iter()
+        .find(|&&t| t == ".global" || t == ".const")
+        .filter(|_| !head.contains(&".func") && !head.contains(&"("))
+    else {
+        return;
+    };
+    if let Some(declared) = read_declaration(&head) {
+        module.variables.push(PtxVariable {
+            name: declared.name,
+            space: space.to_string(),
+            size: declared.size,
+            ty: declared.ty,
+        });
+    }
+}
+
+fn read_entry(tokens: &[&str]) -> Option<PtxEntry> {
+    let name = tokens.first()?.to_string();
+    let mut params = Vec::new();
+    if tokens.get(1) == Some(&"(") {
+        let close = tokens.iter().position(|&t| t == ")")?;
+        for param in tokens[2..close].split(|&t| t == ",") {
+            let declared = read_declaration(param)?;
+            let pointee_space = param
+                .iter()
+                .position(|&t| t == ".ptr")
+                .and_then(|i| param.get(i + 1))
+                .filter(|t| is_space(t))
+                .map(|t| t.to_string());
+            params.push(PtxParam {
+                name: declared.name,
+                ty: declared.ty,
+                count: declared.count,
+                align: declared.align,
+                size: declared.size,
+                pointee_space,
+            });
+        }
+    }
+    Some(PtxEntry {
+        demangled: demangle(&name),
+        name,
+        params,
+    })
+}
+
+struct Declaration {
+    name: String,
+    ty: String,
+    count: u64,
+    align: Option<u32>,
+    size: Option<u64>,
+}
+
+/// `[.param|.global|...] [.align N] [.ptr .space .align N] .type name[N]`.
+fn read_declaration(tokens: &[&str]) -> Option<Declaration> {
+    let mut align = None;
+    let mut ty = None;
+    let mut name = None;
+    let mut count = 1u64;
+    let mut at = 0;
+    while let Some(&token) = tokens.get(at) {
+        match token {
+            ".align" => {
+                // A `.ptr`'s own `.align` is the pointee's, not the parameter's.
+                let pointee = tokens[..at].contains(&".ptr");
+                let value = tokens.get(at + 1).and_then(|v| v.parse().ok());
+                if !pointee {
+                    align = value;
+                }
+                at += 1;
+            }
+            "[" => {
+                count = tokens.get(at + 1).and_then(|v| v.parse().ok()).unwrap_or(0);
+                at += 2;
+            }
+            _ if type_size(token).is_some() || token == ".pred" => ty = Some(token),
+            _ if !token.starts_with('.') && is_identifier(token) => name = Some(token),
+            _ => {}
+        }
+        at += 1;
+    }
+    let ty = ty?;
+    Some(Declaration {
+        name: name?.to_string(),
+        ty: ty.to_string(),
+        count,
+        align,
+        size: type_size(ty).and_then(|size| size.checked_mul(count)),
+    })
+}
+
+fn is_space(token: &str) -> bool {
+    matches!(
+        token,
+        ".global" | ".const" | ".shared" | ".local" | ".param"
+    )
+}
+
+fn is_identifier(token: &str) -> bool {
+    token
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '$' | '%'))
+}
+
+/// Size in bytes of a fundamental PTX type.
+fn type_size(ty: &str) -> Option<u64> {
+    let (base, lanes) = match ty.rsplit_once('x') {
+        Some((base, "2")) => (base, 2),
+        Some((base, "4")) => (base, 4),
+        _ => (ty, 1),
+    };
+    let bits: u64 = match base {
+        ".f16" | ".bf16" => 16,
+        ".e4m3" | ".e5m2" => 8,
+        _ => base
+            .strip_prefix(".b")
+            .or_else(|| base.strip_prefix(".u"))
+            .or_else(|| base.strip_prefix(".s"))
+            .or_else(|| base.strip_prefix(".f"))?
+            .parse()
+            .ok()
+            .filter(|bits| matches!(bits, 8 | 16 | 32 | 64 | 128))?,
+    };
+    Some(bits / 8 * lanes)
+}
+
+/// Splits PTX into tokens: words (directives, names, numbers) and single punctuation characters;
+/// comments and string literals are dropped.
+fn tokenize(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut tokens = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let c = bytes[at];
+        let rest = &bytes[at..];
+        if c.is_ascii_whitespace() {
+            at += 1;
+        } else if rest.starts_with(b"//") {
+            at += rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+        } else if rest.starts_with(b"/*") {
+            at += rest
+                .windows(2)
+                .position(|w| w == b"*/")
+                .map_or(rest.len(), |i| i + 2);
+        } else if c == b'"' {
+            at += 1 + rest[1..]
+                .iter()
+                .position(|&b| b == b'"')
+                .map_or(rest.len() - 1, |i| i + 1);
+        } else if is_word_byte(c) {
+            let len = rest
+                .iter()
+                .position(|&b| !is_word_byte(b))
+                .unwrap_or(rest.len());
+            tokens.push(&text[at..at + len]);
+            at += len;
+        } else {
+            let len = text[at..].chars().next().map_or(1, char::len_utf8);
+            tokens.push(&text[at..at + len]);
+            at += len;
+        }
+    }
+    tokens
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'%' | b'.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = "//\n// a comment with .entry fake(\n.version 8.5\n.target sm_80, debug\n\
+        .address_size 64\n.global .align 4 .b8 table[12] = {1, 2, 3};\n\
+        .const .align 8 .f64 scale;\n\
+        .visible .entry k(\n  .param .u8 k_param_0,\n  .param .align 8 .b8 k_param_1[24],\n\
+        .param .u64 .ptr .global .align 16 k_param_2\n)\n{\n  ret;\n}\n";
+
+    #[test]
+    fn reads_directives_entries_and_variables() {
+        let module = parse(PTX.as_bytes()).unwrap();
+        assert_eq!(module.version.as_deref(), Some("8.5"));
+        assert_eq!(module.target, ["sm_80", "debug"]);
+        assert_eq!(module.address_size, Some(64));
+        assert_eq!(module.entries.len(), 1);
+        let entry = &module.entries[0];
+        assert_eq!(entry.name, "k");
+        assert_eq!(entry.params[2].pointee_space.as_deref(), Some(".global"));
+        let layout: Vec<_> = entry
+            .layout()
+            .unwrap()
+            .iter()
+            .map(|p| (p.offset, p.size))
+            .collect();
+        assert_eq!(layout, [(0, 1), (8, 24), (32, 8)]);
+        let variables: Vec<_> = module
+            .variables
+            .iter()
+            .map(|v| (v.name.as_str(), v.space.as_str(), v.size))
+            .collect();
+        assert_eq!(
+            variables,
+            [("table", ".global", Some(12)), ("scale", ".const", Some(8))]
+        );
+    }
+
+    #[test]
+    fn text_with_a_nul_inside_is_not_ptx() {
+        assert!(looks_like_ptx(b".version 9.0\n.target sm_90\n\0"));
+        assert!(!looks_like_ptx(b".version 9.0\0\n.target sm_90\n"));
+    }
+}

@@ -1,0 +1,9 @@
+//! Any bytes: detection and inspection return, never panic. Seed the corpus with real images
+//! (cubins, PTX, fatbins, host objects) for depth: `cargo fuzz run inspect corpus/`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    if let Ok(inspection) = cudyn::inspect::inspect(data) {
+        let _ = inspection.param_layout("saxpy");
+    }
+});
