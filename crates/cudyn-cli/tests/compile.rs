@@ -1,10 +1,8 @@
 //! `cudyn compile`, run as a user would. Needs NVRTC (scripts/cuda-wheels, then activate the venv).
 
-use std::process::Command;
+mod common;
 
-fn cudyn() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cudyn"))
-}
+use common::cudyn;
 
 /// Runs `cudyn compile ARGS... SOURCE` and requires success; returns its standard output.
 fn compile_ok(args: &[&str], source: &std::path::Path) -> String {

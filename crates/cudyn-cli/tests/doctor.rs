@@ -1,23 +1,13 @@
 //! `cudyn doctor` as a user runs it.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use common::cudyn;
 
-/// The `cudyn` binary: Cargo's, or on the GPU machine the one staged beside the test binaries
-/// (`../shared/gpu/pack --bin cudyn` puts tests in .gpu/tests and binaries in .gpu/bin).
-fn cudyn() -> Command {
-    let built = PathBuf::from(env!("CARGO_BIN_EXE_cudyn"));
-    let staged = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.join("bin/cudyn")));
-    let binary = match staged {
-        Some(staged) if !built.exists() && staged.exists() => staged,
-        _ => built,
-    };
-    Command::new(binary)
-}
+use serde_json::Value;
 
 /// Runs `cudyn doctor --json` with `extra` arguments and parses what it prints.
 fn doctor_json(command: &mut Command, extra: &[&str]) -> (Output, Value) {

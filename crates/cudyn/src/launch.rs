@@ -459,6 +459,15 @@ pub fn check_config(
     config: &LaunchConfig<'_>,
     limits: &DeviceLimits,
 ) -> Result<(), ConfigViolation> {
+    // The thread count first: a block of 2048 threads is "too many threads", the limit users
+    // know, before it is "x exceeds 1024".
+    let threads = config.block.volume();
+    if threads > u64::from(limits.max_threads_per_block) {
+        return Err(ConfigViolation::BlockTooLarge {
+            threads,
+            max: limits.max_threads_per_block,
+        });
+    }
     for (what, dims, max) in [
         ("grid", config.grid, limits.max_grid),
         ("block", config.block, limits.max_block),
@@ -476,13 +485,6 @@ pub fn check_config(
                 });
             }
         }
-    }
-    let threads = config.block.volume();
-    if threads > u64::from(limits.max_threads_per_block) {
-        return Err(ConfigViolation::BlockTooLarge {
-            threads,
-            max: limits.max_threads_per_block,
-        });
     }
     if config.shared_mem_bytes > limits.max_shared_per_block_optin {
         return Err(ConfigViolation::SharedMemory {
@@ -849,11 +851,18 @@ mod tests {
         let cases = [
             (
                 LaunchConfig::new(1, 1025),
+                ConfigViolation::BlockTooLarge {
+                    threads: 1025,
+                    max: 1024,
+                },
+            ),
+            (
+                LaunchConfig::new(1, (1, 1, 65)),
                 ConfigViolation::Dimension {
                     what: "block",
-                    axis: 'x',
-                    given: 1025,
-                    max: 1024,
+                    axis: 'z',
+                    given: 65,
+                    max: 64,
                 },
             ),
             (

@@ -10,6 +10,7 @@
 //! lookup), so the logs are kept with the library and attached to any later failure.
 
 use std::ffi::{c_void, CString};
+use std::io::Read;
 use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use crate::context::{self, Current};
 use crate::device::initialized_driver;
 use crate::error::{Error, Result};
+use crate::image::{Image, ImageKind};
 use crate::kernel::Kernel;
 use crate::memory::{DeviceRepr, DeviceSlice, DeviceSliceMut};
 use crate::sys::driver::{self, CUdeviceptr, CUlibrary};
@@ -154,12 +156,16 @@ impl LibraryLoader {
                 "LibraryOptions::preserve_binary applies to loading bytes, not files".into(),
             ));
         }
-        std::fs::metadata(path).map_err(|error| {
-            Error::InvalidArgument(format!(
-                "cannot load device code from {}: {error}",
-                path.display()
-            ))
-        })?;
+        // The driver reads the file itself; cudyn reads its start to refuse anything that is not
+        // loadable device code with its own error instead of the driver's.
+        let mut head = Vec::with_capacity(DETECT_PREFIX);
+        std::fs::File::open(path)
+            .and_then(|file| Read::take(file, DETECT_PREFIX as u64).read_to_end(&mut head))
+            .map_err(|error| Error::ReadFile {
+                path: path.to_path_buf(),
+                reason: error.to_string(),
+            })?;
+        require_loadable(&head, || path.display().to_string())?;
         let name = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
             Error::InvalidArgument(format!("the path {} contains a NUL byte", path.display()))
         })?;
@@ -167,31 +173,29 @@ impl LibraryLoader {
     }
 
     /// Loads device code from memory: a cubin or fatbin, or PTX text (a terminating NUL is added
-    /// when missing).
+    /// when missing). Anything else (LTO-IR, a host program, garbage) is refused before CUDA sees
+    /// it, with an error saying what it is.
     pub fn load(&self, image: impl AsRef<[u8]>) -> Result<Library> {
         let image = image.as_ref();
-        if image.is_empty() {
-            return Err(Error::InvalidArgument(
-                "cannot load an empty device code image".into(),
-            ));
-        }
-        let needs_nul = !is_binary_image(image) && image.last() != Some(&0);
-        if needs_nul || self.options.preserve_binary {
+        let kind = require_loadable(image, || format!("the {} bytes given", image.len()))?;
+        let needs_nul = kind == ImageKind::Ptx && image.last() != Some(&0);
+        let owned = (needs_nul || self.options.preserve_binary).then(|| {
             let mut owned = Vec::with_capacity(image.len() + 1);
             owned.extend_from_slice(image);
             if needs_nul {
                 owned.push(0);
             }
-            let owned = owned.into_boxed_slice();
-            let data = owned.as_ptr();
-            let keep = self.options.preserve_binary.then_some(owned);
-            // The boxed bytes do not move when the box does, so `data` stays valid.
-            return self.load_source(Source::Data(data.cast()), keep);
-        }
-        self.load_source(Source::Data(image.as_ptr().cast()), None)
+            owned.into_boxed_slice()
+        });
+        // The boxed bytes do not move when the box does: `data` stays valid while `owned` lives,
+        // which load_source guarantees for the whole call (and the library's life if preserved).
+        let data = owned.as_deref().unwrap_or(image).as_ptr();
+        self.load_source(Source::Data(data.cast()), owned)
     }
 
-    fn load_source(&self, source: Source<'_>, keep: Option<Box<[u8]>>) -> Result<Library> {
+    /// Loads `source`; `owned` holds the bytes `source` points into, when cudyn made a copy: it is
+    /// kept alive through the call, and for the library's life when the binary is preserved.
+    fn load_source(&self, source: Source<'_>, owned: Option<Box<[u8]>>) -> Result<Library> {
         let backend = match self.backend {
             Some(backend) => backend,
             None => Backend::preferred(),
@@ -200,7 +204,7 @@ impl LibraryLoader {
         let mut library_options = [driver::CU_LIBRARY_BINARY_IS_PRESERVED];
         // The option is a flag; its value is the flag's value.
         let mut library_values = [1usize as *mut c_void];
-        let library_count = u32::from(self.options.preserve_binary && keep.is_some());
+        let library_count = u32::from(self.options.preserve_binary && owned.is_some());
         let mut raw: CUlibrary = std::ptr::null_mut();
         let (options, values, count) = jit.raw();
         // Every load call takes the same option arrays after the handle slot and the source.
@@ -256,7 +260,7 @@ impl LibraryLoader {
                 backend,
                 owned: true,
                 log,
-                _image: keep,
+                _image: owned.filter(|_| self.options.preserve_binary),
             }),
         })
     }
@@ -269,11 +273,33 @@ enum Source<'a> {
     Data(*const c_void),
 }
 
-/// Whether `image` is an ELF cubin or a fatbin (anything else is taken for PTX text).
-fn is_binary_image(image: &[u8]) -> bool {
-    const ELF: [u8; 4] = [0x7f, b'E', b'L', b'F'];
-    const FATBIN: [u8; 4] = 0xBA55_ED50u32.to_le_bytes();
-    image.starts_with(&ELF) || image.starts_with(&FATBIN)
+/// How much of a file is read to tell its kind before the driver loads it.
+const DETECT_PREFIX: usize = 64 * 1024;
+
+/// The kind of `image`, or an error when it is not device code the driver can load. `what` names
+/// the image in the error.
+fn require_loadable(image: &[u8], what: impl Fn() -> String) -> Result<ImageKind> {
+    let kind = Image::detect(image).map_err(|error| match error {
+        Error::NotDeviceCode { reason, .. } => Error::NotDeviceCode {
+            what: what(),
+            reason,
+        },
+        other => other,
+    })?;
+    if kind.is_loadable() {
+        return Ok(kind);
+    }
+    let advice = match kind {
+        ImageKind::LtoIr => "LTO-IR must be linked first: cudyn::compile::link_lto or Linker",
+        _ => {
+            "a host program is not loaded as a library; load its device code from \
+              Image::embedded_fatbins"
+        }
+    };
+    Err(Error::NotDeviceCode {
+        what: what(),
+        reason: format!("it is {kind}, which the driver cannot load: {advice}"),
+    })
 }
 
 fn runtime_with_library_api() -> Result<&'static runtime::Runtime> {
@@ -804,10 +830,27 @@ mod tests {
     }
 
     #[test]
-    fn ptx_text_is_told_apart_from_binaries() {
-        assert!(is_binary_image(b"\x7fELF\x02\x01\x01"));
-        assert!(is_binary_image(&[0x50, 0xED, 0x55, 0xBA, 1, 0]));
-        assert!(!is_binary_image(b"//\n.version 9.0\n.target sm_90\n"));
+    fn only_loadable_device_code_reaches_the_driver() {
+        let ptx = b"//\n.version 9.0\n.target sm_90\n.address_size 64\n";
+        assert_eq!(
+            require_loadable(ptx, || "ptx".into()).unwrap(),
+            ImageKind::Ptx
+        );
+        let garbage = require_loadable(b"hello, world", || "greeting.bin".into()).unwrap_err();
+        assert!(
+            matches!(&garbage, Error::NotDeviceCode { what, .. } if what == "greeting.bin"),
+            "{garbage:?}"
+        );
+        // The NVVM container magic of LTO-IR, which needs nvJitLink before it can load.
+        let ltoir = [0xed, 0x43, 0x4e, 0x7f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let error = require_loadable(&ltoir, || "piece.ltoir".into()).unwrap_err();
+        assert!(error.to_string().contains("link"), "{error}");
+        // Refused before any CUDA library is needed: this runs without a GPU.
+        let refused = Library::load(b"not device code").unwrap_err();
+        assert!(
+            matches!(refused, Error::NotDeviceCode { .. }),
+            "{refused:?}"
+        );
     }
 
     #[test]

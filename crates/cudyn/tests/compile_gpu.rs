@@ -9,6 +9,7 @@ mod raw_runtime;
 use std::ffi::c_void;
 
 use cudyn::compile::{self, Arch, Output, Program};
+use cudyn::sys::nvjitlink;
 use raw_runtime::{launch, synchronize, DeviceBuffer, RawLibrary};
 
 const SAXPY: &str = include_str!("kernels/saxpy.cu");
@@ -85,11 +86,27 @@ fn ptx_loads_when_the_driver_is_new_enough_and_is_refused_otherwise() {
             .allow_newer_ptx(true)
             .compile()
             .unwrap();
-        let cubin = compile::ptx_to_cubin(ptx.code(), None).unwrap();
-        assert_eq!(
-            run_saxpy(cubin.code(), "saxpy", 2.0, &x, &y),
-            cpu_saxpy(2.0, &x, &y)
-        );
+        // It needs an nvJitLink at least as new as NVRTC; an older one says so in its log.
+        let nvjitlink = cudyn::sys::nvjitlink().unwrap().version;
+        let finished = compile::ptx_to_cubin(ptx.code(), None);
+        if nvjitlink >= nvrtc {
+            assert_eq!(
+                run_saxpy(finished.unwrap().code(), "saxpy", 2.0, &x, &y),
+                cpu_saxpy(2.0, &x, &y)
+            );
+        } else {
+            let error = finished.unwrap_err();
+            let code = error.cuda_code();
+            assert_eq!(
+                code,
+                Some(nvjitlink::NVJITLINK_ERROR_PTX_COMPILE as i32),
+                "{error}"
+            );
+            assert!(
+                error.log().unwrap_or("").contains("Unsupported .version"),
+                "{error}"
+            );
+        }
     } else {
         let ptx = requested.unwrap();
         assert_eq!(
@@ -134,7 +151,20 @@ fn the_two_piece_lto_program_runs_and_is_correct() {
             .unwrap()
     };
     let (kernel, step) = (piece(ITERATE_KERNEL), piece(ITERATE_STEP));
-    let linked = compile::link_lto(&[kernel.code(), step.code()], None).unwrap();
+    let linked = compile::link_lto(&[kernel.code(), step.code()], None);
+    let nvrtc = cudyn::sys::nvrtc().unwrap().version;
+    if nvrtc > cudyn::sys::nvjitlink().unwrap().version {
+        // LTO-IR from a newer NVRTC: the documented refusal (doctor warns of this pairing).
+        let error = linked.unwrap_err();
+        let code = error.cuda_code();
+        assert_eq!(
+            code,
+            Some(nvjitlink::NVJITLINK_ERROR_OUTDATED_LIBRARY as i32),
+            "{error}"
+        );
+        return;
+    }
+    let linked = linked.unwrap();
     assert_eq!(linked.arch(), arch);
 
     let n = (NUM_THREADS * NUM_BLOCKS) as usize;
