@@ -9,9 +9,10 @@ use std::sync::{Arc, OnceLock};
 use crate::context;
 use crate::device::{initialized_driver, Device};
 use crate::error::Result;
+use crate::image::Image;
 use crate::library::Library;
 use crate::sys::driver::{self, CUfunction, CUkernel};
-use crate::sys::{call, runtime, static_c_str};
+use crate::sys::{call, runtime, static_c_str, Api};
 
 /// A kernel handle, cheap to clone. It keeps the [`Library`] it came from loaded.
 ///
@@ -121,6 +122,15 @@ impl Kernel {
         }
     }
 
+    /// A kernel of `library` looked up by its exact symbol `name`.
+    pub(crate) fn named(raw: CUkernel, library: Library, name: &str) -> Kernel {
+        let kernel = Kernel::new(raw, Some(library));
+        // Known from the lookup: this saves a cuKernelGetName call, which drivers before 12.3
+        // lack, and lets offline parameter layouts find the kernel there.
+        let _ = kernel.inner.name.set(Ok(name.to_owned()));
+        kernel
+    }
+
     /// Wraps a kernel handle obtained elsewhere: from the runtime (`cudaLibraryGetKernel`,
     /// `cudaGetKernel`, cast to `CUkernel`), the driver, or another library or language.
     ///
@@ -183,7 +193,8 @@ impl Kernel {
     }
 
     /// The parameter layout (`cuKernelGetParamInfo`): offset and size of every parameter, in
-    /// order. Read from the driver once per kernel handle.
+    /// order. Read from the driver once per kernel handle; with a driver older than 12.4, which
+    /// lacks that query, read offline from the device code the library was loaded from.
     pub fn params(&self) -> Result<&[Param]> {
         self.inner
             .params
@@ -194,6 +205,15 @@ impl Kernel {
 
     fn query_params(&self) -> Result<Box<[Param]>> {
         let driver = context::current()?.driver;
+        if driver.api.cuKernelGetParamInfo.is_none() {
+            let missing = || Api::missing(driver, "cuKernelGetParamInfo");
+            let (Some(library), Ok(name)) = (self.library(), self.name()) else {
+                return Err(missing());
+            };
+            return library
+                .offline_params(name)
+                .unwrap_or_else(|| Err(missing()));
+        }
         let mut params = Vec::new();
         for index in 0..MAX_PARAMS {
             let (mut offset, mut size) = (0usize, 0usize);
@@ -263,5 +283,49 @@ impl Kernel {
             Some(library) => library.jit_log().attach(error),
             None => error,
         }
+    }
+}
+
+/// The parameter layout of `kernel` read offline from device code (a cubin's `.nv.info`, or PTX):
+/// what [`Kernel::params`] uses when the driver cannot be asked.
+pub(crate) fn params_from_image(image: &[u8], kernel: &str) -> Result<Box<[Param]>> {
+    let mut layout = Image::new(image)?.param_layout(kernel)?;
+    layout.sort_by_key(|param| param.index);
+    Ok(layout
+        .into_iter()
+        .map(|param| Param {
+            offset: param.offset as usize,
+            size: param.size as usize,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{Arch, Output, Program};
+
+    const SAXPY: &str = r#"
+        extern "C" __global__ void saxpy(float a, const float *x, const float *y, float *out,
+                                         size_t n) {
+            size_t i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) out[i] = a * x[i] + y[i];
+        }"#;
+
+    #[test]
+    fn offline_layouts_follow_the_c_abi_of_the_signature() {
+        // float at 0; three pointers and a size_t, 8-byte aligned, at 8, 16, 24 and 32.
+        let expected = [(0, 4), (8, 8), (16, 8), (24, 8), (32, 8)];
+        for output in [Output::Cubin, Output::Ptx] {
+            let compiled = Program::new(SAXPY)
+                .arch(Arch::new(9, 0))
+                .output(output)
+                .compile()
+                .expect("NVRTC compiles (run scripts/cuda-wheels and activate its venv)");
+            let params = params_from_image(compiled.code(), "saxpy").unwrap();
+            let layout: Vec<(usize, usize)> = params.iter().map(|p| (p.offset, p.size)).collect();
+            assert_eq!(layout, expected, "{output:?}");
+        }
+        assert!(params_from_image(b"garbage", "saxpy").is_err());
     }
 }

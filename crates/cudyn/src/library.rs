@@ -15,11 +15,12 @@ use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::compile::Compiled;
 use crate::context::{self, Current};
 use crate::device::initialized_driver;
 use crate::error::{Error, Result};
 use crate::image::{Image, ImageKind};
-use crate::kernel::Kernel;
+use crate::kernel::{params_from_image, Kernel, Param};
 use crate::memory::{DeviceRepr, DeviceSlice, DeviceSliceMut};
 use crate::sys::driver::{self, CUdeviceptr, CUlibrary};
 use crate::sys::{self, call, runtime};
@@ -126,6 +127,8 @@ pub struct LibraryLoader {
     jit: JitOptions,
     options: LibraryOptions,
     backend: Option<Backend>,
+    /// Name expressions (`saxpy<float>`) and the lowered names NVRTC gave them.
+    names: Vec<(String, String)>,
 }
 
 impl LibraryLoader {
@@ -146,6 +149,19 @@ impl LibraryLoader {
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = Some(backend);
         self
+    }
+
+    /// Loads what NVRTC compiled (a cubin or PTX); its name expressions then work as kernel
+    /// names: `library.kernel("saxpy<float>")`.
+    pub fn load_compiled(&self, compiled: &Compiled) -> Result<Library> {
+        let loader = LibraryLoader {
+            names: compiled
+                .lowered_names()
+                .map(|(expression, lowered)| (expression.to_owned(), lowered.to_owned()))
+                .collect(),
+            ..self.clone()
+        };
+        loader.load(compiled.code())
     }
 
     /// Loads a .fatbin, .cubin or .ptx file.
@@ -169,7 +185,16 @@ impl LibraryLoader {
         let name = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
             Error::InvalidArgument(format!("the path {} contains a NUL byte", path.display()))
         })?;
-        self.load_source(Source::File(&name), None)
+        let offline_image = if driver_lacks_param_info() {
+            let bytes = std::fs::read(path).map_err(|error| Error::ReadFile {
+                path: path.to_path_buf(),
+                reason: error.to_string(),
+            })?;
+            Some(Arc::from(bytes))
+        } else {
+            None
+        };
+        self.load_source(Source::File(&name), None, offline_image)
     }
 
     /// Loads device code from memory: a cubin or fatbin, or PTX text (a terminating NUL is added
@@ -190,12 +215,18 @@ impl LibraryLoader {
         // The boxed bytes do not move when the box does: `data` stays valid while `owned` lives,
         // which load_source guarantees for the whole call (and the library's life if preserved).
         let data = owned.as_deref().unwrap_or(image).as_ptr();
-        self.load_source(Source::Data(data.cast()), owned)
+        let offline_image = driver_lacks_param_info().then(|| Arc::from(image));
+        self.load_source(Source::Data(data.cast()), owned, offline_image)
     }
 
     /// Loads `source`; `owned` holds the bytes `source` points into, when cudyn made a copy: it is
     /// kept alive through the call, and for the library's life when the binary is preserved.
-    fn load_source(&self, source: Source<'_>, owned: Option<Box<[u8]>>) -> Result<Library> {
+    fn load_source(
+        &self,
+        source: Source<'_>,
+        owned: Option<Box<[u8]>>,
+        offline_image: Option<Arc<[u8]>>,
+    ) -> Result<Library> {
         let backend = match self.backend {
             Some(backend) => backend,
             None => Backend::preferred(),
@@ -260,6 +291,8 @@ impl LibraryLoader {
                 backend,
                 owned: true,
                 log,
+                names: self.names.clone(),
+                offline_image,
                 _image: owned.filter(|_| self.options.preserve_binary),
             }),
         })
@@ -271,6 +304,12 @@ impl LibraryLoader {
 enum Source<'a> {
     File(&'a CString),
     Data(*const c_void),
+}
+
+/// Whether the driver lacks `cuKernelGetParamInfo` (before 12.4), so that launches must check
+/// arguments against layouts read offline from the device code.
+fn driver_lacks_param_info() -> bool {
+    sys::driver().is_ok_and(|driver| driver.api.cuKernelGetParamInfo.is_none())
 }
 
 /// How much of a file is read to tell its kind before the driver loads it.
@@ -423,6 +462,11 @@ struct Inner {
     /// Whether cudyn loaded it and so unloads it.
     owned: bool,
     log: JitLog,
+    /// Name expressions and their lowered names, from [`LibraryLoader::load_compiled`].
+    names: Vec<(String, String)>,
+    /// The device code, kept only when the driver cannot report parameter layouts (before
+    /// 12.4): kernels then read theirs offline from it.
+    offline_image: Option<Arc<[u8]>>,
     /// The bytes the driver may use in place (LibraryOptions::preserve_binary).
     _image: Option<Box<[u8]>>,
 }
@@ -476,6 +520,13 @@ impl Library {
         LibraryLoader::default()
     }
 
+    /// Links LTO-IR pieces for this GPU with link-time optimization (nvJitLink) and loads the
+    /// result: the pieces of a program compiled with `Program::output(Output::LtoIr)` and
+    /// `relocatable(true)`, in one call.
+    pub fn from_lto_ir(pieces: &[&[u8]]) -> Result<Library> {
+        crate::compile::link_lto(pieces, None)?.load()
+    }
+
     /// Wraps a library loaded elsewhere (by the runtime, the driver or another library). cudyn
     /// never unloads it.
     ///
@@ -490,6 +541,8 @@ impl Library {
                 backend,
                 owned: false,
                 log: JitLog::default(),
+                names: Vec::new(),
+                offline_image: None,
                 _image: None,
             }),
         }
@@ -516,13 +569,30 @@ impl Library {
         &self.inner.log
     }
 
+    /// The parameter layout of kernel `name` read from the device code, when the library kept
+    /// it (only when the driver cannot report layouts itself).
+    pub(crate) fn offline_params(&self, name: &str) -> Option<Result<Box<[Param]>>> {
+        let image = self.inner.offline_image.as_deref()?;
+        Some(params_from_image(image, name).map_err(|error| self.inner.log.attach(error)))
+    }
+
     /// The kernel named `name` (`cudaLibraryGetKernel`). An unknown name is
     /// [`Error::KernelNotFound`], listing the kernels the library has, nearest first.
     ///
     /// A kernel without C linkage (`__global__ void helloWorld()` compiled as C++) is found by
     /// its plain name too, when exactly one kernel of the library is a global function of that
-    /// name (`_Z10helloWorldv`); overloads must be asked for by their mangled names.
+    /// name (`_Z10helloWorldv`); overloads must be asked for by their mangled names. A library
+    /// loaded from NVRTC output ([`LibraryLoader::load_compiled`], [`Program::load`]) also finds
+    /// kernels by the name expressions compiled with it (`saxpy<float>`).
+    ///
+    /// [`Program::load`]: crate::Program::load
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let name = self
+            .inner
+            .names
+            .iter()
+            .find(|(expression, _)| expression == name)
+            .map_or(name, |(_, lowered)| lowered.as_str());
         match self.kernel_exact(name) {
             Ok(kernel) => Ok(kernel),
             Err(error) => match self.lookup_failure(name, error) {
@@ -560,7 +630,7 @@ impl Library {
             }),
         };
         status.map_err(|error| self.inner.log.attach(error))?;
-        Ok(Kernel::new(raw, Some(self.clone())))
+        Ok(Kernel::named(raw, self.clone(), name))
     }
 
     /// The number of kernels in the library.

@@ -183,3 +183,52 @@ fn the_two_piece_lto_program_runs_and_is_correct() {
     synchronize().unwrap();
     assert_eq!(buffer.to_vec().unwrap(), cpu_iterate(&data, 5));
 }
+
+#[test]
+#[ignore = "gpu: one call from source to a loaded library, kernels found by name expression"]
+fn program_load_finds_a_template_kernel_by_its_name_expression() {
+    let n = 1usize << 20;
+    let (x, y) = inputs(n);
+    let library = Program::new(SAXPY_TEMPLATE)
+        .name_expression("saxpy<float>")
+        .load()
+        .unwrap();
+    let saxpy = library.kernel("saxpy<float>").unwrap();
+    let dx = cudyn::DeviceBuffer::from_slice(&x).unwrap();
+    let dy = cudyn::DeviceBuffer::from_slice(&y).unwrap();
+    let mut out = cudyn::DeviceBuffer::from_slice(&vec![f32::NAN; n]).unwrap();
+    saxpy
+        .launch(
+            &cudyn::LaunchConfig::for_elements(n, 256),
+            (3.0f32, &dx, &dy, &mut out, n as u64),
+        )
+        .unwrap();
+    cudyn::synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap(), cpu_saxpy(3.0, &x, &y));
+}
+
+#[test]
+#[ignore = "gpu: one call from LTO-IR pieces to a loaded library"]
+fn lto_ir_pieces_load_in_one_call() {
+    let piece = |source: &str| {
+        Program::new(source)
+            .output(Output::LtoIr)
+            .relocatable(true)
+            .compile()
+            .unwrap()
+    };
+    let (kernel, step) = (piece(ITERATE_KERNEL), piece(ITERATE_STEP));
+    let library = cudyn::Library::from_lto_ir(&[kernel.code(), step.code()]).unwrap();
+    let iterate = library.kernel("iterate").unwrap();
+    let n = 1usize << 20;
+    let data: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 - 100.0).collect();
+    let mut buffer = cudyn::DeviceBuffer::from_slice(&data).unwrap();
+    iterate
+        .launch(
+            &cudyn::LaunchConfig::for_elements(n, 256),
+            (&mut buffer, 7i32, n as u64),
+        )
+        .unwrap();
+    cudyn::synchronize().unwrap();
+    assert_eq!(buffer.to_vec().unwrap(), cpu_iterate(&data, 7));
+}

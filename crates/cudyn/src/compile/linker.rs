@@ -7,6 +7,7 @@ use std::path::Path;
 use super::program::{text_of, Output};
 use super::target::{Arch, PtxVerdict};
 use crate::error::{Error, Result};
+use crate::library::Library;
 use crate::sys::locate::Component;
 use crate::sys::nvjitlink::{self, NvJitLink};
 use crate::sys::{self, call};
@@ -407,6 +408,11 @@ impl Linked {
     /// The linked code, owned.
     pub fn into_code(self) -> Vec<u8> {
         self.code
+    }
+
+    /// Loads the linked cubin (with [`Library::loader`]'s defaults).
+    pub fn load(&self) -> Result<Library> {
+        Library::load(&self.code)
     }
 
     /// nvJitLink's info log.

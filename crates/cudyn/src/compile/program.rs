@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use super::diagnostic;
 use super::target::{Arch, PtxVerdict};
 use crate::error::{Error, Result};
+use crate::library::Library;
 use crate::sys::locate::Component;
 use crate::sys::nvrtc::{self, Nvrtc};
 use crate::sys::{self, call};
@@ -297,6 +298,12 @@ impl Program {
         }
         options.extend(self.extra.iter().cloned());
         options
+    }
+
+    /// Compiles and loads the result (with [`Library::loader`]'s defaults) in one call; the
+    /// name expressions work as kernel names of the library.
+    pub fn load(&self) -> Result<Library> {
+        Library::loader().load_compiled(&self.compile()?)
     }
 
     /// Compiles with NVRTC.

@@ -213,6 +213,9 @@ pub struct SearchPath {
     summary: Vec<String>,
     /// False when an override is set: then only the override folders count.
     open_search: bool,
+    /// Whether copies already loaded in this process are looked for (off in unit tests, whose
+    /// process may have loaded real CUDA libraries).
+    check_loaded: bool,
 }
 
 impl SearchPath {
@@ -233,6 +236,7 @@ impl SearchPath {
             places,
             summary,
             open_search: false,
+            check_loaded: false,
         }
     }
 
@@ -252,6 +256,7 @@ impl SearchPath {
             places: Vec::new(),
             summary: vec![format!("{}: /proc/self/maps", Origin::AlreadyLoaded)],
             open_search: true,
+            check_loaded: true,
         };
         for (variable, origin) in [
             ("CUDA_PATH", Origin::CudaPath),
@@ -306,7 +311,7 @@ impl SearchPath {
     /// already loaded. The system loader is not consulted here: [`open`] does that, since only
     /// `dlopen` knows where the loader looks.
     pub fn locate(&self, component: Component) -> Option<Found> {
-        if self.open_search {
+        if self.check_loaded {
             if let Some(path) = loaded_copy(component) {
                 return Some(Found {
                     component,
@@ -548,6 +553,14 @@ mod tests {
         fs::write(path, b"not really a library").unwrap();
     }
 
+    /// The search order built from `var`, blind to this test process' own loaded libraries.
+    fn search_with(var: impl Fn(&str) -> Option<OsString>, root: &Path) -> SearchPath {
+        SearchPath {
+            check_loaded: false,
+            ..SearchPath::from_env_with(var, root)
+        }
+    }
+
     fn env<'a>(pairs: &'a [(&'a str, &'a Path)]) -> impl Fn(&str) -> Option<OsString> + 'a {
         move |name| {
             pairs
@@ -560,7 +573,7 @@ mod tests {
     #[test]
     fn override_is_exclusive_and_listed_first() {
         let dir = tempfile::tempdir().unwrap();
-        let search = SearchPath::from_env_with(env(&[(LIBRARY_PATH_ENV, dir.path())]), dir.path());
+        let search = search_with(env(&[(LIBRARY_PATH_ENV, dir.path())]), dir.path());
         assert!(!search.is_open());
         assert_eq!(search.places().len(), 1);
         assert_eq!(search.places()[0].origin, Origin::Override);
@@ -579,7 +592,7 @@ mod tests {
         let cuda = root.path().join("opt/cuda");
         let venv = root.path().join("venv");
         fs::create_dir_all(venv.join("lib/python3.11/site-packages")).unwrap();
-        let search = SearchPath::from_env_with(
+        let search = search_with(
             env(&[("CUDA_HOME", &cuda), ("VIRTUAL_ENV", &venv)]),
             root.path(),
         );
@@ -612,7 +625,7 @@ mod tests {
         let lib = venv.join("lib/python3.12/site-packages/nvidia/cu13/lib");
         touch(&lib.join("libnvrtc.so.13"));
         touch(&lib.join("libnvrtc.so.12"));
-        let search = SearchPath::from_env_with(env(&[("VIRTUAL_ENV", &venv)]), root.path());
+        let search = search_with(env(&[("VIRTUAL_ENV", &venv)]), root.path());
         let found = search.locate(Component::Nvrtc).unwrap();
         assert_eq!(found.path, lib.join("libnvrtc.so.13"));
         assert_eq!(found.origin, Origin::PythonWheel);
@@ -624,7 +637,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let site = root.path().join("site");
         touch(&site.join("nvidia/nvjitlink/lib/libnvJitLink.so.12"));
-        let search = SearchPath::from_env_with(env(&[("PYTHONPATH", &site)]), root.path());
+        let search = search_with(env(&[("PYTHONPATH", &site)]), root.path());
         let found = search.locate(Component::NvJitLink).unwrap();
         assert_eq!(
             found.path,
@@ -641,7 +654,7 @@ mod tests {
         for soname in ["libcudart.so.13", "libnvrtc.so.13", "libnvJitLink.so.13"] {
             touch(&whole.join("lib64").join(soname));
         }
-        let search = SearchPath::from_env_with(
+        let search = search_with(
             env(&[("CUDA_PATH", &early), ("CUDA_HOME", &whole)]),
             root.path(),
         );
