@@ -70,23 +70,25 @@ pub fn run(args: &Args) -> ExitCode {
 }
 
 fn render(report: &FileReport) -> String {
-    let mut out = String::new();
-    let name = report.file.display();
-    match (&report.inspection, &report.error) {
-        (Some(inspection), _) => {
-            let _ = writeln!(
-                out,
-                "{name}: {} ({} bytes)",
-                inspection.kind, inspection.size
-            );
-            render_contents(&mut out, &inspection.contents, 1);
-        }
-        (None, Some(error)) => {
-            let _ = writeln!(out, "{name}: error: {error}");
-        }
-        (None, None) => {}
-    }
+    let name = report.file.display().to_string();
+    let mut out = match (&report.inspection, &report.error) {
+        (Some(inspection), _) => render_inspection(&name, inspection),
+        (None, Some(error)) => format!("{name}: error: {error}\n"),
+        (None, None) => String::new(),
+    };
     out.push('\n');
+    out
+}
+
+/// The readable table of what `inspection` found, headed by `name`.
+pub fn render_inspection(name: &str, inspection: &Inspection) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{name}: {} ({} bytes)",
+        inspection.kind, inspection.size
+    );
+    render_contents(&mut out, &inspection.contents, 1);
     out
 }
 

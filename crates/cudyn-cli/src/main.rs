@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod compile;
+mod demo;
 mod doctor;
 mod inspect;
 
@@ -26,6 +27,12 @@ enum Command {
     /// inspects); 1 when something required is missing or broken, or with --require-gpu
     /// when there is no usable GPU; 2 for a usage error.
     Doctor(doctor::Args),
+
+    /// The main job end to end: compile the seed's SAXPY with NVRTC, inspect it offline, link
+    /// two LTO-IR pieces with nvJitLink and, where a GPU exists, load both through the runtime,
+    /// launch them and check every element against the CPU. Without a GPU the GPU step says why
+    /// it is skipped. Exit status 1 when any step that ran failed.
+    Demo(demo::Args),
     /// Compile a CUDA C++ file with NVRTC to a cubin (default), PTX or LTO-IR, and report the
     /// compiler's log and the output's size. Exit status 1 when it does not compile.
     Compile(compile::Args),
@@ -41,6 +48,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Doctor(args) => doctor::run(&args),
+        Command::Demo(args) => demo::run(&args),
         Command::Compile(args) => compile::run(&args),
         Command::Inspect(args) => inspect::run(&args),
     }

@@ -1,0 +1,224 @@
+//! `cudyn demo`: the main job end to end. Compile the seed's SAXPY with NVRTC, inspect the
+//! result offline, link two LTO-IR pieces with nvJitLink, and where a GPU exists load both through
+//! the runtime's library API, launch them and check every element against the CPU.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use cudyn::compile::{self, Arch, Output, Program};
+use cudyn::{Device, DeviceBuffer, Image, LaunchConfig, Library};
+
+use crate::inspect::render_inspection;
+
+/// The seed's NVRTC SAXPY kernel.
+const SAXPY: &str = r#"
+extern "C" __global__
+void saxpy(float a, float *x, float *y, float *out, size_t n)
+{
+  size_t tid = blockIdx.x * blockDim.x + threadIdx.x;
+  if (tid < n) {
+    out[tid] = a * x[tid] + y[tid];
+  }
+}
+"#;
+
+/// Two pieces of one program: a kernel calling a device function defined in the other piece,
+/// which only link-time optimization can inline.
+const ITERATE_KERNEL: &str = r#"
+extern __device__ float step(float x);
+extern "C" __global__ void iterate(float *data, int steps, size_t n)
+{
+  size_t tid = blockIdx.x * blockDim.x + threadIdx.x;
+  if (tid < n) {
+    float v = data[tid];
+    for (int i = 0; i < steps; ++i) v = step(v);
+    data[tid] = v;
+  }
+}
+"#;
+const ITERATE_STEP: &str = "__device__ float step(float x) { return x * 0.5f + 1.0f; }\n";
+
+/// The architecture compiled for when there is no GPU to ask: the GPU machine's H200.
+const FALLBACK_ARCH: Arch = Arch::new(9, 0);
+
+/// Options of `cudyn demo`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Elements of the SAXPY run on the GPU.
+    #[arg(long, default_value_t = 1 << 24)]
+    elements: usize,
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    match demo(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("cudyn demo failed: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn demo(args: &Args) -> Result<(), String> {
+    let gpu = usable_gpu();
+    let arch = match &gpu {
+        Ok(device) => {
+            let (major, minor) = device.compute_capability().map_err(text)?;
+            println!("GPU 0: {}, sm_{major}{minor}", device.name().map_err(text)?);
+            Arch::new(major, minor)
+        }
+        Err(reason) => {
+            println!("No GPU ({reason}): compiling for {FALLBACK_ARCH}, the GPU machine's H200.");
+            FALLBACK_ARCH
+        }
+    };
+
+    println!("\n1. Compile the seed's SAXPY with NVRTC to SASS for {arch}");
+    let started = Instant::now();
+    let saxpy = Program::new(SAXPY)
+        .name("saxpy.cu")
+        .arch(arch)
+        .compile()
+        .map_err(text)?;
+    println!(
+        "   {} bytes of cubin in {:.1} ms",
+        saxpy.code().len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+
+    println!("\n2. Inspect it offline (no GPU needed)");
+    let inspection = Image::new(saxpy.code())
+        .and_then(|image| image.inspect())
+        .map_err(text)?;
+    for line in render_inspection("saxpy.cubin", &inspection).lines() {
+        println!("   {line}");
+    }
+
+    println!("\n3. Link two LTO-IR pieces with nvJitLink (-lto) for {arch}");
+    let piece = |source: &str, name: &str| {
+        Program::new(source)
+            .name(name)
+            .arch(arch)
+            .output(Output::LtoIr)
+            .relocatable(true)
+            .compile()
+            .map_err(text)
+    };
+    let pieces = [
+        piece(ITERATE_KERNEL, "iterate.cu")?,
+        piece(ITERATE_STEP, "step.cu")?,
+    ];
+    let linked =
+        compile::link_lto(&[pieces[0].code(), pieces[1].code()], Some(arch)).map_err(text)?;
+    let iterate_params = Image::new(linked.code())
+        .and_then(|image| image.param_layout("iterate"))
+        .map_err(text)?
+        .len();
+    println!(
+        "   {} + {} bytes of LTO-IR -> {} bytes of cubin with kernel iterate ({iterate_params} \
+         parameters)",
+        pieces[0].code().len(),
+        pieces[1].code().len(),
+        linked.code().len()
+    );
+
+    println!("\n4. Load, launch and verify on the GPU");
+    if let Err(reason) = &gpu {
+        println!("   skipped: {reason}");
+        println!("\nDone: compiled, inspected and linked; the GPU steps need a GPU.");
+        return Ok(());
+    }
+    verify_saxpy(saxpy.code(), args.elements)?;
+    verify_iterate(linked.code(), args.elements)?;
+    println!("\nDone: every step ran and every result matched the CPU.");
+    Ok(())
+}
+
+/// Device 0, or in one line why there is none (`cudyn doctor` tells the whole story).
+fn usable_gpu() -> Result<Device, String> {
+    let first_line = |error: cudyn::Error| {
+        let text = error.to_string();
+        text.lines().next().unwrap_or_default().to_owned()
+    };
+    match Device::count() {
+        Ok(0) => Err("the driver sees no GPU".into()),
+        Ok(_) => Device::get(0).map_err(first_line),
+        Err(error) => Err(first_line(error)),
+    }
+}
+
+fn verify_saxpy(cubin: &[u8], n: usize) -> Result<(), String> {
+    let started = Instant::now();
+    let library = Library::load(cubin).map_err(text)?;
+    let kernel = library.kernel("saxpy").map_err(text)?;
+    println!(
+        "   loaded through the {:?} API in {:.0} us; kernel handle {:p} (a cudaKernel_t is a CUkernel)",
+        library.backend(),
+        started.elapsed().as_secs_f64() * 1e6,
+        kernel.as_raw()
+    );
+    let mut rng = fastrand::Rng::with_seed(0x5eed);
+    let x: Vec<f32> = (0..n).map(|_| rng.f32() * 2.0 - 1.0).collect();
+    let y: Vec<f32> = (0..n).map(|_| rng.f32() * 2.0 - 1.0).collect();
+    let a = 2.5f32;
+    let dx = DeviceBuffer::from_slice(&x).map_err(text)?;
+    let dy = DeviceBuffer::from_slice(&y).map_err(text)?;
+    let mut out = DeviceBuffer::from_slice(&vec![f32::NAN; n]).map_err(text)?;
+    let started = Instant::now();
+    kernel
+        .launch(
+            &LaunchConfig::for_elements(n, 256),
+            (a, &dx, &dy, &mut out, n as u64),
+        )
+        .map_err(text)?;
+    cudyn::synchronize().map_err(text)?;
+    let elapsed = started.elapsed();
+    let out = out.to_vec().map_err(text)?;
+    // NVRTC contracts a * x + y into one fused multiply-add, which the CPU does exactly too.
+    let wrong = out
+        .iter()
+        .zip(x.iter().zip(&y))
+        .filter(|(got, (x, y))| got.to_bits() != a.mul_add(**x, **y).to_bits())
+        .count();
+    println!(
+        "   saxpy on {n} random elements: launch + sync {:.2} ms, {wrong} of {n} differ from the CPU",
+        elapsed.as_secs_f64() * 1e3
+    );
+    if wrong == 0 {
+        Ok(())
+    } else {
+        Err(format!("{wrong} SAXPY results differ from the CPU's"))
+    }
+}
+
+fn verify_iterate(cubin: &[u8], n: usize) -> Result<(), String> {
+    let library = Library::load(cubin).map_err(text)?;
+    let kernel = library.kernel("iterate").map_err(text)?;
+    let data: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 - 100.0).collect();
+    let mut buffer = DeviceBuffer::from_slice(&data).map_err(text)?;
+    let steps = 7;
+    kernel
+        .launch(
+            &LaunchConfig::for_elements(n, 256),
+            (&mut buffer, steps, n as u64),
+        )
+        .map_err(text)?;
+    cudyn::synchronize().map_err(text)?;
+    let got = buffer.to_vec().map_err(text)?;
+    // Halving and adding one are exact in binary, so the CPU's result is the GPU's bit for bit.
+    let wrong = got
+        .iter()
+        .zip(&data)
+        .filter(|(got, v)| **got != (0..steps).fold(**v, |v, _| v * 0.5 + 1.0))
+        .count();
+    println!("   LTO-linked iterate on {n} elements: {wrong} of {n} differ from the CPU");
+    if wrong == 0 {
+        Ok(())
+    } else {
+        Err(format!("{wrong} iterate results differ from the CPU's"))
+    }
+}
+
+fn text(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
