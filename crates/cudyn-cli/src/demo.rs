@@ -95,6 +95,40 @@ fn demo(args: &Args) -> Result<(), String> {
     }
 
     println!("\n3. Link two LTO-IR pieces with nvJitLink (-lto) for {arch}");
+    let linked = match lto_blocker() {
+        Some(reason) => {
+            println!("   skipped: {reason}");
+            None
+        }
+        None => Some(link_pieces(arch)?),
+    };
+
+    println!("\n4. Load, launch and verify on the GPU");
+    if let Err(reason) = &gpu {
+        println!("   skipped: {reason}");
+        println!("\nDone: compiled, inspected and linked; the GPU steps need a GPU.");
+        return Ok(());
+    }
+    verify_saxpy(saxpy.code(), args.elements)?;
+    if let Some(linked) = linked {
+        verify_iterate(linked.code(), args.elements)?;
+    }
+    println!("\nDone: every step that ran matched the CPU.");
+    Ok(())
+}
+
+/// Why LTO cannot work with the libraries found, if it cannot: LTO-IR from an NVRTC newer than
+/// nvJitLink is refused (NVJITLINK_ERROR_OUTDATED_LIBRARY).
+fn lto_blocker() -> Option<String> {
+    let nvrtc = cudyn::sys::nvrtc().ok()?.version;
+    let nvjitlink = cudyn::sys::nvjitlink().ok()?.version;
+    (nvrtc > nvjitlink).then(|| {
+        format!("NVRTC {nvrtc} is newer than nvJitLink {nvjitlink}, which cannot read its LTO-IR")
+    })
+}
+
+/// Compiles the two pieces to LTO-IR and links them with link-time optimization.
+fn link_pieces(arch: Arch) -> Result<compile::Linked, String> {
     let piece = |source: &str, name: &str| {
         Program::new(source)
             .name(name)
@@ -121,17 +155,7 @@ fn demo(args: &Args) -> Result<(), String> {
         pieces[1].code().len(),
         linked.code().len()
     );
-
-    println!("\n4. Load, launch and verify on the GPU");
-    if let Err(reason) = &gpu {
-        println!("   skipped: {reason}");
-        println!("\nDone: compiled, inspected and linked; the GPU steps need a GPU.");
-        return Ok(());
-    }
-    verify_saxpy(saxpy.code(), args.elements)?;
-    verify_iterate(linked.code(), args.elements)?;
-    println!("\nDone: every step ran and every result matched the CPU.");
-    Ok(())
+    Ok(linked)
 }
 
 /// Device 0, or in one line why there is none (`cudyn doctor` tells the whole story).

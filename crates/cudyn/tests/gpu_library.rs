@@ -65,7 +65,14 @@ fn kernels_are_counted_listed_and_an_unknown_name_lists_the_nearest_first() {
 #[test]
 #[ignore = "gpu: JIT-compiles PTX with a verbose log"]
 fn ptx_is_compiled_by_the_jit_with_options_and_its_log_is_kept() {
-    let ptx = compile(SAXPY, Output::Ptx);
+    // A comment unique to this run keeps the driver's JIT cache (~/.nv/ComputeCache) from
+    // answering instead of ptxas, which would leave the verbose log empty.
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let mut ptx = compile(SAXPY, Output::Ptx).bytes();
+    ptx.extend_from_slice(format!("\n// cudyn test run {nonce}\n").as_bytes());
     let jit = JitOptions {
         verbose_log: true,
         optimization_level: Some(3),
@@ -78,7 +85,7 @@ fn ptx_is_compiled_by_the_jit_with_options_and_its_log_is_kept() {
         let library = Library::loader()
             .jit(jit.clone())
             .backend(backend)
-            .load(ptx.bytes())
+            .load(&ptx)
             .unwrap();
         let log = library.jit_log();
         assert!(log.error.is_empty(), "JIT error log: {}", log.error);
