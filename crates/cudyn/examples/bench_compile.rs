@@ -1,15 +1,19 @@
 //! Benchmarks of run-time compilation and linking (issue 4), printing medians and ratios.
 //!
-//! 1. Source to first completed launch: cudyn's `Program` against raw NVRTC, each followed by
-//!    `cudaLibraryLoadData` + `cudaLibraryGetKernel` + `cudaLaunchKernel` + synchronize. (GPU)
+//! 1. Source to first completed launch: cudyn (`Program::load`, `Library::kernel`, checked
+//!    `Kernel::launch`) against raw NVRTC + `cudaLibraryLoadData` + `cudaLibraryGetKernel` +
+//!    `cudaLaunchKernel`, each followed by synchronize and a check of the result. (GPU)
 //! 2. A call-heavy kernel split over two sources: linked with LTO, built as one source, and linked
 //!    without LTO; kernel time measured with events. (GPU)
 //! 3. Compiling 8 sources in parallel against one after another. (CPU only: runs anywhere)
 //!
 //! Run: `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (or have the CUDA toolkit), then
 //! `cargo run --release -p cudyn --example bench_compile`. The GPU parts say why they are skipped
-//! where there is no GPU. Loading goes through the raw runtime path of tests/raw_runtime until
-//! cudyn's `Library` is merged.
+//! where there is no GPU.
+//!
+//! NVRTC answers a program it has compiled before in the same process from a cache (seen on the
+//! H200 machine: 19 ms instead of 250 ms), so every timed compile here gets a source of its own
+//! (a unique comment): the figures are of real compiles.
 
 #[macro_use]
 #[path = "../tests/raw_runtime/mod.rs"]
@@ -90,20 +94,53 @@ fn load_and_launch(cubin: &[u8], n: usize) -> Result<()> {
     Ok(())
 }
 
+/// `source` with a comment making it unique in this run, so NVRTC compiles it for real.
+fn fresh(source: &str, tag: impl std::fmt::Display) -> String {
+    static RUN: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+    let run = RUN.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos())
+    });
+    format!("{source}\n// run {run}, {tag}\n")
+}
+
+/// Compiles, loads and launches `source`'s saxpy on `n` elements through cudyn, and checks it.
+fn cudyn_first_launch(source: String, n: usize) -> Result<()> {
+    let library = Program::new(source).name("saxpy.cu").load()?;
+    let saxpy = library.kernel("saxpy")?;
+    let x = cudyn::DeviceBuffer::from_slice(&vec![1.0f32; n])?;
+    let y = cudyn::DeviceBuffer::from_slice(&vec![1.0f32; n])?;
+    let mut out = cudyn::DeviceBuffer::<f32>::zeroed(n)?;
+    saxpy.launch(
+        &cudyn::LaunchConfig::for_elements(n, 128),
+        (2.0f32, &x, &y, &mut out, n as u64),
+    )?;
+    cudyn::synchronize()?;
+    if out.to_vec()?.iter().any(|&v| v != 3.0) {
+        return Err(cudyn::Error::InvalidArgument(
+            "saxpy computed a wrong result".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn first_launch(arch: Arch) -> Result<()> {
     const ROUNDS: usize = 11;
     const N: usize = 4096;
     // Warm both paths once: library opening and context creation are not what is compared.
-    load_and_launch(&raw_nvrtc_cubin(SAXPY, &arch.sm())?, N)?;
+    load_and_launch(&raw_nvrtc_cubin(&fresh(SAXPY, "warm raw"), &arch.sm())?, N)?;
+    cudyn_first_launch(fresh(SAXPY, "warm cudyn"), N)?;
     let (mut cudyn_times, mut raw_times) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
+    for round in 0..ROUNDS {
+        let source = fresh(SAXPY, format!("cudyn {round}"));
         let start = Instant::now();
-        let compiled = Program::new(SAXPY).name("saxpy.cu").compile()?;
-        load_and_launch(compiled.code(), N)?;
+        cudyn_first_launch(source, N)?;
         cudyn_times.push(start.elapsed());
 
+        let source = fresh(SAXPY, format!("raw {round}"));
         let start = Instant::now();
-        load_and_launch(&raw_nvrtc_cubin(SAXPY, &arch.sm())?, N)?;
+        load_and_launch(&raw_nvrtc_cubin(&source, &arch.sm())?, N)?;
         raw_times.push(start.elapsed());
     }
     let (cudyn, raw) = (median(cudyn_times), median(raw_times));
@@ -199,11 +236,12 @@ fn call_heavy(arch: Arch) -> Result<()> {
 }
 
 /// Eight different sources (a comment and the instantiations differ), each heavy enough (five
-/// instantiations of an unrolled loop) that compiling dominates thread start-up.
-fn eight_programs(arch: Arch) -> Vec<Program> {
+/// instantiations of an unrolled loop) that compiling dominates thread start-up; `tag` makes
+/// them new to NVRTC.
+fn eight_programs(arch: Arch, tag: &str) -> Vec<Program> {
     (1..=8)
         .map(|k| {
-            let mut source = String::from(
+            let source = fresh(
                 "template <int K, typename T>\n\
                  __global__ void poly(T *p, int n) {\n\
                      int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
@@ -213,8 +251,8 @@ fn eight_programs(arch: Arch) -> Vec<Program> {
                      for (int j = 0; j < 16; ++j) v = v * T(K) + T(j) / (v + T(1));\n\
                      p[i] = v;\n\
                  }\n",
+                format!("{tag}, source {k}"),
             );
-            source.push_str(&format!("// source {k}\n"));
             Program::new(source)
                 .name(format!("poly_{k}.cu"))
                 .arch(arch)
@@ -229,7 +267,6 @@ fn eight_programs(arch: Arch) -> Vec<Program> {
 
 fn parallel_compile(arch: Arch) -> Result<()> {
     const ROUNDS: usize = 5;
-    let programs = eight_programs(arch);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let check = |results: Vec<Result<compile::Compiled>>| -> Result<()> {
         for result in results {
@@ -237,12 +274,14 @@ fn parallel_compile(arch: Arch) -> Result<()> {
         }
         Ok(())
     };
-    check(compile_all_on(&programs, 1))?; // warm-up: opens NVRTC
+    check(compile_all_on(&eight_programs(arch, "warm-up"), 1))?; // opens NVRTC
     let (mut sequential, mut parallel) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
+    for round in 0..ROUNDS {
+        let programs = eight_programs(arch, &format!("sequential {round}"));
         let start = Instant::now();
         check(compile_all_on(&programs, 1))?;
         sequential.push(start.elapsed());
+        let programs = eight_programs(arch, &format!("parallel {round}"));
         let start = Instant::now();
         check(compile_all(&programs))?;
         parallel.push(start.elapsed());

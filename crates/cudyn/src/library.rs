@@ -181,7 +181,7 @@ impl LibraryLoader {
                 path: path.to_path_buf(),
                 reason: error.to_string(),
             })?;
-        require_loadable(&head, || path.display().to_string())?;
+        let kind = require_loadable(&head, || path.display().to_string())?;
         let name = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
             Error::InvalidArgument(format!("the path {} contains a NUL byte", path.display()))
         })?;
@@ -194,12 +194,17 @@ impl LibraryLoader {
         } else {
             None
         };
-        self.load_source(Source::File(&name), None, offline_image)
+        self.load_source(Source::File(&name), kind, None, offline_image)
     }
 
     /// Loads device code from memory: a cubin or fatbin, or PTX text (a terminating NUL is added
     /// when missing). Anything else (LTO-IR, a host program, garbage) is refused before CUDA sees
     /// it, with an error saying what it is.
+    ///
+    /// PTX is JIT-compiled during the load, into the current context, so PTX the JIT rejects (for
+    /// one newer than the driver) fails here with the JIT's log rather than at the first kernel
+    /// lookup or launch; cubins and fatbins load into contexts when the driver's module-loading
+    /// mode says (lazily, by default).
     pub fn load(&self, image: impl AsRef<[u8]>) -> Result<Library> {
         let image = image.as_ref();
         let kind = require_loadable(image, || format!("the {} bytes given", image.len()))?;
@@ -216,7 +221,7 @@ impl LibraryLoader {
         // which load_source guarantees for the whole call (and the library's life if preserved).
         let data = owned.as_deref().unwrap_or(image).as_ptr();
         let offline_image = driver_lacks_param_info().then(|| Arc::from(image));
-        self.load_source(Source::Data(data.cast()), owned, offline_image)
+        self.load_source(Source::Data(data.cast()), kind, owned, offline_image)
     }
 
     /// Loads `source`; `owned` holds the bytes `source` points into, when cudyn made a copy: it is
@@ -224,6 +229,7 @@ impl LibraryLoader {
     fn load_source(
         &self,
         source: Source<'_>,
+        kind: ImageKind,
         owned: Option<Box<[u8]>>,
         offline_image: Option<Arc<[u8]>>,
     ) -> Result<Library> {
@@ -283,18 +289,34 @@ impl LibraryLoader {
                 }
             }
         };
-        let log = jit.logs();
-        status.map_err(|error| log.attach(error))?;
+        if let Err(error) = status {
+            return Err(jit.logs().attach(error));
+        }
+        let mut inner = Inner {
+            raw,
+            backend,
+            owned: true,
+            log: JitLog::default(),
+            names: self.names.clone(),
+            offline_image,
+            _image: owned.filter(|_| self.options.preserve_binary),
+            _jit_buffers: None,
+        };
+        // With lazy module loading (the driver's default) PTX would be compiled at the first
+        // kernel lookup or launch, and a PTX the JIT rejects would load "successfully" and fail
+        // later. Loading it into the current context now runs the JIT while the logs are
+        // captured, so a failure is a load error carrying the JIT's log.
+        if kind == ImageKind::Ptx {
+            if let Err(error) = load_into_current_context(raw) {
+                return Err(jit.logs().attach(error));
+            }
+        }
+        inner.log = jit.logs();
+        // A later lazy load into another context may still write the log buffers the driver was
+        // given: they live as long as the library.
+        inner._jit_buffers = Some(jit);
         Ok(Library {
-            inner: Arc::new(Inner {
-                raw,
-                backend,
-                owned: true,
-                log,
-                names: self.names.clone(),
-                offline_image,
-                _image: owned.filter(|_| self.options.preserve_binary),
-            }),
+            inner: Arc::new(inner),
         })
     }
 }
@@ -304,6 +326,15 @@ impl LibraryLoader {
 enum Source<'a> {
     File(&'a CString),
     Data(*const c_void),
+}
+
+/// Loads `library` into the current context now (`cuLibraryGetModule`), making one current if
+/// none is; for PTX this runs the JIT.
+fn load_into_current_context(library: CUlibrary) -> Result<()> {
+    let driver = context::current()?.driver;
+    let mut module: driver::CUmodule = std::ptr::null_mut();
+    // SAFETY: writes one module handle; the library is loaded and a context is current.
+    unsafe { call!(driver, cuLibraryGetModule(&mut module, library)) }
 }
 
 /// Whether the driver lacks `cuKernelGetParamInfo` (before 12.4), so that launches must check
@@ -356,6 +387,7 @@ fn runtime_with_library_api() -> Result<&'static runtime::Runtime> {
 }
 
 /// The JIT option arrays of one load, with the log buffers they point into.
+#[derive(Debug)]
 struct JitArgs {
     options: [u32; JitArgs::MAX],
     values: [*mut c_void; JitArgs::MAX],
@@ -469,6 +501,8 @@ struct Inner {
     offline_image: Option<Arc<[u8]>>,
     /// The bytes the driver may use in place (LibraryOptions::preserve_binary).
     _image: Option<Box<[u8]>>,
+    /// The JIT option arrays and log buffers handed to the load call.
+    _jit_buffers: Option<JitArgs>,
 }
 
 // SAFETY: a library handle is context-independent and not tied to a host thread; the driver and
@@ -544,6 +578,7 @@ impl Library {
                 names: Vec::new(),
                 offline_image: None,
                 _image: None,
+                _jit_buffers: None,
             }),
         }
     }
