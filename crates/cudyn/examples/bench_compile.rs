@@ -274,7 +274,13 @@ fn parallel_compile(arch: Arch) -> Result<()> {
         }
         Ok(())
     };
-    check(compile_all_on(&eight_programs(arch, "warm-up"), 1))?; // opens NVRTC
+    // Warm-up: opens NVRTC, and gives this thread and the pool's threads their first compiles
+    // (much slower than later ones: see compile::batch).
+    check(compile_all_on(
+        &eight_programs(arch, "warm-up sequential"),
+        1,
+    ))?;
+    check(compile_all(&eight_programs(arch, "warm-up parallel")))?;
     let (mut sequential, mut parallel) = (Vec::new(), Vec::new());
     for round in 0..ROUNDS {
         let programs = eight_programs(arch, &format!("sequential {round}"));
