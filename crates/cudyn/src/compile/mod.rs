@@ -28,9 +28,10 @@
 //! # Ok::<(), cudyn::Error>(())
 //! ```
 //!
-//! Loading the result is the job of the library type: its bytes ([`Compiled::code`],
-//! [`Linked::code`]) go to `cudaLibraryLoadData` as they are, and a kernel instantiated through a
-//! name expression is found under [`Compiled::lowered_name`].
+//! [`Program::load`] compiles and loads in one call, [`Linked::load`] and
+//! [`Library::from_lto_ir`](crate::Library::from_lto_ir) load linked code; a library loaded from
+//! NVRTC output finds kernels by their name expressions (`saxpy<float>`), whose mangled names are
+//! also in [`Compiled::lowered_name`].
 
 /// Reads a byte output of NVRTC or nvJitLink (code or log) through its size and copy entry points:
 /// `read_sized!(library, handle, SizeFn, CopyFn)` inside a function returning `Result`.
