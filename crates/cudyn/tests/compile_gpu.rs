@@ -150,6 +150,18 @@ fn linked_unless_nvrtc_is_newer<T: std::fmt::Debug>(linked: cudyn::Result<T>) ->
     None
 }
 
+/// The two pieces of the `iterate` program as relocatable LTO-IR for this GPU.
+fn iterate_pieces() -> (compile::Compiled, compile::Compiled) {
+    let piece = |source: &str| {
+        Program::new(source)
+            .output(Output::LtoIr)
+            .relocatable(true)
+            .compile()
+            .unwrap()
+    };
+    (piece(ITERATE_KERNEL), piece(ITERATE_STEP))
+}
+
 /// What `iterate` computes, on the CPU.
 fn cpu_iterate(data: &[f32], steps: i32) -> Vec<f32> {
     data.iter()
@@ -161,14 +173,7 @@ fn cpu_iterate(data: &[f32], steps: i32) -> Vec<f32> {
 #[ignore = "gpu: runs the two-piece program linked with link-time optimization"]
 fn the_two_piece_lto_program_runs_and_is_correct() {
     let arch = Arch::current().unwrap();
-    let piece = |source: &str| {
-        Program::new(source)
-            .output(Output::LtoIr)
-            .relocatable(true)
-            .compile()
-            .unwrap()
-    };
-    let (kernel, step) = (piece(ITERATE_KERNEL), piece(ITERATE_STEP));
+    let (kernel, step) = iterate_pieces();
     let linked = compile::link_lto(&[kernel.code(), step.code()], None);
     let Some(linked) = linked_unless_nvrtc_is_newer(linked) else {
         return;
@@ -218,14 +223,7 @@ fn program_load_finds_a_template_kernel_by_its_name_expression() {
 #[test]
 #[ignore = "gpu: one call from LTO-IR pieces to a loaded library"]
 fn lto_ir_pieces_load_in_one_call() {
-    let piece = |source: &str| {
-        Program::new(source)
-            .output(Output::LtoIr)
-            .relocatable(true)
-            .compile()
-            .unwrap()
-    };
-    let (kernel, step) = (piece(ITERATE_KERNEL), piece(ITERATE_STEP));
+    let (kernel, step) = iterate_pieces();
     let library = cudyn::Library::from_lto_ir(&[kernel.code(), step.code()]);
     let Some(library) = linked_unless_nvrtc_is_newer(library) else {
         return;
