@@ -153,7 +153,8 @@ pub enum Error {
         "{producer} {producer_version} emits PTX that this driver (CUDA {driver}) cannot load \
          (it would fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION). Fixes: compile to SASS for the \
          GPU instead (Output::Cubin, the default; `cudyn compile --cubin`), or finish the PTX to a \
-         cubin with nvJitLink (cudyn::compile::ptx_to_cubin), which may be newer than the driver; \
+         cubin with an nvJitLink at least as new as {producer} (cudyn::compile::ptx_to_cubin; it \
+         may be newer than the driver); \
          to write PTX meant for another machine's driver, allow it explicitly \
          (Program::allow_newer_ptx, `--allow-newer-ptx`)"
     )]

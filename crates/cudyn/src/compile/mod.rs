@@ -78,7 +78,8 @@ pub fn link_lto(pieces: &[&[u8]], arch: Option<Arch>) -> Result<Linked> {
 ///
 /// This is the way out of the PTX trap: nvJitLink may be newer than the driver, and the cubin it
 /// makes loads on any driver that knows the GPU, while the PTX itself would be rejected by an
-/// older driver.
+/// older driver. nvJitLink must be at least as new as the PTX's producer: an older one rejects it
+/// (`NVJITLINK_ERROR_PTX_COMPILE`, "Unsupported .version" in the log).
 pub fn ptx_to_cubin(ptx: &[u8], arch: Option<Arch>) -> Result<Linked> {
     let mut linker = options_for(arch).linker()?;
     linker.add(InputKind::Ptx, ptx, "input.ptx")?;

@@ -11,7 +11,7 @@
 //!   to load with `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` (and, through the runtime's library API, only
 //!   later, at `cudaLibraryGetKernel`). cudyn therefore refuses an explicit PTX request in that case
 //!   with [`Error::PtxNewerThanDriver`], which names the fixes: SASS, or finishing the PTX to a
-//!   cubin with nvJitLink (which may be newer than the driver, see
+//!   cubin with an nvJitLink at least as new as the compiler (it may be newer than the driver, see
 //!   [`ptx_to_cubin`](super::ptx_to_cubin)). With no driver here nothing can load the PTX on this
 //!   machine, so it is allowed; PTX meant for another machine's driver can be allowed explicitly.
 //!
