@@ -68,7 +68,8 @@ fn demo(args: &Args) -> Result<(), String> {
             Arch::new(major, minor)
         }
         Err(reason) => {
-            println!("No GPU ({reason}): compiling for {FALLBACK_ARCH}, the GPU machine's H200.");
+            println!("No GPU: {reason}");
+            println!("Compiling for {FALLBACK_ARCH}, the GPU machine's H200.");
             FALLBACK_ARCH
         }
     };
