@@ -910,6 +910,14 @@ unsafe impl<T: DeviceRepr> Send for Global<T> {}
 // SAFETY: as above.
 unsafe impl<T: DeviceRepr> Sync for Global<T> {}
 
+/// `Library` and `Kernel` are shared across threads (the 8-thread test does so on the
+/// GPU); this fails to compile if either stops being `Send + Sync`.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<Library>();
+    shareable::<Kernel>();
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
