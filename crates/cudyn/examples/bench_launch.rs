@@ -11,7 +11,9 @@
 //! Each round times a burst of launches (host time only: the burst is short enough not to fill
 //! the launch queue, and the device is synchronized between rounds, untimed). Raw and cudyn
 //! rounds alternate so that drift affects both alike. The table shows the median, 10th and 90th
-//! percentile of the per-launch cost over the rounds, and the ratio of the medians.
+//! percentile of the per-launch cost over the rounds, and the ratio of the medians. A third row,
+//! the raw launch after `cuCtxGetCurrent`, shows what knowing the current context costs: cudyn
+//! asks before every launch, since the runtime or the user may switch contexts between launches.
 
 use std::ffi::c_void;
 use std::process::{Command, ExitCode};
@@ -59,11 +61,13 @@ fn run() -> Result<(), String> {
     let library = Library::load(&cubin).map_err(|e| e.to_string())?;
     let empty = library.kernel("empty").map_err(|e| e.to_string())?;
     let saxpy = library.kernel("saxpy").map_err(|e| e.to_string())?;
-    let launch_raw = cudyn::sys::driver()
-        .map_err(|e| e.to_string())?
-        .api
+    let api = cudyn::sys::driver().map_err(|e| e.to_string())?.api;
+    let launch_raw = api
         .cuLaunchKernel
         .ok_or("the driver has no cuLaunchKernel")?;
+    let get_current = api
+        .cuCtxGetCurrent
+        .ok_or("the driver has no cuCtxGetCurrent")?;
 
     let n = 1024usize;
     let x = DeviceBuffer::from_slice(&vec![1.0f32; n]).map_err(|e| e.to_string())?;
@@ -85,23 +89,39 @@ fn run() -> Result<(), String> {
     let mut ratios = Vec::new();
     // The empty kernel.
     {
-        let raw = |count: usize| {
+        let mut raw = |count: usize| {
             for _ in 0..count {
                 // SAFETY: a kernel without parameters; the primary context is current.
                 unsafe { raw_launch(launch_raw, &empty, &config, std::ptr::null_mut()) };
             }
         };
-        let checked = |count: usize| {
+        let mut raw_in_context = |count: usize| {
+            for _ in 0..count {
+                current_context(get_current);
+                // SAFETY: as above.
+                unsafe { raw_launch(launch_raw, &empty, &config, std::ptr::null_mut()) };
+            }
+        };
+        let mut checked = |count: usize| {
             for _ in 0..count {
                 empty.launch(&config, ()).expect("launch");
             }
         };
-        ratios.push(compare("empty", rounds, burst, raw, checked)?);
+        ratios.push(compare(
+            "empty",
+            rounds,
+            burst,
+            &mut [
+                (RAW, &mut raw),
+                (RAW_IN_CONTEXT, &mut raw_in_context),
+                (CHECKED, &mut checked),
+            ],
+        )?);
     }
     // The 5-argument SAXPY.
     {
         let (xp, yp, outp, count) = (x.as_raw(), y.as_raw(), out.as_raw(), n as u64);
-        let raw = |launches: usize| {
+        let raw_saxpy = |launches: usize, query_context: bool| {
             let mut values = (a, xp, yp, outp, count);
             let mut params: [*mut c_void; 5] = [
                 (&mut values.0 as *mut f32).cast(),
@@ -111,10 +131,15 @@ fn run() -> Result<(), String> {
                 (&mut values.4 as *mut u64).cast(),
             ];
             for _ in 0..launches {
+                if query_context {
+                    current_context(get_current);
+                }
                 // SAFETY: five pointers to values of the kernel's parameter sizes.
                 unsafe { raw_launch(launch_raw, &saxpy, &config, params.as_mut_ptr()) };
             }
         };
+        let mut raw = |launches: usize| raw_saxpy(launches, false);
+        let mut raw_in_context = |launches: usize| raw_saxpy(launches, true);
         let out = &mut out;
         let mut checked = |launches: usize| {
             for _ in 0..launches {
@@ -123,7 +148,16 @@ fn run() -> Result<(), String> {
                     .expect("launch");
             }
         };
-        ratios.push(compare("saxpy", rounds, burst, raw, &mut checked)?);
+        ratios.push(compare(
+            "saxpy",
+            rounds,
+            burst,
+            &mut [
+                (RAW, &mut raw),
+                (RAW_IN_CONTEXT, &mut raw_in_context),
+                (CHECKED, &mut checked),
+            ],
+        )?);
     }
     let result = out.to_vec().map_err(|e| e.to_string())?;
     if result.iter().any(|&v| v != 5.0) {
@@ -135,6 +169,21 @@ fn run() -> Result<(), String> {
         println!("{kernel}: cudyn / raw median = {ratio:.3} ({verdict} the 1.03 target)");
     }
     Ok(())
+}
+
+/// The rows of the table: the raw launch, the raw launch after asking the driver for the current
+/// context (what any launch that must know its context pays), and cudyn's checked launch.
+const RAW: &str = "cuLaunchKernel (raw)";
+const RAW_IN_CONTEXT: &str = "cuCtxGetCurrent + raw";
+const CHECKED: &str = "cudyn Kernel::launch";
+
+/// Asks the driver for the current context, as cudyn does before each launch.
+fn current_context(get_current: unsafe extern "C" fn(*mut driver::CUcontext) -> driver::CUresult) {
+    let mut context: driver::CUcontext = std::ptr::null_mut();
+    // SAFETY: writes one context handle.
+    let status = unsafe { get_current(&mut context) };
+    assert_eq!(status, driver::CUDA_SUCCESS, "cuCtxGetCurrent failed");
+    std::hint::black_box(context);
 }
 
 type LaunchFn = unsafe extern "C" fn(
@@ -181,31 +230,35 @@ unsafe fn raw_launch(
     assert_eq!(status, driver::CUDA_SUCCESS, "cuLaunchKernel failed");
 }
 
-/// Times `raw` and `checked` bursts in alternating rounds, prints their rows, returns the ratio
-/// of the medians.
+/// Times each path's bursts in alternating rounds and prints a row per path; returns the ratio
+/// of the last path's median (cudyn) to the first's (the raw launch).
 fn compare(
     kernel: &'static str,
     rounds: usize,
     burst: usize,
-    mut raw: impl FnMut(usize),
-    mut checked: impl FnMut(usize),
+    paths: &mut [(&'static str, &mut dyn FnMut(usize))],
 ) -> Result<(&'static str, f64), String> {
     // Warm up: first launches load the kernel into the context and fill caches.
-    raw(burst);
-    checked(burst);
-    cudyn::synchronize().map_err(|e| e.to_string())?;
-    let (mut raw_ns, mut checked_ns) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        raw_ns.push(time_burst(burst, &mut raw)?);
-        checked_ns.push(time_burst(burst, &mut checked)?);
+    for (_, launches) in paths.iter_mut() {
+        launches(burst);
     }
-    let raw_stats = row(kernel, "cuLaunchKernel (raw)", &mut raw_ns);
-    let checked_stats = row(kernel, "cudyn Kernel::launch", &mut checked_ns);
-    Ok((kernel, checked_stats / raw_stats))
+    cudyn::synchronize().map_err(|e| e.to_string())?;
+    let mut samples = vec![Vec::with_capacity(rounds); paths.len()];
+    for _ in 0..rounds {
+        for ((_, launches), times) in paths.iter_mut().zip(&mut samples) {
+            times.push(time_burst(burst, launches)?);
+        }
+    }
+    let medians: Vec<f64> = paths
+        .iter()
+        .zip(&mut samples)
+        .map(|((path, _), times)| row(kernel, path, times))
+        .collect();
+    Ok((kernel, medians[medians.len() - 1] / medians[0]))
 }
 
 /// Host nanoseconds per launch over one burst; the device drains untimed afterwards.
-fn time_burst(burst: usize, launches: &mut impl FnMut(usize)) -> Result<f64, String> {
+fn time_burst(burst: usize, launches: &mut dyn FnMut(usize)) -> Result<f64, String> {
     let start = Instant::now();
     launches(burst);
     let elapsed = start.elapsed();

@@ -327,7 +327,7 @@ pub fn check_arguments(params: &[Param], args: &[ArgLayout]) -> Result<(), Argum
                 given: arg.size,
             });
         }
-        offset = offset.next_multiple_of(arg.align.max(1));
+        offset = align_up(offset, arg.align);
         if param.offset != offset {
             return Err(ArgumentMismatch::Offset {
                 index,
@@ -338,6 +338,16 @@ pub fn check_arguments(params: &[Param], args: &[ArgLayout]) -> Result<(), Argum
         offset += arg.size;
     }
     Ok(())
+}
+
+/// `offset` rounded up to a multiple of `align`. Launches run this per parameter, and a division
+/// costs tens of cycles, so the power-of-two alignments of Rust types take a mask instead.
+fn align_up(offset: usize, align: usize) -> usize {
+    if align.is_power_of_two() {
+        (offset + align - 1) & !(align - 1)
+    } else {
+        offset.next_multiple_of(align.max(1))
+    }
 }
 
 /// How a launch configuration exceeds what the device or the kernel allows.
@@ -456,6 +466,39 @@ impl std::error::Error for ConfigViolation {}
 
 /// Checks a launch configuration against a device's limits. Pure and allocation-free.
 pub fn check_config(
+    config: &LaunchConfig<'_>,
+    limits: &DeviceLimits,
+) -> Result<(), ConfigViolation> {
+    if within_limits(config, limits) {
+        return Ok(());
+    }
+    first_violation(config, limits)
+}
+
+/// Whether a configuration without clusters is within every limit: the launch path's common
+/// case, decided without branching on each limit (`&` evaluates them all) and without building
+/// an error. Anything else goes to [`first_violation`], which finds and names the problem.
+fn within_limits(config: &LaunchConfig<'_>, limits: &DeviceLimits) -> bool {
+    let (grid, block) = (config.grid, config.block);
+    let dims = |dims: Dim3, max: [u32; 3]| {
+        (dims.x != 0)
+            & (dims.y != 0)
+            & (dims.z != 0)
+            & (dims.x <= max[0])
+            & (dims.y <= max[1])
+            & (dims.z <= max[2])
+    };
+    dims(grid, limits.max_grid)
+        & dims(block, limits.max_block)
+        & (block.volume() <= u64::from(limits.max_threads_per_block))
+        & (config.shared_mem_bytes <= limits.max_shared_per_block_optin)
+        & (!config.cooperative | limits.cooperative_launch)
+        & config.cluster.is_none()
+}
+
+/// The first limit `config` exceeds, in the order users think of them, or `Ok` when there is
+/// none.
+fn first_violation(
     config: &LaunchConfig<'_>,
     limits: &DeviceLimits,
 ) -> Result<(), ConfigViolation> {
@@ -810,6 +853,51 @@ mod tests {
                 ArgLayout { size: 8, align: 8 },
             ]
         );
+    }
+
+    #[test]
+    fn the_fast_check_agrees_with_the_full_one() {
+        // Each axis 0, at its limit, just past it, or anywhere below.
+        fn dim(rng: &mut fastrand::Rng, max: u32) -> Dim3 {
+            let mut pick = || match rng.u8(0..4) {
+                0 => 0,
+                1 => max,
+                2 => max + 1,
+                _ => rng.u32(1..=max),
+            };
+            Dim3 {
+                x: pick(),
+                y: pick(),
+                z: pick(),
+            }
+        }
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..20_000 {
+            let config = LaunchConfig::new(dim(&mut rng, 70_000), dim(&mut rng, 1024))
+                .shared_mem(rng.u32(0..240 * 1024))
+                .cooperative(rng.bool());
+            let limits = DeviceLimits {
+                cooperative_launch: rng.bool(),
+                ..H200
+            };
+            assert_eq!(
+                within_limits(&config, &limits),
+                first_violation(&config, &limits).is_ok(),
+                "{config:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn offsets_round_up_to_any_alignment() {
+        assert_eq!(align_up(0, 8), 0);
+        assert_eq!(align_up(4, 8), 8);
+        assert_eq!(align_up(9, 4), 12);
+        assert_eq!(align_up(16, 16), 16);
+        assert_eq!(align_up(5, 1), 5);
+        // A hand-made layout may carry any alignment; 0 means none.
+        assert_eq!(align_up(7, 6), 12);
+        assert_eq!(align_up(7, 0), 7);
     }
 
     #[test]
