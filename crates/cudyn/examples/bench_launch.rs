@@ -89,16 +89,12 @@ fn run() -> Result<(), String> {
     let mut ratios = Vec::new();
     // The empty kernel.
     {
-        let mut raw = |count: usize| {
+        let raw = |count: usize, query_context: bool| {
             for _ in 0..count {
+                if query_context {
+                    current_context(get_current);
+                }
                 // SAFETY: a kernel without parameters; the primary context is current.
-                unsafe { raw_launch(launch_raw, &empty, &config, std::ptr::null_mut()) };
-            }
-        };
-        let mut raw_in_context = |count: usize| {
-            for _ in 0..count {
-                current_context(get_current);
-                // SAFETY: as above.
                 unsafe { raw_launch(launch_raw, &empty, &config, std::ptr::null_mut()) };
             }
         };
@@ -107,21 +103,12 @@ fn run() -> Result<(), String> {
                 empty.launch(&config, ()).expect("launch");
             }
         };
-        ratios.push(compare(
-            "empty",
-            rounds,
-            burst,
-            &mut [
-                (RAW, &mut raw),
-                (RAW_IN_CONTEXT, &mut raw_in_context),
-                (CHECKED, &mut checked),
-            ],
-        )?);
+        ratios.push(compare("empty", rounds, burst, &raw, &mut checked)?);
     }
     // The 5-argument SAXPY.
     {
         let (xp, yp, outp, count) = (x.as_raw(), y.as_raw(), out.as_raw(), n as u64);
-        let raw_saxpy = |launches: usize, query_context: bool| {
+        let raw = |launches: usize, query_context: bool| {
             let mut values = (a, xp, yp, outp, count);
             let mut params: [*mut c_void; 5] = [
                 (&mut values.0 as *mut f32).cast(),
@@ -138,8 +125,6 @@ fn run() -> Result<(), String> {
                 unsafe { raw_launch(launch_raw, &saxpy, &config, params.as_mut_ptr()) };
             }
         };
-        let mut raw = |launches: usize| raw_saxpy(launches, false);
-        let mut raw_in_context = |launches: usize| raw_saxpy(launches, true);
         let out = &mut out;
         let mut checked = |launches: usize| {
             for _ in 0..launches {
@@ -148,16 +133,7 @@ fn run() -> Result<(), String> {
                     .expect("launch");
             }
         };
-        ratios.push(compare(
-            "saxpy",
-            rounds,
-            burst,
-            &mut [
-                (RAW, &mut raw),
-                (RAW_IN_CONTEXT, &mut raw_in_context),
-                (CHECKED, &mut checked),
-            ],
-        )?);
+        ratios.push(compare("saxpy", rounds, burst, &raw, &mut checked)?);
     }
     let result = out.to_vec().map_err(|e| e.to_string())?;
     if result.iter().any(|&v| v != 5.0) {
@@ -230,14 +206,23 @@ unsafe fn raw_launch(
     assert_eq!(status, driver::CUDA_SUCCESS, "cuLaunchKernel failed");
 }
 
-/// Times each path's bursts in alternating rounds and prints a row per path; returns the ratio
-/// of the last path's median (cudyn) to the first's (the raw launch).
+/// Times the three rows (the raw launch, the raw launch after asking for the current context,
+/// cudyn's checked launch) in alternating rounds and prints them; returns the ratio of cudyn's
+/// median to the raw launch's. `raw(count, query_context)` launches `count` times.
 fn compare(
     kernel: &'static str,
     rounds: usize,
     burst: usize,
-    paths: &mut [(&'static str, &mut dyn FnMut(usize))],
+    raw: &dyn Fn(usize, bool),
+    checked: &mut dyn FnMut(usize),
 ) -> Result<(&'static str, f64), String> {
+    let mut raw_only = |count: usize| raw(count, false);
+    let mut raw_in_context = |count: usize| raw(count, true);
+    let paths: &mut [(&str, &mut dyn FnMut(usize))] = &mut [
+        (RAW, &mut raw_only),
+        (RAW_IN_CONTEXT, &mut raw_in_context),
+        (CHECKED, checked),
+    ];
     // Warm up: first launches load the kernel into the context and fill caches.
     for (_, launches) in paths.iter_mut() {
         launches(burst);
