@@ -519,11 +519,14 @@ impl Drop for Inner {
         // SAFETY: the handle came from a successful load and is unloaded once, by the API that
         // loaded it. A failure cannot be reported from drop and leaves nothing unsafe behind.
         let _ = match self.backend {
-            Backend::Runtime => sys::runtime()
-                .and_then(|rt| unsafe { call!(rt, cudaLibraryUnload(self.raw.cast())) }),
-            Backend::Driver => {
-                sys::driver().and_then(|driver| unsafe { call!(driver, cuLibraryUnload(self.raw)) })
-            }
+            Backend::Runtime => sys::runtime().and_then(|rt| {
+                // SAFETY: see above.
+                unsafe { call!(rt, cudaLibraryUnload(self.raw.cast())) }
+            }),
+            Backend::Driver => sys::driver().and_then(|driver| {
+                // SAFETY: see above.
+                unsafe { call!(driver, cuLibraryUnload(self.raw)) }
+            }),
         };
     }
 }

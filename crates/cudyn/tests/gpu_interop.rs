@@ -112,10 +112,8 @@ fn loaded_through_the_driver_launched_through_cuda_launch_kernel() {
     };
     assert_eq!(status, runtime::cudaSuccess);
     // SAFETY: no arguments.
-    assert_eq!(
-        unsafe { (rt.api.cudaDeviceSynchronize.unwrap())() },
-        runtime::cudaSuccess
-    );
+    let status = unsafe { (rt.api.cudaDeviceSynchronize.unwrap())() };
+    assert_eq!(status, runtime::cudaSuccess);
     assert_eq!(out.to_vec().unwrap(), vec![-5; 64]);
 }
 

@@ -13,6 +13,7 @@ use std::process::Command;
 use cudyn::sys::{driver, runtime};
 
 /// The Rust view of one C struct or union.
+#[derive(Debug)]
 pub struct Layout {
     c_type: String,
     size: usize,

@@ -11,7 +11,9 @@ use crate::version::Version;
     non_upper_case_globals,
     missing_docs,
     dead_code,
-    clippy::all
+    clippy::all,
+    clippy::undocumented_unsafe_blocks,
+    missing_debug_implementations
 )]
 mod generated {
     include!("generated/driver.rs");
@@ -77,6 +79,7 @@ impl Api for Driver {
             code: status as i32,
             // SAFETY: null or the driver's static strings.
             name: unsafe { static_c_str(name) }.unwrap_or_else(|| "CUDA_ERROR_UNKNOWN".into()),
+            // SAFETY: as above.
             message: unsafe { static_c_str(message) }
                 .unwrap_or_else(|| "unknown driver status".into()),
             log: None,

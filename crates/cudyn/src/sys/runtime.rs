@@ -11,7 +11,9 @@ use crate::version::Version;
     non_upper_case_globals,
     missing_docs,
     dead_code,
-    clippy::all
+    clippy::all,
+    clippy::undocumented_unsafe_blocks,
+    missing_debug_implementations
 )]
 mod generated {
     include!("generated/runtime.rs");
