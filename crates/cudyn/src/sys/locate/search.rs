@@ -1,145 +1,13 @@
-//! Where each CUDA library is found, and opening it.
-//!
-//! cudyn links against no CUDA library at build time. At run time every library is looked for in
-//! one documented order, the same for every component:
-//!
-//! 1. **Override**: the folders given to [`crate::set_library_path`] or, failing that, in the
-//!    `CUDYN_LIBRARY_PATH` environment variable (separated by `:`). When an override is set, *only*
-//!    those folders are searched: it pins a toolchain exactly, or hides every CUDA library.
-//! 2. **Already loaded**: a copy this process has already loaded (found in `/proc/self/maps`), so
-//!    that cudyn shares the runtime and driver with any other CUDA user in the process.
-//! 3. **`CUDA_PATH`**, then **`CUDA_HOME`**: their `lib64`, `lib` and `targets/x86_64-linux/lib`.
-//! 4. **Python wheels**: in every site-packages folder (`$VIRTUAL_ENV`, `$CONDA_PREFIX`,
-//!    `$PYTHONPATH`, the `python3` on `PATH`, the user's and the system's), the folders
-//!    `nvidia/cu13/lib`, `nvidia/cu12/lib` and `nvidia/<component>/lib`.
-//! 5. **`/usr/local/cuda`**: `lib64`, `lib`, `targets/x86_64-linux/lib`.
-//! 6. **The system loader**: `dlopen` by soname (`LD_LIBRARY_PATH`, `ld.so.cache`, `/usr/lib`).
-//!
-//! Within a folder the newest major version is taken first (`libcudart.so.13` before `.12`).
-//! The runtime, NVRTC and nvJitLink are preferred from *one* folder: when a folder holds all three,
-//! each of them comes from the first such folder even if an earlier folder holds one of them alone,
-//! and the report says so. Mixing versions of the toolkit is a classic source of confusing errors.
-//! An override is the exception: its folders are taken in exactly the order given, so that one
-//! library can be pinned (`CUDYN_LIBRARY_PATH=/opt/nvrtc-13.5:/usr/local/cuda/lib64:...`).
+//! The search order: the folders each library is looked for in, read from the environment.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use super::{loaded_copy, Component};
 
 /// The environment variable holding the override folders (`:`-separated).
 pub const LIBRARY_PATH_ENV: &str = "CUDYN_LIBRARY_PATH";
-
-/// A CUDA library cudyn can use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
-pub enum Component {
-    /// The CUDA driver, `libcuda.so.1`: devices, loading and launching.
-    Driver,
-    /// The CUDA runtime, `libcudart.so`: the runtime API, `cudaLibrary*` since 12.8.
-    Runtime,
-    /// NVRTC, `libnvrtc.so`: compiles CUDA C++ at run time.
-    Nvrtc,
-    /// nvJitLink, `libnvJitLink.so`: links device code at run time, with link-time optimization.
-    NvJitLink,
-    /// nvFatbin, `libnvfatbin.so`: builds fat binaries (optional).
-    NvFatbin,
-}
-
-impl Component {
-    /// Every component, in the order reports list them.
-    pub const ALL: [Component; 5] = [
-        Component::Driver,
-        Component::Runtime,
-        Component::Nvrtc,
-        Component::NvJitLink,
-        Component::NvFatbin,
-    ];
-
-    /// The components that make up the compiler toolkit and are preferred from one folder.
-    const TOOLKIT: [Component; 3] = [Component::Runtime, Component::Nvrtc, Component::NvJitLink];
-
-    /// A human name: "CUDA driver", "NVRTC", ...
-    pub fn name(self) -> &'static str {
-        match self {
-            Component::Driver => "CUDA driver",
-            Component::Runtime => "CUDA runtime",
-            Component::Nvrtc => "NVRTC",
-            Component::NvJitLink => "nvJitLink",
-            Component::NvFatbin => "nvFatbin",
-        }
-    }
-
-    /// The file names looked for, newest first.
-    pub fn sonames(self) -> &'static [&'static str] {
-        match self {
-            Component::Driver => &["libcuda.so.1"],
-            Component::Runtime => &["libcudart.so.13", "libcudart.so.12"],
-            Component::Nvrtc => &["libnvrtc.so.13", "libnvrtc.so.12"],
-            Component::NvJitLink => &["libnvJitLink.so.13", "libnvJitLink.so.12"],
-            Component::NvFatbin => &["libnvfatbin.so.13", "libnvfatbin.so.12"],
-        }
-    }
-
-    /// The folder a CUDA 12-style per-component wheel installs into, under `nvidia/`.
-    fn wheel_folder(self) -> Option<&'static str> {
-        match self {
-            Component::Driver => None,
-            Component::Runtime => Some("cuda_runtime"),
-            Component::Nvrtc => Some("cuda_nvrtc"),
-            Component::NvJitLink => Some("nvjitlink"),
-            Component::NvFatbin => Some("nvfatbin"),
-        }
-    }
-
-    /// What to do when the component is missing.
-    pub fn install_hint(self) -> &'static str {
-        match self {
-            Component::Driver => {
-                "Install the NVIDIA driver (it provides libcuda.so.1); no wheel or toolkit contains \
-                 a working one. Without a GPU, cudyn can still compile, link and inspect."
-            }
-            Component::Runtime => {
-                "Install it with `pip install nvidia-cuda-runtime==13.0.96` or a CUDA toolkit, or \
-                 point CUDYN_LIBRARY_PATH at the folder holding it."
-            }
-            Component::Nvrtc => {
-                "Install it with `pip install nvidia-cuda-nvrtc==13.0.88` or a CUDA toolkit, or \
-                 point CUDYN_LIBRARY_PATH at the folder holding it."
-            }
-            Component::NvJitLink => {
-                "Install it with `pip install nvidia-nvjitlink==13.0.88` or a CUDA toolkit, or \
-                 point CUDYN_LIBRARY_PATH at the folder holding it."
-            }
-            Component::NvFatbin => {
-                "Install it with `pip install nvidia-nvfatbin==13.0.85` or a CUDA toolkit, or \
-                 point CUDYN_LIBRARY_PATH at the folder holding it."
-            }
-        }
-    }
-
-    /// Whether a file name is a loaded copy of this component (`/proc/self/maps` shows the real
-    /// file behind the soname link, e.g. `libcudart.so.13.0.96` or `libcuda.so.580.95.05`).
-    fn matches_loaded_file(self, file_name: &str) -> bool {
-        if self == Component::Driver {
-            return file_name.starts_with("libcuda.so.");
-        }
-        self.sonames().iter().any(|soname| {
-            file_name
-                .strip_prefix(soname)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
-        })
-    }
-}
-
-impl fmt::Display for Component {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// Which rule of the search order found a library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -207,12 +75,12 @@ pub struct Found {
 /// The ordered list of places cudyn searches, resolved from the environment.
 #[derive(Debug, Clone)]
 pub struct SearchPath {
-    places: Vec<Place>,
+    pub(super) places: Vec<Place>,
     /// The places as people read them: one line per rule and prefix ("Python wheel:
     /// `<site>/nvidia/{cu13,cu12,<component>}/lib`), in search order.
-    summary: Vec<String>,
+    pub(super) summary: Vec<String>,
     /// False when an override is set: then only the override folders count.
-    open_search: bool,
+    pub(super) open_search: bool,
     /// Whether copies already loaded in this process are looked for (off in unit tests, whose
     /// process may have loaded real CUDA libraries).
     check_loaded: bool,
@@ -461,88 +329,6 @@ fn python_lib_folders(lib: &Path) -> Vec<PathBuf> {
     folders.into_iter().map(|(_, path)| path).collect()
 }
 
-/// The file of a copy of `component` this process has already loaded, if any.
-pub(crate) fn loaded_copy(component: Component) -> Option<PathBuf> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    loaded_copy_in(&maps, component)
-}
-
-fn loaded_copy_in(maps: &str, component: Component) -> Option<PathBuf> {
-    maps.lines()
-        .filter_map(|line| line.split_whitespace().nth(5))
-        .map(Path::new)
-        .find(|path| {
-            path.file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(|name| component.matches_loaded_file(name))
-        })
-        .map(Path::to_path_buf)
-}
-
-/// A CUDA library opened by the system loader, with where it came from. Never unloaded: CUDA
-/// libraries keep process-wide state and function pointers into them are handed out freely.
-#[derive(Debug)]
-pub struct OpenedLibrary {
-    /// The component.
-    pub component: Component,
-    /// The file opened.
-    pub path: PathBuf,
-    /// The rule of the search order that found it.
-    pub origin: Origin,
-    /// Why this copy was chosen over an earlier one, when it was.
-    pub note: Option<String>,
-    pub(crate) library: libloading::Library,
-}
-
-/// Finds and opens `component` following the search order of `search`.
-pub fn open(search: &SearchPath, component: Component) -> Result<OpenedLibrary> {
-    if let Some(found) = search.locate(component) {
-        let library = dlopen(found.path.as_os_str()).map_err(|reason| Error::LibraryOpen {
-            component,
-            path: found.path.clone(),
-            reason,
-        })?;
-        return Ok(OpenedLibrary {
-            component,
-            path: found.path,
-            origin: found.origin,
-            note: found.note,
-            library,
-        });
-    }
-    let mut searched = search.summary.clone();
-    if !search.open_search {
-        searched.extend(search.describe().pop());
-    } else {
-        for soname in component.sonames() {
-            match dlopen(soname.as_ref()) {
-                Ok(library) => {
-                    let path = loaded_copy(component).unwrap_or_else(|| PathBuf::from(soname));
-                    return Ok(OpenedLibrary {
-                        component,
-                        path,
-                        origin: Origin::SystemLoader,
-                        note: None,
-                        library,
-                    });
-                }
-                Err(reason) => searched.push(format!("{}: {reason}", Origin::SystemLoader)),
-            }
-        }
-    }
-    Err(Error::LibraryNotFound {
-        component,
-        searched,
-    })
-}
-
-/// Opens a library by path or soname; the error is the loader's message.
-pub(crate) fn dlopen(name: &std::ffi::OsStr) -> std::result::Result<libloading::Library, String> {
-    // SAFETY: opening a CUDA library runs its initializers, which only set up the library's own
-    // state; none of them has preconditions on the caller.
-    unsafe { libloading::Library::new(name) }.map_err(|error| error.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -702,53 +488,5 @@ mod tests {
             search.locate(Component::Nvrtc).unwrap().path,
             b.join("libnvrtc.so.13")
         );
-    }
-
-    #[test]
-    fn missing_library_error_lists_every_place() {
-        let dir = tempfile::tempdir().unwrap();
-        let search = SearchPath::only([dir.path().to_path_buf()]);
-        let error = open(&search, Component::Nvrtc).unwrap_err();
-        let text = error.to_string();
-        assert!(text.contains("NVRTC was not found"), "{text}");
-        assert!(text.contains("libnvrtc.so.13 or libnvrtc.so.12"), "{text}");
-        assert!(text.contains(&dir.path().display().to_string()), "{text}");
-        assert!(text.contains("pip install nvidia-cuda-nvrtc"), "{text}");
-    }
-
-    #[test]
-    fn an_unloadable_file_is_an_open_error_naming_it() {
-        let dir = tempfile::tempdir().unwrap();
-        touch(&dir.path().join("libnvJitLink.so.13"));
-        let error = open(
-            &SearchPath::only([dir.path().to_path_buf()]),
-            Component::NvJitLink,
-        )
-        .unwrap_err();
-        assert!(
-            matches!(&error, Error::LibraryOpen { component: Component::NvJitLink, path, .. }
-                if path.ends_with("libnvJitLink.so.13")),
-            "{error:?}"
-        );
-    }
-
-    #[test]
-    fn loaded_copies_are_recognised_by_their_real_file_name() {
-        let maps = "\
-7f00-7f01 r-xp 00000000 fd:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05
-7f02-7f03 r-xp 00000000 fd:01 2 /opt/cuda/lib64/libcudart.so.13.0.96
-7f04-7f05 r-xp 00000000 fd:01 3 /opt/cuda/lib64/libnvrtc-builtins.so.13.0
-7f06-7f07 rw-p 00000000 00:00 0 [heap]
-";
-        assert_eq!(
-            loaded_copy_in(maps, Component::Driver).unwrap(),
-            Path::new("/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05")
-        );
-        assert_eq!(
-            loaded_copy_in(maps, Component::Runtime).unwrap(),
-            Path::new("/opt/cuda/lib64/libcudart.so.13.0.96")
-        );
-        assert_eq!(loaded_copy_in(maps, Component::Nvrtc), None);
-        assert_eq!(loaded_copy_in(maps, Component::NvJitLink), None);
     }
 }
