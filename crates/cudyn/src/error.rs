@@ -5,8 +5,11 @@
 //! and carries the compiler's or JIT's log when there is one.
 
 use std::fmt;
+use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use crate::compile::Arch;
 use crate::image::ImageKind;
 use crate::sys::locate::Component;
 use crate::version::Version;
@@ -73,8 +76,27 @@ pub enum Error {
         needed: Version,
     },
 
+    /// An opened CUDA library lacks the entry point that reports its version, which means it
+    /// predates the oldest version cudyn supports.
+    #[error(
+        "{component} at {} is too old: it has no `{symbol}` entry point, so its version cannot be \
+         read, and every {component} since {needed} has one; install {component} {needed} or \
+         newer, or point CUDYN_LIBRARY_PATH at one",
+        path.display()
+    )]
+    VersionUnreadable {
+        /// The library whose version cannot be read.
+        component: Component,
+        /// Where that library was opened from.
+        path: PathBuf,
+        /// The missing version entry point.
+        symbol: &'static str,
+        /// The oldest version cudyn accepts.
+        needed: Version,
+    },
+
     /// A call into a CUDA library returned an error status.
-    #[error("{0}")]
+    #[error(transparent)]
     Cuda(Box<CallError>),
 
     /// The CUDA library search path was changed after a library had been opened.
@@ -136,15 +158,76 @@ pub enum Error {
         violation: crate::launch::ConfigViolation,
     },
 
-    /// Device code was to be compiled for "this machine's GPU", but there is none to ask.
+    /// Device code was to be compiled for the current GPU, but there is none to ask.
     #[error(
-        "no target architecture: {reason}. Name one explicitly (Program::arch, \
-         LinkOptions::arch, or `--arch sm_90` on the command line); without one cudyn compiles \
-         SASS for GPU 0, which needs a driver and a GPU"
+        "no target architecture: name one with Program::arch or LinkOptions::arch (`--arch sm_90` \
+         on the command line). Without one cudyn compiles for the current GPU, but {reason}; \
+         `cudyn doctor` shows what CUDA is installed"
     )]
     ArchRequired {
-        /// Why the current GPU's architecture could not be found.
+        /// Why the current GPU's architecture is unknown, in a few words ("no CUDA driver was
+        /// found").
         reason: String,
+        /// The failure behind it, with every detail (the places searched for the driver, ...).
+        #[source]
+        cause: Box<Error>,
+    },
+
+    /// A compiler was asked for an architecture it does not know.
+    #[error(
+        "{compiler} {version} cannot compile for {arch}; it supports {}",
+        supported.iter().map(Arch::sm).collect::<Vec<_>>().join(", ")
+    )]
+    ArchUnsupported {
+        /// The compiler (NVRTC).
+        compiler: Component,
+        /// Its version.
+        version: Version,
+        /// The architecture asked for.
+        arch: Arch,
+        /// The architectures it compiles for, oldest first.
+        supported: Vec<Arch>,
+    },
+
+    /// Text that is not a GPU architecture was given as one.
+    #[error(
+        "`{text}` is not a GPU architecture: write it as sm_90, compute_90, 90 or 9.0 \
+         (optionally with the suffix a or f, as in sm_90a)"
+    )]
+    InvalidArch {
+        /// The text given.
+        text: String,
+    },
+
+    /// A string handed to a C API holds a NUL byte, which would cut it short.
+    #[error("the {what} contains a NUL byte, which a C string cannot hold: {text:?}")]
+    NulByte {
+        /// What the string is: "source", "link option", ...
+        what: &'static str,
+        /// The string.
+        text: String,
+    },
+
+    /// A file name that nvJitLink cannot take: it accepts UTF-8 names only.
+    #[error(
+        "nvJitLink takes UTF-8 file names only: read {} yourself and add its bytes \
+         (Linker::add)",
+        path.display()
+    )]
+    NonUtf8Path {
+        /// The file.
+        path: PathBuf,
+    },
+
+    /// A compiler or linker reported success but produced nothing.
+    #[error("{producer} reported success but produced no {what}; {hint}")]
+    EmptyOutput {
+        /// NVRTC or nvJitLink.
+        producer: Component,
+        /// What was expected: "cubin", "link handle", ...
+        what: &'static str,
+        /// What probably caused it.
+        hint: &'static str,
     },
 
     /// PTX was asked for, but the driver here is older than the compiler that would emit it, so
@@ -189,16 +272,52 @@ pub enum Error {
     },
 
     /// A file could not be read.
-    #[error("cannot read {}: {reason}", path.display())]
+    #[error("cannot read {}: {source}", path.display())]
     ReadFile {
         /// The file.
         path: PathBuf,
-        /// What the operating system said.
-        reason: String,
+        /// What the operating system said (shared, since `Error` is `Clone`).
+        source: Arc<io::Error>,
     },
 }
 
 impl Error {
+    /// [`Error::ReadFile`] for `path`, keeping the operating system's error as its source.
+    pub fn read_file(path: impl Into<PathBuf>, error: io::Error) -> Error {
+        Error::ReadFile {
+            path: path.into(),
+            source: Arc::new(error),
+        }
+    }
+
+    /// [`Error::ArchRequired`] for code to be compiled for the current GPU, whose architecture
+    /// could not be found because of `cause`.
+    pub fn arch_required(cause: Error) -> Error {
+        Error::ArchRequired {
+            reason: cause.short_reason(),
+            cause: Box::new(cause),
+        }
+    }
+
+    /// A few words on why a CUDA library or the GPU could not be used, for messages whose fix is
+    /// elsewhere: the full text of a [`Error::LibraryNotFound`] lists every place searched.
+    fn short_reason(&self) -> String {
+        match self {
+            Error::LibraryNotFound { component, .. } => format!("no {component} was found"),
+            Error::LibraryOpen { component, .. } => format!("the {component} could not be opened"),
+            Error::VersionTooOld { component, .. } | Error::VersionUnreadable { component, .. } => {
+                format!("the {component} is too old")
+            }
+            Error::Cuda(call) => format!("{} failed with {}", call.call, call.name),
+            other => other
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        }
+    }
+
     /// The failed CUDA call, when this error is one.
     pub fn call(&self) -> Option<&CallError> {
         match self {
@@ -238,6 +357,8 @@ pub struct CallError {
     /// The compiler, linker or JIT log, when the call produces one.
     pub log: Option<String>,
 }
+
+impl std::error::Error for CallError {}
 
 impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -283,4 +404,43 @@ fn kernel_not_found_message(name: &str, available: &[String], log: Option<&str>)
         text.push_str(log.trim_end());
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_read_failure_keeps_the_operating_system_error_as_its_source() {
+        let error = Error::read_file(
+            "/no/such/kernel.cubin",
+            io::Error::from(io::ErrorKind::NotFound),
+        );
+        assert!(error
+            .to_string()
+            .starts_with("cannot read /no/such/kernel.cubin: "));
+        let source = error.source().expect("the io::Error is kept");
+        let io_error = source
+            .downcast_ref::<Arc<io::Error>>()
+            .expect("an io::Error");
+        assert_eq!(io_error.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_failed_call_is_a_std_error_and_its_text_is_the_error_s() {
+        let call = CallError {
+            api: Component::Nvrtc,
+            call: "nvrtcCompileProgram",
+            code: 6,
+            name: "NVRTC_ERROR_COMPILATION".to_owned(),
+            message: "the source did not compile (see the log)".to_owned(),
+            log: Some("kernel.cu(3): error: expected a \";\"".to_owned()),
+        };
+        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(call.clone());
+        assert_eq!(boxed.to_string(), call.to_string());
+        let error = Error::Cuda(Box::new(call.clone()));
+        assert_eq!(error.to_string(), call.to_string());
+        assert_eq!(error.log(), call.log.as_deref());
+    }
 }

@@ -127,10 +127,7 @@ impl Image<'static> {
     /// Reads a file and detects its kind.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|error| Error::ReadFile {
-            path: path.to_owned(),
-            reason: error.to_string(),
-        })?;
+        let bytes = std::fs::read(path).map_err(|error| Error::read_file(path, error))?;
         let kind = detect(&bytes).map_err(|reason| Error::NotDeviceCode {
             what: path.display().to_string(),
             reason,

@@ -177,19 +177,13 @@ impl LibraryLoader {
         let mut head = Vec::with_capacity(DETECT_PREFIX);
         std::fs::File::open(path)
             .and_then(|file| Read::take(file, DETECT_PREFIX as u64).read_to_end(&mut head))
-            .map_err(|error| Error::ReadFile {
-                path: path.to_path_buf(),
-                reason: error.to_string(),
-            })?;
+            .map_err(|error| Error::read_file(path, error))?;
         let kind = require_loadable(&head, || path.display().to_string())?;
         let name = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
             Error::InvalidArgument(format!("the path {} contains a NUL byte", path.display()))
         })?;
         let offline_image = if driver_lacks_param_info() {
-            let bytes = std::fs::read(path).map_err(|error| Error::ReadFile {
-                path: path.to_path_buf(),
-                reason: error.to_string(),
-            })?;
+            let bytes = std::fs::read(path).map_err(|error| Error::read_file(path, error))?;
             Some(Arc::from(bytes))
         } else {
             None

@@ -134,7 +134,9 @@ impl ToolchainReport {
         }
         let mut nvrtc_notes = Vec::new();
         if let Ok(nvrtc) = &nvrtc {
-            nvrtc_notes.push(format!("builtins: {}", nvrtc.builtins.display()));
+            if let Some(builtins) = nvrtc.builtins() {
+                nvrtc_notes.push(format!("builtins: {}", builtins.display()));
+            }
         }
         let components = vec![
             report(

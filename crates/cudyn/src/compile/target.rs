@@ -2,10 +2,12 @@
 //!
 //! # The rule
 //!
-//! * With no architecture named, cudyn compiles SASS (a cubin) for GPU 0's compute capability. A
-//!   cubin loads on any driver that knows the GPU, whatever the compiler's version, so the default
-//!   path never meets the PTX trap below. Without a driver or a GPU there is nothing to ask, and
-//!   the compile fails with [`Error::ArchRequired`] instead of guessing.
+//! * With no architecture named, cudyn compiles SASS (a cubin) for the compute capability of the
+//!   calling thread's current device ([`crate::current_device`], as [`crate::set_device`] chose
+//!   it), the GPU the code will be loaded on. A cubin loads on any driver that knows the GPU,
+//!   whatever the compiler's version, so the default path never meets the PTX trap below. Without
+//!   a driver or a GPU there is nothing to ask, and the compile fails with
+//!   [`Error::ArchRequired`] instead of guessing.
 //! * PTX is loaded by the driver's JIT, which accepts PTX only up to its own ISA version. NVRTC and
 //!   nvJitLink X.Y emit the PTX ISA of CUDA X.Y, so PTX from a compiler newer than the driver fails
 //!   to load with `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` (and, through the runtime's library API, only
@@ -100,11 +102,13 @@ impl Arch {
         Ok(Arch::new(major, minor))
     }
 
-    /// The architecture that code is compiled for when none is named: GPU 0's.
+    /// The architecture that code is compiled for when none is named: that of the calling
+    /// thread's current device ([`crate::current_device`]), so that code compiled after
+    /// `set_device(1)` is built for device 1.
     ///
     /// [`Error::ArchRequired`] when there is no driver or no GPU.
     pub fn current() -> Result<Arch> {
-        arch_of_device(crate::Device::get(0).and_then(|device| device.compute_capability()))
+        arch_of_device(crate::current_device().and_then(|device| device.compute_capability()))
     }
 }
 
@@ -119,11 +123,8 @@ impl FromStr for Arch {
 
     /// Reads `sm_90`, `compute_90`, `90`, `9.0`, and the variants `sm_90a`, `sm_100f`.
     fn from_str(text: &str) -> Result<Arch> {
-        let invalid = || {
-            Error::InvalidArgument(format!(
-                "`{text}` is not a GPU architecture: write it as sm_90, compute_90, 90 or 9.0 \
-                 (optionally with the suffix a or f, as in sm_90a)"
-            ))
+        let invalid = || Error::InvalidArch {
+            text: text.to_owned(),
         };
         let trimmed = text.trim();
         if let Some((major, minor)) = trimmed.split_once('.') {
@@ -148,14 +149,12 @@ impl FromStr for Arch {
     }
 }
 
-/// The architecture to compile for when none is named, from what asking GPU 0 for its compute
-/// capability gave.
+/// The architecture to compile for when none is named, from what asking the current device for
+/// its compute capability gave.
 pub fn arch_of_device(probe: Result<(u32, u32)>) -> Result<Arch> {
     match probe {
         Ok((major, minor)) => Ok(Arch::new(major, minor)),
-        Err(error) => Err(Error::ArchRequired {
-            reason: format!("the current GPU's architecture is unknown ({error})"),
-        }),
+        Err(error) => Err(Error::arch_required(error)),
     }
 }
 
@@ -246,12 +245,52 @@ mod tests {
     fn the_default_arch_is_the_gpu_s_or_a_clear_error() {
         assert_eq!(arch_of_device(Ok((9, 0))).unwrap(), Arch::new(9, 0));
         assert_eq!(arch_of_device(Ok((12, 1))).unwrap().sm(), "sm_121");
-        let missing = Error::InvalidArgument("libcuda.so.1 was not found".into());
+    }
+
+    #[test]
+    fn no_target_architecture_says_the_fix_first_and_keeps_the_search_list_as_its_source() {
+        let missing = Error::LibraryNotFound {
+            component: Component::Driver,
+            searched: vec![
+                "CUDA_HOME: /opt/cuda/{lib64,lib}".to_owned(),
+                "system loader: libcuda.so.1: cannot open shared object file".to_owned(),
+            ],
+        };
         let error = arch_of_device(Err(missing)).unwrap_err();
-        assert!(matches!(error, Error::ArchRequired { .. }));
+        assert!(matches!(error, Error::ArchRequired { .. }), "{error:?}");
         let message = error.to_string();
-        assert!(message.contains("libcuda.so.1 was not found"), "{message}");
-        assert!(message.contains("--arch"), "{message}");
+        assert!(
+            message.starts_with(
+                "no target architecture: name one with Program::arch or LinkOptions::arch \
+                 (`--arch sm_90` on the command line)"
+            ),
+            "{message}"
+        );
+        assert!(message.contains("no CUDA driver was found"), "{message}");
+        assert!(message.contains("cudyn doctor"), "{message}");
+        assert!(!message.contains("/opt/cuda"), "{message}");
+        assert!(!message.contains('\n'), "{message}");
+        let cause = std::error::Error::source(&error).expect("the search list is kept");
+        assert!(cause.to_string().contains("/opt/cuda"), "{cause}");
+    }
+
+    #[test]
+    fn a_failed_driver_call_is_named_in_a_few_words() {
+        let call = crate::error::CallError {
+            api: Component::Driver,
+            call: "cuInit",
+            code: 100,
+            name: "CUDA_ERROR_NO_DEVICE".to_owned(),
+            message: "no CUDA-capable device is detected".to_owned(),
+            log: None,
+        };
+        let message = arch_of_device(Err(Error::Cuda(Box::new(call))))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("but cuInit failed with CUDA_ERROR_NO_DEVICE;"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -12,10 +12,12 @@
 //! This module is public for users who need a raw entry point cudyn does not wrap; everything in it
 //! is as unsafe as the C API it mirrors.
 
+use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::{CallError, Error, Result};
+use crate::version::Version;
 
 pub mod driver;
 pub mod locate;
@@ -25,6 +27,32 @@ pub mod nvrtc;
 pub mod runtime;
 
 use locate::{Component, OpenedLibrary, SearchPath};
+
+/// Includes the generated bindings of one library (`generated/<file>`), whose names follow the C
+/// headers, and re-exports them.
+macro_rules! bindings {
+    ($file:literal) => {
+        #[allow(
+            non_camel_case_types,
+            non_snake_case,
+            non_upper_case_globals,
+            missing_docs,
+            dead_code,
+            clippy::all,
+            clippy::undocumented_unsafe_blocks,
+            missing_debug_implementations
+        )]
+        mod generated {
+            include!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/src/sys/generated/",
+                $file
+            ));
+        }
+        pub use generated::*;
+    };
+}
+use bindings;
 
 /// Declares a table of C entry points that are resolved by name from an opened library.
 ///
@@ -46,9 +74,8 @@ macro_rules! dynamic_api {
             )*
         }
 
-        impl $api {
-            /// Resolves every entry point of the table in `library`.
-            pub(crate) fn resolve(library: &libloading::Library) -> Self {
+        impl $crate::sys::Resolve for $api {
+            fn resolve(library: &libloading::Library) -> Self {
                 $api {
                     $(
                         // SAFETY: the pointer type is the C declaration of this symbol, generated
@@ -96,27 +123,100 @@ macro_rules! __cudyn_call {
 #[doc(inline)]
 pub use crate::__cudyn_call as call;
 
-/// What every opened CUDA library has in common: where it came from, its version and how its
-/// status codes read.
-pub trait Api {
+/// A table of C entry points resolved by name from an opened library; [`dynamic_api!`] writes
+/// the implementation.
+pub trait Resolve {
+    /// Resolves every entry point of the table in `library`; the ones it lacks are `None`.
+    fn resolve(library: &libloading::Library) -> Self;
+}
+
+/// One CUDA library's table of entry points, with what opening that library needs to know:
+/// which component it is, the oldest version cudyn accepts, how its statuses read and how to ask
+/// it for its version. The five libraries are opened by one function from these facts.
+pub trait ApiTable: Resolve + Sized + fmt::Debug + Send + Sync + 'static {
+    /// The library.
+    const COMPONENT: Component;
+    /// The oldest version cudyn opens.
+    const MIN_VERSION: Version;
     /// The status type its calls return.
     type Status: Copy + PartialEq;
     /// The status meaning success.
     const SUCCESS: Self::Status;
 
-    /// The opened library.
-    fn library(&self) -> &OpenedLibrary;
-
     /// The error for a failed `call` that returned `status`, with the library's own name and
     /// description of the status.
     fn error(&self, call: &'static str, status: Self::Status) -> CallError;
 
+    /// Asks the library for its version. A missing entry point ([`Error::MissingSymbol`]) means
+    /// the library predates the version call and is reported as [`Error::VersionUnreadable`].
+    fn read_version(library: &Unversioned<'_, Self>) -> Result<Version>;
+
+    /// Opens the libraries this one loads by soname itself and cannot find on its own (NVRTC's
+    /// builtins); none for most.
+    fn open_companions(_library: &OpenedLibrary, _version: Version) -> Result<Vec<Companion>> {
+        Ok(Vec::new())
+    }
+}
+
+/// An opened CUDA library: where it came from, its entry points and its version.
+#[derive(Debug)]
+pub struct Opened<T> {
+    /// Where it was opened from.
+    pub library: OpenedLibrary,
+    /// Its entry points.
+    pub api: T,
+    /// Its version, as the library itself reports it.
+    pub version: Version,
+    /// The libraries opened beside it (see [`ApiTable::open_companions`]).
+    pub companions: Vec<Companion>,
+}
+
+/// A library opened beside a CUDA library because that library opens it by soname, which the
+/// system loader cannot resolve from a wheel's folder. Kept open for the life of the process.
+#[derive(Debug)]
+pub struct Companion {
+    /// The file opened.
+    pub path: PathBuf,
+    _library: libloading::Library,
+}
+
+impl Companion {
+    pub(crate) fn new(path: PathBuf, library: libloading::Library) -> Self {
+        Companion {
+            path,
+            _library: library,
+        }
+    }
+}
+
+/// A library whose entry points are resolved but whose version is not known yet: what
+/// [`ApiTable::read_version`] calls through.
+#[derive(Debug)]
+pub struct Unversioned<'a, T> {
+    /// Where it was opened from.
+    pub library: &'a OpenedLibrary,
+    /// Its entry points.
+    pub api: &'a T,
+}
+
+/// What [`call!`] needs of a library: its table, to read statuses, and where it was opened from,
+/// to name it in errors.
+pub trait Api {
+    /// The table of entry points.
+    type Table: ApiTable;
+
+    /// The opened library.
+    fn library(&self) -> &OpenedLibrary;
+
+    /// Its entry points.
+    fn table(&self) -> &Self::Table;
+
     /// `Ok` when `status` is success, else the error describing it.
-    fn check(&self, call: &'static str, status: Self::Status) -> Result<()> {
-        if status == Self::SUCCESS {
+    fn check(&self, call: &'static str, status: <Self::Table as ApiTable>::Status) -> Result<()> {
+        if status == Self::Table::SUCCESS {
             Ok(())
         } else {
-            Err(Error::Cuda(Box::new(self.error(call, status))))
+            Err(Error::Cuda(Box::new(self.table().error(call, status))))
         }
     }
 
@@ -129,6 +229,74 @@ pub trait Api {
             symbol,
         }
     }
+}
+
+impl<T: ApiTable> Api for Opened<T> {
+    type Table = T;
+
+    fn library(&self) -> &OpenedLibrary {
+        &self.library
+    }
+
+    fn table(&self) -> &T {
+        &self.api
+    }
+}
+
+impl<T: ApiTable> Api for Unversioned<'_, T> {
+    type Table = T;
+
+    fn library(&self) -> &OpenedLibrary {
+        self.library
+    }
+
+    fn table(&self) -> &T {
+        self.api
+    }
+}
+
+/// Finds, opens and checks the library of table `T`: the one way every CUDA library is opened.
+fn open<T: ApiTable>(search: &SearchPath) -> Result<Opened<T>> {
+    let library = locate::open(search, T::COMPONENT)?;
+    let api = T::resolve(&library.library);
+    with_table(library, api)
+}
+
+/// Checks the version of an opened library through its resolved entry points `api` (given
+/// separately so that tests can take entry points away).
+fn with_table<T: ApiTable>(library: OpenedLibrary, api: T) -> Result<Opened<T>> {
+    let probe = Unversioned {
+        library: &library,
+        api: &api,
+    };
+    let version = T::read_version(&probe).map_err(|error| match error {
+        Error::MissingSymbol {
+            component,
+            path,
+            symbol,
+        } => Error::VersionUnreadable {
+            component,
+            path,
+            symbol,
+            needed: T::MIN_VERSION,
+        },
+        other => other,
+    })?;
+    if version < T::MIN_VERSION {
+        return Err(Error::VersionTooOld {
+            component: T::COMPONENT,
+            path: library.path.clone(),
+            found: version,
+            needed: T::MIN_VERSION,
+        });
+    }
+    let companions = T::open_companions(&library, version)?;
+    Ok(Opened {
+        library,
+        api,
+        version,
+        companions,
+    })
 }
 
 /// Reads a C string the CUDA library owns; `None` for a null pointer.
@@ -199,10 +367,8 @@ fn first_opened() -> Option<Component> {
     .find_map(|(opened, component)| opened.then_some(component))
 }
 
-fn shared<T>(
-    cell: &'static OnceLock<Result<T>>,
-    open: impl FnOnce(&SearchPath) -> Result<T>,
-) -> Result<&'static T> {
+/// The library of table `T`, opened on first use and shared for the life of the process.
+fn shared<T: ApiTable>(cell: &'static OnceLock<Result<Opened<T>>>) -> Result<&'static Opened<T>> {
     cell.get_or_init(|| open(&search_path()))
         .as_ref()
         .map_err(Clone::clone)
@@ -210,43 +376,81 @@ fn shared<T>(
 
 /// The CUDA driver, opened on first use.
 pub fn driver() -> Result<&'static driver::Driver> {
-    shared(&DRIVER, driver::Driver::open)
+    shared(&DRIVER)
 }
 
 /// The CUDA runtime, opened on first use.
 pub fn runtime() -> Result<&'static runtime::Runtime> {
-    shared(&RUNTIME, runtime::Runtime::open)
+    shared(&RUNTIME)
 }
 
 /// NVRTC, opened on first use (with its builtins library from the same folder).
 pub fn nvrtc() -> Result<&'static nvrtc::Nvrtc> {
-    shared(&NVRTC, nvrtc::Nvrtc::open)
+    shared(&NVRTC)
 }
 
 /// nvJitLink, opened on first use.
 pub fn nvjitlink() -> Result<&'static nvjitlink::NvJitLink> {
-    shared(&NVJITLINK, nvjitlink::NvJitLink::open)
+    shared(&NVJITLINK)
 }
 
 /// nvFatbin, opened on first use.
 pub fn nvfatbin() -> Result<&'static nvfatbin::NvFatbin> {
-    shared(&NVFATBIN, nvfatbin::NvFatbin::open)
+    shared(&NVFATBIN)
 }
 
-/// `Err(VersionTooOld)` when `found` is older than `needed`.
-fn require_version(
-    library: &OpenedLibrary,
-    found: crate::Version,
-    needed: crate::Version,
-) -> Result<()> {
-    if found >= needed {
-        Ok(())
-    } else {
-        Err(Error::VersionTooOld {
-            component: library.component,
-            path: library.path.clone(),
-            found,
-            needed,
-        })
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nvjitlink::NvJitLinkApi;
+
+    fn nvjitlink_library() -> OpenedLibrary {
+        locate::open(&search_path(), Component::NvJitLink)
+            .expect("nvJitLink is installed (the pinned wheel)")
+    }
+
+    #[test]
+    fn nvjitlink_without_its_version_entry_point_is_refused_without_a_guessed_version() {
+        let library = nvjitlink_library();
+        let mut api = NvJitLinkApi::resolve(&library.library);
+        assert!(api.nvJitLinkVersion.is_some());
+        // What nvJitLink 12.2 and older look like: no version entry point.
+        api.nvJitLinkVersion = None;
+        let error = with_table(library, api).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                Error::VersionUnreadable {
+                    component: Component::NvJitLink,
+                    symbol: "nvJitLinkVersion",
+                    needed,
+                    ..
+                } if *needed == Version::new(12, 3)
+            ),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        for needle in [
+            "too old",
+            "nvJitLinkVersion",
+            "cannot be read",
+            "12.3 or newer",
+        ] {
+            assert!(message.contains(needle), "`{needle}` missing in: {message}");
+        }
+        assert!(!message.contains("12.2"), "{message}");
+    }
+
+    #[test]
+    fn nvjitlink_with_its_version_entry_point_reports_its_own_version() {
+        let library = nvjitlink_library();
+        let api = NvJitLinkApi::resolve(&library.library);
+        let opened = with_table(library, api).unwrap();
+        assert!(
+            opened.version >= nvjitlink::MIN_VERSION,
+            "{}",
+            opened.version
+        );
+        assert!(opened.companions.is_empty());
     }
 }

@@ -1,72 +1,30 @@
 //! nvJitLink (`libnvJitLink.so`): links device code at run time, with link-time optimization.
 
-use super::locate::{self, Component, OpenedLibrary, SearchPath};
-use super::{call, Api};
+use super::locate::Component;
+use super::{call, ApiTable, Opened, Unversioned};
 use crate::error::{CallError, Result};
 use crate::version::Version;
 
-#[allow(
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    missing_docs,
-    dead_code,
-    clippy::all,
-    clippy::undocumented_unsafe_blocks,
-    missing_debug_implementations
-)]
-mod generated {
-    include!("generated/nvjitlink.rs");
-}
-pub use generated::*;
+super::bindings!("nvjitlink.rs");
 
 /// The oldest nvJitLink cudyn opens: 12.3 added `nvJitLinkVersion`, without which cudyn cannot
 /// tell which PTX and LTO-IR a library accepts.
 pub const MIN_VERSION: Version = Version::new(12, 3);
 
 /// The opened nvJitLink library.
-#[derive(Debug)]
-pub struct NvJitLink {
-    /// Where it was opened from.
-    pub library: OpenedLibrary,
-    /// Its entry points.
-    pub api: NvJitLinkApi,
-    /// Its version (`nvJitLinkVersion`).
-    pub version: Version,
-}
+pub type NvJitLink = Opened<NvJitLinkApi>;
 
-impl NvJitLink {
-    pub(crate) fn open(search: &SearchPath) -> Result<Self> {
-        let library = locate::open(search, Component::NvJitLink)?;
-        let api = NvJitLinkApi::resolve(&library.library);
-        let mut nvjitlink = NvJitLink {
-            library,
-            api,
-            version: Version::new(0, 0),
-        };
-        if nvjitlink.api.nvJitLinkVersion.is_none() {
-            return Err(crate::Error::VersionTooOld {
-                component: Component::NvJitLink,
-                path: nvjitlink.library.path.clone(),
-                found: Version::new(12, 2),
-                needed: MIN_VERSION,
-            });
-        }
-        let (mut major, mut minor) = (0, 0);
-        // SAFETY: nvJitLinkVersion writes two unsigned ints.
-        unsafe { call!(&nvjitlink, nvJitLinkVersion(&mut major, &mut minor)) }?;
-        nvjitlink.version = Version::new(major, minor);
-        super::require_version(&nvjitlink.library, nvjitlink.version, MIN_VERSION)?;
-        Ok(nvjitlink)
-    }
-}
-
-impl Api for NvJitLink {
+impl ApiTable for NvJitLinkApi {
+    const COMPONENT: Component = Component::NvJitLink;
+    const MIN_VERSION: Version = MIN_VERSION;
     type Status = nvJitLinkResult;
     const SUCCESS: nvJitLinkResult = NVJITLINK_SUCCESS;
 
-    fn library(&self) -> &OpenedLibrary {
-        &self.library
+    fn read_version(nvjitlink: &Unversioned<'_, Self>) -> Result<Version> {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: nvJitLinkVersion writes two unsigned ints.
+        unsafe { call!(nvjitlink, nvJitLinkVersion(&mut major, &mut minor)) }?;
+        Ok(Version::new(major, minor))
     }
 
     fn error(&self, call: &'static str, status: nvJitLinkResult) -> CallError {

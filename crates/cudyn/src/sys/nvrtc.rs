@@ -2,74 +2,60 @@
 
 use std::path::{Path, PathBuf};
 
-use super::locate::{self, Component, OpenedLibrary, SearchPath};
-use super::{static_c_str, Api};
+use super::locate::{self, Component, OpenedLibrary};
+use super::{call, static_c_str, ApiTable, Companion, Opened, Unversioned};
 use crate::error::{CallError, Error, Result};
 use crate::version::Version;
 
-#[allow(
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    missing_docs,
-    dead_code,
-    clippy::all,
-    clippy::undocumented_unsafe_blocks,
-    missing_debug_implementations
-)]
-mod generated {
-    include!("generated/nvrtc.rs");
-}
-pub use generated::*;
+super::bindings!("nvrtc.rs");
 
 /// The oldest NVRTC cudyn opens (12.0 added LTO-IR output).
 pub const MIN_VERSION: Version = Version::new(12, 0);
 
-/// The opened NVRTC library, with its builtins library.
-#[derive(Debug)]
-pub struct Nvrtc {
-    /// Where it was opened from.
-    pub library: OpenedLibrary,
-    /// Its entry points.
-    pub api: NvrtcApi,
-    /// Its version (`nvrtcVersion`).
-    pub version: Version,
-    /// The `libnvrtc-builtins` file opened beside it.
-    pub builtins: PathBuf,
-    _builtins: libloading::Library,
-}
+/// The opened NVRTC library, with its builtins library as its one companion.
+pub type Nvrtc = Opened<NvrtcApi>;
 
 impl Nvrtc {
-    pub(crate) fn open(search: &SearchPath) -> Result<Self> {
-        let library = locate::open(search, Component::Nvrtc)?;
-        let api = NvrtcApi::resolve(&library.library);
-        let Some(nvrtc_version) = api.nvrtcVersion else {
-            return Err(Error::MissingSymbol {
-                component: Component::Nvrtc,
-                path: library.path.clone(),
-                symbol: "nvrtcVersion",
-            });
-        };
+    /// The `libnvrtc-builtins` file opened beside it.
+    pub fn builtins(&self) -> Option<&Path> {
+        self.companions
+            .first()
+            .map(|builtins| builtins.path.as_path())
+    }
+}
+
+impl ApiTable for NvrtcApi {
+    const COMPONENT: Component = Component::Nvrtc;
+    const MIN_VERSION: Version = MIN_VERSION;
+    type Status = nvrtcResult;
+    const SUCCESS: nvrtcResult = NVRTC_SUCCESS;
+
+    fn read_version(nvrtc: &Unversioned<'_, Self>) -> Result<Version> {
         let (mut major, mut minor) = (0, 0);
         // SAFETY: nvrtcVersion writes two ints.
-        let status = unsafe { nvrtc_version(&mut major, &mut minor) };
-        if status != NVRTC_SUCCESS {
-            return Err(Error::Cuda(Box::new(nvrtc_error(
-                &api,
-                "nvrtcVersion",
-                status,
-            ))));
+        unsafe { call!(nvrtc, nvrtcVersion(&mut major, &mut minor)) }?;
+        Ok(Version::new(major.max(0) as u32, minor.max(0) as u32))
+    }
+
+    fn open_companions(library: &OpenedLibrary, version: Version) -> Result<Vec<Companion>> {
+        Ok(vec![open_builtins(&library.path, version)?])
+    }
+
+    fn error(&self, call: &'static str, status: nvrtcResult) -> CallError {
+        // SAFETY: nvrtcGetErrorString returns a static string for any status.
+        let name = unsafe {
+            self.nvrtcGetErrorString
+                .and_then(|f| static_c_str(f(status)))
+        };
+        let name = name.unwrap_or_else(|| format!("NVRTC_STATUS_{status}"));
+        CallError {
+            api: Component::Nvrtc,
+            call,
+            code: status as i32,
+            message: describe(status).to_owned(),
+            name,
+            log: None,
         }
-        let version = Version::new(major.max(0) as u32, minor.max(0) as u32);
-        super::require_version(&library, version, MIN_VERSION)?;
-        let (builtins, builtins_library) = open_builtins(&library.path, version)?;
-        Ok(Nvrtc {
-            library,
-            api,
-            version,
-            builtins,
-            _builtins: builtins_library,
-        })
     }
 }
 
@@ -77,7 +63,7 @@ impl Nvrtc {
 /// with "failed to open libnvrtc-builtins" unless the system loader can find it. A wheel's folder
 /// is not on the loader's path, so cudyn opens the builtins of the same version from NVRTC's own
 /// folder first; the loader then finds them already loaded.
-fn open_builtins(nvrtc: &Path, version: Version) -> Result<(PathBuf, libloading::Library)> {
+fn open_builtins(nvrtc: &Path, version: Version) -> Result<Companion> {
     let soname = format!("libnvrtc-builtins.so.{}.{}", version.major, version.minor);
     let beside = nvrtc.parent().map(|folder| folder.join(&soname));
     let candidates = beside
@@ -88,7 +74,7 @@ fn open_builtins(nvrtc: &Path, version: Version) -> Result<(PathBuf, libloading:
     let mut reasons = Vec::new();
     for candidate in candidates {
         match locate::dlopen(&candidate) {
-            Ok(library) => return Ok((PathBuf::from(candidate), library)),
+            Ok(library) => return Ok(Companion::new(PathBuf::from(candidate), library)),
             Err(reason) => reasons.push(reason),
         }
     }
@@ -101,23 +87,6 @@ fn open_builtins(nvrtc: &Path, version: Version) -> Result<(PathBuf, libloading:
             reasons.join("; ")
         ),
     })
-}
-
-fn nvrtc_error(api: &NvrtcApi, call: &'static str, status: nvrtcResult) -> CallError {
-    // SAFETY: nvrtcGetErrorString returns a static string for any status.
-    let name = unsafe {
-        api.nvrtcGetErrorString
-            .and_then(|f| static_c_str(f(status)))
-    };
-    let name = name.unwrap_or_else(|| format!("NVRTC_STATUS_{status}"));
-    CallError {
-        api: Component::Nvrtc,
-        call,
-        code: status as i32,
-        message: describe(status).to_owned(),
-        name,
-        log: None,
-    }
 }
 
 /// nvrtcGetErrorString returns the status' name only; these say what it means.
@@ -139,18 +108,5 @@ fn describe(status: nvrtcResult) -> &'static str {
         NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID => "the name expression was not added or is invalid",
         NVRTC_ERROR_INTERNAL_ERROR => "internal NVRTC error",
         _ => "NVRTC call failed",
-    }
-}
-
-impl Api for Nvrtc {
-    type Status = nvrtcResult;
-    const SUCCESS: nvrtcResult = NVRTC_SUCCESS;
-
-    fn library(&self) -> &OpenedLibrary {
-        &self.library
-    }
-
-    fn error(&self, call: &'static str, status: nvrtcResult) -> CallError {
-        nvrtc_error(&self.api, call, status)
     }
 }
