@@ -5,7 +5,7 @@
 use cudyn::compile::{
     self, compile_all, compile_all_on, Arch, InputKind, LinkOptions, Output, Program,
 };
-use cudyn::{Device, Error};
+use cudyn::Error;
 use object::read::elf::ElfFile64;
 use object::{Endianness, Object, ObjectSymbol};
 
@@ -324,15 +324,19 @@ fn the_supported_architectures_are_listed_and_others_refused() {
         .arch(Arch::new(3, 5))
         .compile()
         .unwrap_err();
-    assert!(matches!(error, Error::InvalidArgument(_)), "{error:?}");
+    assert!(
+        matches!(&error, Error::ArchUnsupported { arch, supported: listed, .. }
+            if *arch == Arch::new(3, 5) && *listed == supported),
+        "{error:?}"
+    );
     assert!(error.to_string().contains("sm_90"), "{error}");
 }
 
 #[test]
-fn with_no_arch_the_target_is_gpu_0_or_a_clear_error() {
+fn with_no_arch_the_target_is_the_current_device_or_a_short_error_that_says_the_fix_first() {
     require_compilers();
     let result = Program::new(SAXPY).compile();
-    match Device::get(0).and_then(|device| device.compute_capability()) {
+    match cudyn::current_device().and_then(|device| device.compute_capability()) {
         Ok((major, minor)) => {
             let compiled = result.unwrap();
             assert_eq!(compiled.arch(), Arch::new(major, minor));
@@ -341,7 +345,17 @@ fn with_no_arch_the_target_is_gpu_0_or_a_clear_error() {
         Err(_) => {
             let error = result.unwrap_err();
             assert!(matches!(error, Error::ArchRequired { .. }), "{error:?}");
-            assert!(error.to_string().contains("--arch"), "{error}");
+            let message = error.to_string();
+            assert!(
+                message.starts_with("no target architecture: name one with Program::arch"),
+                "{message}"
+            );
+            assert!(message.contains("--arch sm_90"), "{message}");
+            assert!(
+                !message.contains('\n'),
+                "one line, not the search list: {message}"
+            );
+            assert!(message.len() < 400, "{message}");
         }
     }
 }

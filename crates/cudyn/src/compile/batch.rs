@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
-use super::program::{Compiled, Program};
+use super::{Compiled, Program};
 use crate::error::Result;
 
 /// Compiles every program on rayon's global pool (a thread per core). The results are in the

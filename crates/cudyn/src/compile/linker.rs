@@ -1,16 +1,16 @@
 //! `Linker`: device code linked at run time by nvJitLink, with link-time optimization.
 
-use std::ffi::CString;
 use std::marker::PhantomData;
 use std::path::Path;
 
-use super::program::{text_of, Output};
+use super::compiled::Output;
 use super::target::{Arch, PtxVerdict};
+use super::{c_string, c_strings, text_of};
+use crate::api::nvjitlink as api;
 use crate::error::{Error, Result};
 use crate::library::Library;
 use crate::sys::locate::Component;
-use crate::sys::nvjitlink::{self, NvJitLink};
-use crate::sys::{self, call};
+use crate::sys::{self, nvjitlink};
 
 /// The kind of a linker input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,12 +62,13 @@ pub struct LinkOptions {
 }
 
 impl LinkOptions {
-    /// Links SASS for GPU 0, without link-time optimization.
+    /// Links SASS for the calling thread's current device, without link-time optimization.
     pub fn new() -> Self {
         LinkOptions::default()
     }
 
-    /// Links for this architecture instead of GPU 0's. Required where there is no GPU.
+    /// Links for this architecture instead of the current device's. Required where there is no
+    /// GPU.
     pub fn arch(mut self, arch: Arch) -> Self {
         self.arch = Some(arch);
         self
@@ -190,7 +191,6 @@ impl LinkOptions {
 /// that.
 #[derive(Debug)]
 pub struct Linker<'a> {
-    nvjitlink: &'static NvJitLink,
     raw: nvjitlink::nvJitLinkHandle,
     arch: Arch,
     ptx: bool,
@@ -211,32 +211,18 @@ impl<'a> Linker<'a> {
             PtxVerdict::here(nvjitlink.version)
                 .require_loadable(Component::NvJitLink, options.allow_newer_ptx)?;
         }
-        let strings = options
-            .nvjitlink_options(arch)
-            .into_iter()
-            .map(|option| {
-                CString::new(option.as_str()).map_err(|_| {
-                    Error::InvalidArgument(format!("the link option {option:?} contains a NUL"))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let pointers: Vec<_> = strings.iter().map(|s| s.as_ptr()).collect();
+        let strings = c_strings("link option", &options.nvjitlink_options(arch))?;
         let mut raw = std::ptr::null_mut();
-        // SAFETY: `pointers` holds `len` live C strings, which nvJitLink copies.
-        let created = unsafe {
-            call!(
-                nvjitlink,
-                nvJitLinkCreate(&mut raw, pointers.len() as u32, pointers.as_ptr())
-            )
-        };
+        let created = api::create(&mut raw, &strings);
         if raw.is_null() {
             // nvJitLink keeps no handle, and so no log, when it rejects an option.
-            return Err(created.err().unwrap_or_else(|| {
-                Error::InvalidArgument("nvJitLinkCreate returned no handle".into())
+            return Err(created.err().unwrap_or(Error::EmptyOutput {
+                producer: Component::NvJitLink,
+                what: "link handle",
+                hint: "the nvJitLink library is probably damaged; reinstall it",
             }));
         }
         let linker = Linker {
-            nvjitlink,
             raw,
             arch,
             ptx: options.ptx,
@@ -248,22 +234,10 @@ impl<'a> Linker<'a> {
 
     /// Adds an input from memory; `name` is what the logs call it.
     pub fn add(&mut self, kind: InputKind, bytes: &'a [u8], name: &str) -> Result<&mut Self> {
-        let name = CString::new(name)
-            .map_err(|_| Error::InvalidArgument(format!("the input name {name:?} has a NUL")))?;
-        // SAFETY: the handle is live; `bytes` stays borrowed for the linker's life ('a), and
-        // nvJitLink copies the name.
-        let added = unsafe {
-            call!(
-                self.nvjitlink,
-                nvJitLinkAddData(
-                    self.raw,
-                    kind.raw(),
-                    bytes.as_ptr().cast(),
-                    bytes.len(),
-                    name.as_ptr()
-                )
-            )
-        };
+        let name = c_string("input name", name)?;
+        // SAFETY: the handle is live, and `bytes` stays borrowed for the linker's life ('a),
+        // which outlasts the link.
+        let added = unsafe { api::add_data(self.raw, kind.raw(), bytes, &name) };
         self.with_logs(added)?;
         Ok(self)
     }
@@ -272,20 +246,13 @@ impl<'a> Linker<'a> {
     pub fn add_file(&mut self, kind: InputKind, path: impl AsRef<Path>) -> Result<&mut Self> {
         let path = path.as_ref();
         let Some(text) = path.to_str() else {
-            return Err(Error::InvalidArgument(format!(
-                "nvJitLink takes UTF-8 file names only: {}",
-                path.display()
-            )));
+            return Err(Error::NonUtf8Path {
+                path: path.to_owned(),
+            });
         };
-        let file = CString::new(text)
-            .map_err(|_| Error::InvalidArgument(format!("the path {text:?} has a NUL")))?;
-        // SAFETY: the handle is live and nvJitLink reads the file during the call.
-        let added = unsafe {
-            call!(
-                self.nvjitlink,
-                nvJitLinkAddFile(self.raw, kind.raw(), file.as_ptr())
-            )
-        };
+        let file = c_string("file name", text)?;
+        // SAFETY: the handle is live; nvJitLink reads the file during the call.
+        let added = unsafe { api::add_file(self.raw, kind.raw(), &file) };
         self.with_logs(added)?;
         Ok(self)
     }
@@ -294,25 +261,16 @@ impl<'a> Linker<'a> {
     /// [`LinkOptions::ptx`] asked for it) and the info log. A failure carries nvJitLink's error and
     /// info logs in [`Error::log`].
     pub fn finish(self) -> Result<Linked> {
-        // SAFETY: the handle is live.
-        let completed = unsafe { call!(self.nvjitlink, nvJitLinkComplete(self.raw)) };
+        // SAFETY: the handle is live and the inputs are borrowed for 'a, which `self` is within.
+        let completed = unsafe { api::complete(self.raw) };
         self.with_logs(completed)?;
-        let (output, code) = if self.ptx {
-            let ptx = read_sized!(
-                self.nvjitlink,
-                self.raw,
-                nvJitLinkGetLinkedPtxSize,
-                nvJitLinkGetLinkedPtx
-            );
-            (Output::Ptx, ptx)
-        } else {
-            let cubin = read_sized!(
-                self.nvjitlink,
-                self.raw,
-                nvJitLinkGetLinkedCubinSize,
-                nvJitLinkGetLinkedCubin
-            );
-            (Output::Cubin, cubin)
+        // SAFETY: the handle is live and the link completed.
+        let (output, code) = unsafe {
+            if self.ptx {
+                (Output::Ptx, api::get_linked_ptx(self.raw)?)
+            } else {
+                (Output::Cubin, api::get_linked_cubin(self.raw)?)
+            }
         };
         Ok(Linked {
             arch: self.arch,
@@ -324,35 +282,14 @@ impl<'a> Linker<'a> {
 
     /// nvJitLink's info log so far.
     pub fn info_log(&self) -> String {
-        self.log_bytes(true)
+        // SAFETY: the handle is live.
+        readable_log(unsafe { api::get_info_log(self.raw) })
     }
 
     /// nvJitLink's error log so far.
     pub fn error_log(&self) -> String {
-        self.log_bytes(false)
-    }
-
-    fn log_bytes(&self, info: bool) -> String {
-        let bytes: Result<Vec<u8>> = (|| {
-            Ok(if info {
-                read_sized!(
-                    self.nvjitlink,
-                    self.raw,
-                    nvJitLinkGetInfoLogSize,
-                    nvJitLinkGetInfoLog
-                )
-            } else {
-                read_sized!(
-                    self.nvjitlink,
-                    self.raw,
-                    nvJitLinkGetErrorLogSize,
-                    nvJitLinkGetErrorLog
-                )
-            })
-        })();
-        // A log that cannot be read is reported as its reason: it is read only to explain
-        // something else.
-        bytes.map_or_else(|error| format!("(log unavailable: {error})"), text_of)
+        // SAFETY: the handle is live.
+        readable_log(unsafe { api::get_error_log(self.raw) })
     }
 
     /// Attaches the logs to a failed call's error.
@@ -373,13 +310,18 @@ impl<'a> Linker<'a> {
     }
 }
 
+/// A log as text. A log that cannot be read is reported as its reason: it is read only to
+/// explain something else.
+fn readable_log(bytes: Result<Vec<u8>>) -> String {
+    bytes.map_or_else(|error| format!("(log unavailable: {error})"), text_of)
+}
+
 impl Drop for Linker<'_> {
     fn drop(&mut self) {
         // SAFETY: the handle is live and destroyed once; a failure leaks it, nothing more.
-        let _ = unsafe { call!(self.nvjitlink, nvJitLinkDestroy(&mut self.raw)) };
+        let _ = unsafe { api::destroy(&mut self.raw) };
     }
 }
-
 /// What a finished link produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Linked {

@@ -1,7 +1,8 @@
 //! Device code made at run time: CUDA C++ compiled by NVRTC ([`Program`]) and device code linked
 //! by nvJitLink, with link-time optimization ([`Linker`]).
 //!
-//! By default a [`Program`] becomes SASS (a cubin) for GPU 0, which loads on any driver whatever
+//! By default a [`Program`] becomes SASS (a cubin) for the calling thread's current device, which
+//! loads on any driver whatever
 //! NVRTC's version; PTX is produced only on request, and refused when this machine's driver could
 //! not load it. [`target`] states the rule.
 //!
@@ -14,7 +15,7 @@
 //!     if (tid < n) out[tid] = a * x[tid] + y[tid];
 //! }"#;
 //!
-//! // SASS for GPU 0, ready for cudaLibraryLoadData.
+//! // SASS for the current device, ready for cudaLibraryLoadData.
 //! let cubin = Program::new(SAXPY).name("saxpy.cu").compile()?;
 //!
 //! // Two pieces optimized together at link time.
@@ -33,39 +34,27 @@
 //! NVRTC output finds kernels by their name expressions (`saxpy<float>`), whose mangled names are
 //! also in [`Compiled::lowered_name`].
 
-/// Reads a byte output of NVRTC or nvJitLink (code or log) through its size and copy entry points:
-/// `read_sized!(library, handle, SizeFn, CopyFn)` inside a function returning `Result`.
-macro_rules! read_sized {
-    ($library:expr, $handle:expr, $size:ident, $copy:ident) => {{
-        let (library, handle) = ($library, $handle);
-        let mut size = 0;
-        // SAFETY: the handle is live; writes one size_t.
-        unsafe { call!(library, $size(handle, &mut size)) }?;
-        // One byte more than asked for: a log's size may or may not count its NUL, which is
-        // written either way (nvJitLink reports an empty log as 0 bytes and writes the NUL).
-        let mut bytes = vec![0u8; size + 1];
-        // SAFETY: the buffer holds the `size` bytes the library copies into it, and a NUL.
-        unsafe { call!(library, $copy(handle, bytes.as_mut_ptr().cast())) }?;
-        bytes.truncate(size);
-        bytes
-    }};
-}
-
 mod batch;
+mod compiled;
 mod diagnostic;
 mod linker;
+mod nvrtc_program;
 mod program;
 pub mod target;
 
 pub use batch::{compile_all, compile_all_on};
+pub use compiled::{Compiled, Output};
 pub use linker::{InputKind, LinkOptions, Linked, Linker};
-pub use program::{supported_archs, Compiled, CppStandard, Output, Program};
+pub use nvrtc_program::supported_archs;
+pub use program::{CppStandard, Program};
 pub use target::{Arch, ArchVariant, PtxVerdict};
 
-use crate::error::Result;
+use std::ffi::CString;
 
-/// Links several LTO-IR pieces into one cubin with link-time optimization, for `arch` (GPU 0's
-/// when `None`).
+use crate::error::{Error, Result};
+
+/// Links several LTO-IR pieces into one cubin with link-time optimization, for `arch` (the
+/// current device's when `None`).
 pub fn link_lto(pieces: &[&[u8]], arch: Option<Arch>) -> Result<Linked> {
     let mut linker = options_for(arch).lto(true).linker()?;
     for (index, piece) in pieces.iter().enumerate() {
@@ -74,7 +63,7 @@ pub fn link_lto(pieces: &[&[u8]], arch: Option<Arch>) -> Result<Linked> {
     linker.finish()
 }
 
-/// Compiles PTX to a cubin with nvJitLink, for `arch` (GPU 0's when `None`).
+/// Compiles PTX to a cubin with nvJitLink, for `arch` (the current device's when `None`).
 ///
 /// This is the way out of the PTX trap: nvJitLink may be newer than the driver, and the cubin it
 /// makes loads on any driver that knows the GPU, while the PTX itself would be rejected by an
@@ -90,5 +79,49 @@ fn options_for(arch: Option<Arch>) -> LinkOptions {
     match arch {
         Some(arch) => LinkOptions::new().arch(arch),
         None => LinkOptions::new(),
+    }
+}
+
+/// `text` as a C string; [`Error::NulByte`] naming `what` when it holds a NUL.
+fn c_string(what: &'static str, text: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| Error::NulByte {
+        what,
+        text: text.to_owned(),
+    })
+}
+
+/// Compiler or linker options as C strings, in order.
+fn c_strings(what: &'static str, options: &[String]) -> Result<Vec<CString>> {
+    options
+        .iter()
+        .map(|option| c_string(what, option))
+        .collect()
+}
+
+/// A log as NVRTC and nvJitLink write it: NUL-terminated bytes.
+fn text_of(mut bytes: Vec<u8>) -> String {
+    if let Some(end) = bytes.iter().position(|&b| b == 0) {
+        bytes.truncate(end);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logs_end_at_their_nul() {
+        assert_eq!(text_of(b"warning\n\0\0".to_vec()), "warning\n");
+        assert_eq!(text_of(Vec::new()), "");
+    }
+
+    #[test]
+    fn a_nul_in_an_option_is_named() {
+        let error = c_strings("NVRTC option", &["-DA".to_owned(), "-DB\0".to_owned()]).unwrap_err();
+        assert!(
+            matches!(&error, Error::NulByte { what: "NVRTC option", text } if text == "-DB\0"),
+            "{error:?}"
+        );
     }
 }

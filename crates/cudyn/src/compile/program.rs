@@ -1,41 +1,15 @@
 //! `Program`: CUDA C++ source compiled at run time by NVRTC.
 
-use std::ffi::CString;
 use std::path::PathBuf;
 
-use super::diagnostic;
+use super::compiled::{Compiled, Output};
+use super::nvrtc_program::{require_supported, NvrtcProgram};
 use super::target::{Arch, PtxVerdict};
+use super::{c_strings, diagnostic};
 use crate::error::{Error, Result};
 use crate::library::Library;
+use crate::sys;
 use crate::sys::locate::Component;
-use crate::sys::nvrtc::{self, Nvrtc};
-use crate::sys::{self, call};
-
-/// The kind of device code a [`Program`] produces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Output {
-    /// SASS for one real architecture, in an ELF cubin: loads on any driver that knows the GPU,
-    /// whatever NVRTC's version. The default.
-    #[default]
-    Cubin,
-    /// PTX for a virtual architecture, NUL-terminated, JIT-compiled by the driver when loaded;
-    /// refused when NVRTC is newer than the driver (see [`super::target`]).
-    Ptx,
-    /// LTO-IR (`-dlto`), for [`Linker`](super::Linker) with link-time optimization. Pieces that call
-    /// into each other also need [`Program::relocatable`].
-    LtoIr,
-}
-
-impl Output {
-    /// The usual file extension: `cubin`, `ptx` or `ltoir`.
-    pub fn extension(&self) -> &'static str {
-        match self {
-            Output::Cubin => "cubin",
-            Output::Ptx => "ptx",
-            Output::LtoIr => "ltoir",
-        }
-    }
-}
 
 /// A C++ language standard (`-std=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -102,7 +76,8 @@ pub struct Program {
 }
 
 impl Program {
-    /// A program of this source, named `program.cu`, compiled to a cubin for GPU 0.
+    /// A program of this source, named `program.cu`, compiled to a cubin for the calling thread's
+    /// current device.
     pub fn new(source: impl Into<String>) -> Self {
         Program {
             source: source.into(),
@@ -133,7 +108,8 @@ impl Program {
         self
     }
 
-    /// Compiles for this architecture instead of GPU 0's. Required where there is no GPU.
+    /// Compiles for this architecture instead of the current device's. Required where there is
+    /// no GPU.
     pub fn arch(mut self, arch: Arch) -> Self {
         self.arch = Some(arch);
         self
@@ -318,25 +294,18 @@ impl Program {
             Some(arch) => arch,
             None => Arch::current()?,
         };
-        require_supported(nvrtc, arch)?;
+        require_supported(arch)?;
         if self.output == Output::Ptx {
             PtxVerdict::here(nvrtc.version)
                 .require_loadable(Component::Nvrtc, self.allow_newer_ptx)?;
         }
-        let handle = NvrtcProgram::create(nvrtc, self)?;
+        let program = NvrtcProgram::create(&self.source, &self.name, &self.headers)?;
         for expression in &self.name_expressions {
-            let expression = c_string("name expression", expression)?;
-            // SAFETY: the handle is live; NVRTC copies the string.
-            unsafe {
-                call!(
-                    nvrtc,
-                    nvrtcAddNameExpression(handle.raw, expression.as_ptr())
-                )
-            }?;
+            program.add_name_expression(expression)?;
         }
-        let options = self.nvrtc_options(arch);
-        let compiled = handle.compile(&options);
-        let log = handle.log()?;
+        let options = c_strings("NVRTC option", &self.nvrtc_options(arch))?;
+        let compiled = program.compile(&options);
+        let log = program.log()?;
         if let Err(Error::Cuda(mut failure)) = compiled {
             let mut files = vec![(self.name.as_str(), self.source.as_str())];
             files.extend(self.headers.iter().map(|(n, s)| (n.as_str(), s.as_str())));
@@ -344,11 +313,11 @@ impl Program {
             return Err(Error::Cuda(failure));
         }
         compiled?;
-        let code = handle.code(self.output)?;
+        let code = program.code(self.output)?;
         let lowered_names = self
             .name_expressions
             .iter()
-            .map(|expression| Ok((expression.clone(), handle.lowered_name(expression)?)))
+            .map(|expression| Ok((expression.clone(), program.lowered_name(expression)?)))
             .collect::<Result<_>>()?;
         Ok(Compiled {
             name: self.name.clone(),
@@ -359,218 +328,6 @@ impl Program {
             lowered_names,
         })
     }
-}
-
-/// What compiling a [`Program`] produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Compiled {
-    name: String,
-    output: Output,
-    arch: Arch,
-    code: Vec<u8>,
-    log: String,
-    lowered_names: Vec<(String, String)>,
-}
-
-impl Compiled {
-    /// The program's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The kind of code.
-    pub fn output(&self) -> Output {
-        self.output
-    }
-
-    /// The architecture it was compiled for.
-    pub fn arch(&self) -> Arch {
-        self.arch
-    }
-
-    /// The device code, ready for `cudaLibraryLoadData` (PTX includes its terminating NUL).
-    pub fn code(&self) -> &[u8] {
-        &self.code
-    }
-
-    /// The device code, owned.
-    pub fn into_code(self) -> Vec<u8> {
-        self.code
-    }
-
-    /// NVRTC's log: warnings and remarks; empty when it had nothing to say.
-    pub fn log(&self) -> &str {
-        &self.log
-    }
-
-    /// The lowered (mangled) name of a name expression given to
-    /// [`Program::name_expression`]: `_Z5saxpyIfEvT_PS0_S1_S1_m` for `saxpy<float>`. This is the
-    /// name to look the kernel up by in the loaded code.
-    pub fn lowered_name(&self, expression: &str) -> Option<&str> {
-        self.lowered_names
-            .iter()
-            .find(|(given, _)| given == expression)
-            .map(|(_, lowered)| lowered.as_str())
-    }
-
-    /// Every name expression with its lowered name, in the order given.
-    pub fn lowered_names(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.lowered_names
-            .iter()
-            .map(|(given, lowered)| (given.as_str(), lowered.as_str()))
-    }
-}
-
-/// The architectures this NVRTC compiles for, oldest first.
-pub fn supported_archs() -> Result<Vec<Arch>> {
-    supported_by(sys::nvrtc()?)
-}
-
-fn supported_by(nvrtc: &Nvrtc) -> Result<Vec<Arch>> {
-    let mut count = 0;
-    // SAFETY: writes one int.
-    unsafe { call!(nvrtc, nvrtcGetNumSupportedArchs(&mut count)) }?;
-    let mut numbers = vec![0; count.max(0) as usize];
-    // SAFETY: the buffer holds the `count` ints NVRTC writes.
-    unsafe { call!(nvrtc, nvrtcGetSupportedArchs(numbers.as_mut_ptr())) }?;
-    Ok(numbers
-        .into_iter()
-        .map(|number| Arch::new(number.max(0) as u32 / 10, number.max(0) as u32 % 10))
-        .collect())
-}
-
-/// NVRTC's own answer to an unknown architecture is a bare "invalid option"; this one names what
-/// would work.
-fn require_supported(nvrtc: &Nvrtc, arch: Arch) -> Result<()> {
-    let supported = supported_by(nvrtc)?;
-    if supported
-        .iter()
-        .any(|known| known.number() == arch.number())
-    {
-        return Ok(());
-    }
-    let names: Vec<String> = supported.iter().map(Arch::sm).collect();
-    Err(Error::InvalidArgument(format!(
-        "NVRTC {} cannot compile for {arch}; it supports {}",
-        nvrtc.version,
-        names.join(", ")
-    )))
-}
-
-fn c_string(what: &str, text: &str) -> Result<CString> {
-    CString::new(text)
-        .map_err(|_| Error::InvalidArgument(format!("the {what} contains a NUL byte: {text:?}")))
-}
-
-/// An NVRTC program handle, destroyed on drop.
-struct NvrtcProgram {
-    nvrtc: &'static Nvrtc,
-    raw: nvrtc::nvrtcProgram,
-}
-
-impl NvrtcProgram {
-    fn create(nvrtc: &'static Nvrtc, program: &Program) -> Result<Self> {
-        let source = c_string("source", &program.source)?;
-        let name = c_string("program name", &program.name)?;
-        let mut header_sources = Vec::with_capacity(program.headers.len());
-        let mut header_names = Vec::with_capacity(program.headers.len());
-        for (header_name, header_source) in &program.headers {
-            header_names.push(c_string("header name", header_name)?);
-            header_sources.push(c_string("header", header_source)?);
-        }
-        let source_pointers: Vec<_> = header_sources.iter().map(|s| s.as_ptr()).collect();
-        let name_pointers: Vec<_> = header_names.iter().map(|s| s.as_ptr()).collect();
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: every pointer is a live NUL-terminated string, the two arrays hold
-        // `headers.len()` of them, and NVRTC copies them all.
-        unsafe {
-            call!(
-                nvrtc,
-                nvrtcCreateProgram(
-                    &mut raw,
-                    source.as_ptr(),
-                    name.as_ptr(),
-                    source_pointers.len() as i32,
-                    source_pointers.as_ptr(),
-                    name_pointers.as_ptr(),
-                )
-            )
-        }?;
-        Ok(NvrtcProgram { nvrtc, raw })
-    }
-
-    fn compile(&self, options: &[String]) -> Result<()> {
-        let options = options
-            .iter()
-            .map(|option| c_string("option", option))
-            .collect::<Result<Vec<_>>>()?;
-        let pointers: Vec<_> = options.iter().map(|o| o.as_ptr()).collect();
-        // SAFETY: the handle is live and `pointers` holds `len` live C strings.
-        unsafe {
-            call!(
-                self.nvrtc,
-                nvrtcCompileProgram(self.raw, pointers.len() as i32, pointers.as_ptr())
-            )
-        }
-    }
-
-    fn log(&self) -> Result<String> {
-        Ok(text_of(read_sized!(
-            self.nvrtc,
-            self.raw,
-            nvrtcGetProgramLogSize,
-            nvrtcGetProgramLog
-        )))
-    }
-
-    fn code(&self, output: Output) -> Result<Vec<u8>> {
-        let code = match output {
-            Output::Cubin => read_sized!(self.nvrtc, self.raw, nvrtcGetCUBINSize, nvrtcGetCUBIN),
-            Output::Ptx => read_sized!(self.nvrtc, self.raw, nvrtcGetPTXSize, nvrtcGetPTX),
-            Output::LtoIr => read_sized!(self.nvrtc, self.raw, nvrtcGetLTOIRSize, nvrtcGetLTOIR),
-        };
-        if code.is_empty() {
-            // NVRTC returns success and nothing when an option contradicts the output asked for.
-            return Err(Error::InvalidArgument(format!(
-                "NVRTC produced no {} with these options; an option given through \
-                 Program::option probably asks for another kind of output",
-                output.extension()
-            )));
-        }
-        Ok(code)
-    }
-
-    fn lowered_name(&self, expression: &str) -> Result<String> {
-        let expression = c_string("name expression", expression)?;
-        let mut lowered = std::ptr::null();
-        // SAFETY: the handle is live; NVRTC points `lowered` at a string the program owns, copied
-        // below before the program is destroyed.
-        unsafe {
-            call!(
-                self.nvrtc,
-                nvrtcGetLoweredName(self.raw, expression.as_ptr(), &mut lowered)
-            )
-        }?;
-        // SAFETY: non-null, NUL-terminated, alive while the program is.
-        Ok(unsafe { std::ffi::CStr::from_ptr(lowered) }
-            .to_string_lossy()
-            .into_owned())
-    }
-}
-
-impl Drop for NvrtcProgram {
-    fn drop(&mut self) {
-        // SAFETY: the handle is live and destroyed once; a failure leaks it, nothing more.
-        let _ = unsafe { call!(self.nvrtc, nvrtcDestroyProgram(&mut self.raw)) };
-    }
-}
-
-/// A log as NVRTC and nvJitLink write it: NUL-terminated bytes.
-pub(super) fn text_of(mut bytes: Vec<u8>) -> String {
-    if let Some(end) = bytes.iter().position(|&b| b == 0) {
-        bytes.truncate(end);
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 #[cfg(test)]
@@ -621,11 +378,5 @@ mod tests {
         assert_eq!(options(Output::Cubin), ["-arch=sm_90"]);
         assert_eq!(options(Output::Ptx), ["-arch=compute_90"]);
         assert_eq!(options(Output::LtoIr), ["-arch=sm_90", "-dlto"]);
-    }
-
-    #[test]
-    fn logs_end_at_their_nul() {
-        assert_eq!(text_of(b"warning\n\0\0".to_vec()), "warning\n");
-        assert_eq!(text_of(Vec::new()), "");
     }
 }

@@ -123,6 +123,35 @@ macro_rules! __cudyn_call {
 #[doc(inline)]
 pub use crate::__cudyn_call as call;
 
+/// Defines, for each pair of size and copy entry points of NVRTC or nvJitLink, an unsafe function
+/// that reads that output of a handle (code or log) into bytes: `sized_outputs! { nvrtc:
+/// nvrtcProgram; /// doc \n get_ptx(nvrtcGetPTXSize, nvrtcGetPTX); }`.
+macro_rules! sized_outputs {
+    ($library:ident: $handle:ty; $( $(#[$doc:meta])* $name:ident($size:ident, $copy:ident); )*) => {
+        $(
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// The handle is live (created and not yet destroyed).
+            pub unsafe fn $name(handle: $handle) -> $crate::error::Result<Vec<u8>> {
+                let library = $crate::sys::$library()?;
+                let mut size = 0;
+                // SAFETY: the handle is live (the caller's contract); writes one size_t.
+                unsafe { $crate::sys::call!(library, $size(handle, &mut size)) }?;
+                // One byte more than asked for: a log's size may or may not count its NUL, which
+                // is written either way (nvJitLink reports an empty log as 0 bytes and writes the
+                // NUL).
+                let mut bytes = vec![0u8; size + 1];
+                // SAFETY: the buffer holds the `size` bytes the library copies into it, and a NUL.
+                unsafe { $crate::sys::call!(library, $copy(handle, bytes.as_mut_ptr().cast())) }?;
+                bytes.truncate(size);
+                Ok(bytes)
+            }
+        )*
+    };
+}
+pub(crate) use sized_outputs;
+
 /// A table of C entry points resolved by name from an opened library; [`dynamic_api!`] writes
 /// the implementation.
 pub trait Resolve {

@@ -1,0 +1,89 @@
+//! What NVRTC produces: the kinds of output, and a compiled program.
+
+use super::target::Arch;
+
+/// The kind of device code a [`Program`](super::Program) produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Output {
+    /// SASS for one real architecture, in an ELF cubin: loads on any driver that knows the GPU,
+    /// whatever NVRTC's version. The default.
+    #[default]
+    Cubin,
+    /// PTX for a virtual architecture, NUL-terminated, JIT-compiled by the driver when loaded;
+    /// refused when NVRTC is newer than the driver (see [`super::target`]).
+    Ptx,
+    /// LTO-IR (`-dlto`), for [`Linker`](super::Linker) with link-time optimization. Pieces that call
+    /// into each other also need [`Program::relocatable`](super::Program::relocatable).
+    LtoIr,
+}
+
+impl Output {
+    /// The usual file extension: `cubin`, `ptx` or `ltoir`.
+    pub fn extension(&self) -> &'static str {
+        match self {
+            Output::Cubin => "cubin",
+            Output::Ptx => "ptx",
+            Output::LtoIr => "ltoir",
+        }
+    }
+}
+
+/// What compiling a [`Program`](super::Program) produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compiled {
+    pub(super) name: String,
+    pub(super) output: Output,
+    pub(super) arch: Arch,
+    pub(super) code: Vec<u8>,
+    pub(super) log: String,
+    pub(super) lowered_names: Vec<(String, String)>,
+}
+
+impl Compiled {
+    /// The program's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The kind of code.
+    pub fn output(&self) -> Output {
+        self.output
+    }
+
+    /// The architecture it was compiled for.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// The device code, ready for `cudaLibraryLoadData` (PTX includes its terminating NUL).
+    pub fn code(&self) -> &[u8] {
+        &self.code
+    }
+
+    /// The device code, owned.
+    pub fn into_code(self) -> Vec<u8> {
+        self.code
+    }
+
+    /// NVRTC's log: warnings and remarks; empty when it had nothing to say.
+    pub fn log(&self) -> &str {
+        &self.log
+    }
+
+    /// The lowered (mangled) name of a name expression given to
+    /// [`Program::name_expression`](super::Program::name_expression): `_Z5saxpyIfEvT_PS0_S1_S1_m` for `saxpy<float>`. This is the
+    /// name to look the kernel up by in the loaded code.
+    pub fn lowered_name(&self, expression: &str) -> Option<&str> {
+        self.lowered_names
+            .iter()
+            .find(|(given, _)| given == expression)
+            .map(|(_, lowered)| lowered.as_str())
+    }
+
+    /// Every name expression with its lowered name, in the order given.
+    pub fn lowered_names(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.lowered_names
+            .iter()
+            .map(|(given, lowered)| (given.as_str(), lowered.as_str()))
+    }
+}
