@@ -67,68 +67,43 @@ impl LinkOptions {
         LinkOptions::default()
     }
 
-    /// Links for this architecture instead of the current device's. Required where there is no
-    /// GPU.
-    pub fn arch(mut self, arch: Arch) -> Self {
-        self.arch = Some(arch);
-        self
-    }
+    setters! {
+        /// Links for this architecture instead of the current device's. Required where there is no
+        /// GPU.
+        arch(arch: Arch) => Some;
 
-    /// Link-time optimization (`-lto`): LTO-IR inputs are optimized together, so calls across
-    /// pieces can be inlined.
-    pub fn lto(mut self, on: bool) -> Self {
-        self.lto = on;
-        self
-    }
+        /// Link-time optimization (`-lto`): LTO-IR inputs are optimized together, so calls across
+        /// pieces can be inlined.
+        lto(on: bool);
 
-    /// The optimization level of link-time code generation (`-O0` to `-O3`).
-    pub fn optimization(mut self, level: u8) -> Self {
-        self.optimization = Some(level);
-        self
-    }
+        /// The optimization level of link-time code generation (`-O0` to `-O3`).
+        optimization(level: u8) => Some;
 
-    /// The most registers a thread may use (`-maxrregcount`).
-    pub fn max_registers(mut self, count: u32) -> Self {
-        self.max_registers = Some(count);
-        self
+        /// The most registers a thread may use (`-maxrregcount`).
+        max_registers(count: u32) => Some;
+
+        /// Debug information (`-g`).
+        debug(on: bool);
+
+        /// Line information for profilers (`-lineinfo`).
+        line_info(on: bool);
+
+        /// Detailed information in the info log (`-verbose`).
+        verbose(on: bool);
+
+        /// Emits the linked program as PTX instead of a cubin (`-ptx`; needs [`lto`](Self::lto)).
+        /// Refused when nvJitLink is newer than this machine's driver, unless
+        /// [`allow_newer_ptx`](Self::allow_newer_ptx).
+        ptx(on: bool);
+
+        /// Emits PTX even when nvJitLink is newer than this machine's driver (the PTX is for another
+        /// machine).
+        allow_newer_ptx(allow: bool);
     }
 
     /// Passes an option to ptxas (`-Xptxas=`).
     pub fn ptxas(mut self, option: impl Into<String>) -> Self {
         self.ptxas.push(option.into());
-        self
-    }
-
-    /// Debug information (`-g`).
-    pub fn debug(mut self, on: bool) -> Self {
-        self.debug = on;
-        self
-    }
-
-    /// Line information for profilers (`-lineinfo`).
-    pub fn line_info(mut self, on: bool) -> Self {
-        self.line_info = on;
-        self
-    }
-
-    /// Detailed information in the info log (`-verbose`).
-    pub fn verbose(mut self, on: bool) -> Self {
-        self.verbose = on;
-        self
-    }
-
-    /// Emits the linked program as PTX instead of a cubin (`-ptx`; needs [`lto`](Self::lto)).
-    /// Refused when nvJitLink is newer than this machine's driver, unless
-    /// [`allow_newer_ptx`](Self::allow_newer_ptx).
-    pub fn ptx(mut self, on: bool) -> Self {
-        self.ptx = on;
-        self
-    }
-
-    /// Emits PTX even when nvJitLink is newer than this machine's driver (the PTX is for another
-    /// machine).
-    pub fn allow_newer_ptx(mut self, allow: bool) -> Self {
-        self.allow_newer_ptx = allow;
         self
     }
 

@@ -34,6 +34,20 @@
 //! NVRTC output finds kernels by their name expressions (`saxpy<float>`), whose mangled names are
 //! also in [`Compiled::lowered_name`].
 
+/// Builder setters that store their argument in the field of the same name, wrapped in `Some`
+/// when the field is optional (`=> Some`): `setters! { /// Docs. \n debug(on: bool); }`.
+macro_rules! setters {
+    ($( $(#[$doc:meta])* $field:ident($arg:ident: $ty:ty) $(=> $wrap:ident)?; )*) => {
+        $(
+            $(#[$doc])*
+            pub fn $field(mut self, $arg: $ty) -> Self {
+                self.$field = $($wrap)?($arg);
+                self
+            }
+        )*
+    };
+}
+
 mod batch;
 mod compiled;
 mod diagnostic;

@@ -108,17 +108,13 @@ impl Program {
         self
     }
 
-    /// Compiles for this architecture instead of the current device's. Required where there is
-    /// no GPU.
-    pub fn arch(mut self, arch: Arch) -> Self {
-        self.arch = Some(arch);
-        self
-    }
+    setters! {
+        /// Compiles for this architecture instead of the current device's. Required where there is
+        /// no GPU.
+        arch(arch: Arch) => Some;
 
-    /// What to produce (a cubin by default).
-    pub fn output(mut self, output: Output) -> Self {
-        self.output = output;
-        self
+        /// What to produce (a cubin by default).
+        output(output: Output);
     }
 
     /// The C++ standard (`-std=`).
@@ -151,55 +147,37 @@ impl Program {
         self
     }
 
-    /// Fast, less precise math (`--use_fast_math`; implies ftz, approximate division and square
-    /// root, and fused multiply-add).
-    pub fn fast_math(mut self, on: bool) -> Self {
-        self.fast_math = on;
-        self
-    }
+    setters! {
+        /// Fast, less precise math (`--use_fast_math`; implies ftz, approximate division and square
+        /// root, and fused multiply-add).
+        fast_math(on: bool);
 
-    /// Flushes single-precision denormals to zero (`--ftz`); NVRTC's default when unset.
-    pub fn ftz(mut self, on: bool) -> Self {
-        self.ftz = Some(on);
-        self
-    }
+        /// Flushes single-precision denormals to zero (`--ftz`); NVRTC's default when unset.
+        ftz(on: bool) => Some;
 
-    /// IEEE round-to-nearest single-precision division (`--prec-div`); NVRTC's default when unset.
-    pub fn prec_div(mut self, on: bool) -> Self {
-        self.prec_div = Some(on);
-        self
-    }
+        /// IEEE round-to-nearest single-precision division (`--prec-div`); NVRTC's default when unset.
+        prec_div(on: bool) => Some;
 
-    /// IEEE round-to-nearest single-precision square root (`--prec-sqrt`); NVRTC's default when
-    /// unset.
-    pub fn prec_sqrt(mut self, on: bool) -> Self {
-        self.prec_sqrt = Some(on);
-        self
-    }
+        /// IEEE round-to-nearest single-precision square root (`--prec-sqrt`); NVRTC's default when
+        /// unset.
+        prec_sqrt(on: bool) => Some;
 
-    /// Contracts multiplies and adds into fused multiply-adds (`--fmad`); NVRTC's default when
-    /// unset.
-    pub fn fmad(mut self, on: bool) -> Self {
-        self.fmad = Some(on);
-        self
-    }
+        /// Contracts multiplies and adds into fused multiply-adds (`--fmad`); NVRTC's default when
+        /// unset.
+        fmad(on: bool) => Some;
 
-    /// Device debug information, optimizations off (`-G`).
-    pub fn debug(mut self, on: bool) -> Self {
-        self.debug = on;
-        self
-    }
+        /// Device debug information, optimizations off (`-G`).
+        debug(on: bool);
 
-    /// Line information for profilers (`-lineinfo`).
-    pub fn line_info(mut self, on: bool) -> Self {
-        self.line_info = on;
-        self
-    }
+        /// Line information for profilers (`-lineinfo`).
+        line_info(on: bool);
 
-    /// Relocatable device code (`-rdc=true`): functions callable from other pieces at link time.
-    pub fn relocatable(mut self, on: bool) -> Self {
-        self.relocatable = on;
-        self
+        /// Relocatable device code (`-rdc=true`): functions callable from other pieces at link time.
+        relocatable(on: bool);
+
+        /// Emits PTX even when NVRTC is newer than this machine's driver, because it is meant for
+        /// another machine. Without this, such a request is [`Error::PtxNewerThanDriver`].
+        allow_newer_ptx(allow: bool);
     }
 
     /// Passes an NVRTC option cudyn has no typed setter for, as is.
@@ -212,13 +190,6 @@ impl Program {
     /// (`saxpy<float>`), which also instantiates it. See [`Compiled::lowered_name`].
     pub fn name_expression(mut self, expression: impl Into<String>) -> Self {
         self.name_expressions.push(expression.into());
-        self
-    }
-
-    /// Emits PTX even when NVRTC is newer than this machine's driver, because it is meant for
-    /// another machine. Without this, such a request is [`Error::PtxNewerThanDriver`].
-    pub fn allow_newer_ptx(mut self, allow: bool) -> Self {
-        self.allow_newer_ptx = allow;
         self
     }
 

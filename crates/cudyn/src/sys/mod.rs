@@ -152,7 +152,7 @@ macro_rules! sized_outputs {
 }
 pub(crate) use sized_outputs;
 
-/// A table of C entry points resolved by name from an opened library; [`dynamic_api!`] writes
+/// A table of C entry points resolved by name from an opened library; `dynamic_api!` writes
 /// the implementation.
 pub trait Resolve {
     /// Resolves every entry point of the table in `library`; the ones it lacks are `None`.

@@ -176,7 +176,7 @@ impl SearchPath {
     }
 
     /// Finds `component` in the folders of the search order, or in this process when a copy is
-    /// already loaded. The system loader is not consulted here: [`open`] does that, since only
+    /// already loaded. The system loader is not consulted here: [`open`](super::open) does that, since only
     /// `dlopen` knows where the loader looks.
     pub fn locate(&self, component: Component) -> Option<Found> {
         if self.check_loaded {
