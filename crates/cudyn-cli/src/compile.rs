@@ -19,7 +19,8 @@ pub struct Args {
     /// Produce LTO-IR, for linking with link-time optimization.
     #[arg(long, group = "kind")]
     ltoir: bool,
-    /// The GPU architecture (sm_90, 90 or 9.0); GPU 0's when left out.
+    /// The GPU architecture (sm_90, 90 or 9.0); the current GPU's (device 0, as CUDA numbers
+    /// them) when left out.
     #[arg(long)]
     arch: Option<Arch>,
     /// Define a macro: NAME or NAME=VALUE (repeatable).
@@ -86,7 +87,15 @@ fn compile(args: &Args) -> Result<(), String> {
     for option in &args.option {
         program = program.option(option);
     }
-    let compiled = program.compile().map_err(|error| error.to_string())?;
+    let compiled = program.compile().map_err(|error| match error {
+        // The library's text names its own setters; here the fix is a flag.
+        cudyn::Error::ArchRequired { reason, .. } => format!(
+            "no target architecture: pass one with --arch (e.g. --arch sm_90). Without it cudyn \
+             compiles for the current GPU, but {reason}; `cudyn doctor` shows what CUDA is \
+             installed"
+        ),
+        other => other.to_string(),
+    })?;
     if !compiled.log().trim().is_empty() {
         eprintln!("{}", compiled.log().trim_end());
     }

@@ -28,7 +28,7 @@ enum Command {
     /// when there is no usable GPU; 2 for a usage error.
     Doctor(doctor::Args),
 
-    /// The main job end to end: compile the seed's SAXPY with NVRTC, inspect it offline, link
+    /// cudyn end to end: compile the NVRTC documentation's SAXPY, inspect it offline, link
     /// two LTO-IR pieces with nvJitLink and, where a GPU exists, load both through the runtime,
     /// launch them and check every element against the CPU. Without a GPU the GPU step says why
     /// it is skipped. Exit status 1 when any step that ran failed.

@@ -87,3 +87,40 @@ fn a_file_that_does_not_compile_fails_with_the_log_and_the_line() {
     assert!(stderr.contains("FACTOR"), "{stderr}");
     assert!(stderr.contains("scale.cu:1 | extern"), "{stderr}");
 }
+
+#[test]
+fn without_a_driver_or_arch_the_error_is_one_line_that_says_the_fix_first() {
+    let nvrtc = match cudyn::sys::nvrtc() {
+        Ok(nvrtc) => nvrtc,
+        Err(error) => panic!("NVRTC is missing ({error}); run scripts/cuda-wheels"),
+    };
+    // A folder holding NVRTC and its builtins and nothing else: as the only place searched, it
+    // hides the CUDA driver even on a machine that has one.
+    let only_nvrtc = tempfile::tempdir().unwrap();
+    let nvrtc_folder = nvrtc.library.path.parent().unwrap();
+    for entry in std::fs::read_dir(nvrtc_folder).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name().to_string_lossy().starts_with("libnvrtc") {
+            std::os::unix::fs::symlink(entry.path(), only_nvrtc.path().join(entry.file_name()))
+                .unwrap();
+        }
+    }
+    let (_folder, source) = scale_source();
+    let run = cudyn()
+        .env("CUDYN_LIBRARY_PATH", only_nvrtc.path())
+        .args(["compile", "-D", "FACTOR=2.0f"])
+        .arg(&source)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1), "{run:?}");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.starts_with(
+            "cudyn compile: no target architecture: pass one with --arch (e.g. --arch sm_90)."
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no CUDA driver was found"), "{stderr}");
+    assert!(stderr.contains("cudyn doctor"), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+}

@@ -1,7 +1,7 @@
 //! Compiled and linked code run on a GPU, loaded through the runtime's library API
 //! (`cudaLibraryLoadData` + `cudaLibraryGetKernel` + `cudaLaunchKernel`, see raw_runtime/).
 //!
-//! Run on the GPU machine: `cargo test -p cudyn --test compile_gpu -- --include-ignored`. Each test
+//! Run on a machine with a GPU: `cargo test -p cudyn --test compile_gpu -- --include-ignored`. Each test
 //! fails, never skips, when the driver, the GPU, the runtime or the compilers are missing.
 
 mod raw_runtime;
@@ -17,7 +17,7 @@ const SAXPY_TEMPLATE: &str = include_str!("kernels/saxpy_template.cu");
 const ITERATE_KERNEL: &str = include_str!("kernels/iterate_kernel.cu");
 const ITERATE_STEP: &str = include_str!("kernels/iterate_step.cu");
 
-/// The seed's sizes: 32 blocks of 128 threads.
+/// The sizes of the NVRTC documentation's SAXPY example: 32 blocks of 128 threads.
 const NUM_THREADS: u32 = 128;
 const NUM_BLOCKS: u32 = 32;
 
@@ -56,7 +56,7 @@ fn cpu_saxpy(a: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
 
 #[test]
 #[ignore = "gpu: loads and launches NVRTC output through the runtime"]
-fn the_seed_s_nvrtc_saxpy_runs_through_the_runtime_and_matches_the_cpu() {
+fn nvrtc_saxpy_runs_through_the_runtime_and_matches_the_cpu() {
     let n = (NUM_THREADS * NUM_BLOCKS) as usize;
     let (x, y) = inputs(n);
     // The default target: SASS for this GPU.
@@ -240,4 +240,40 @@ fn lto_ir_pieces_load_in_one_call() {
         .unwrap();
     cudyn::synchronize().unwrap();
     assert_eq!(buffer.to_vec().unwrap(), cpu_iterate(&data, 7));
+}
+
+#[test]
+#[ignore = "gpu: the default target follows set_device"]
+fn with_no_arch_each_thread_compiles_and_links_for_its_current_device() {
+    // On a machine whose GPUs differ (say sm_80 and sm_90), a default taken from GPU 0 builds
+    // device 1's code for the wrong architecture; each device is checked on a thread of its own,
+    // so that no earlier set_device leaks into the next check.
+    let devices = cudyn::Device::all().unwrap();
+    assert!(!devices.is_empty(), "the driver sees no GPU");
+    for device in devices {
+        std::thread::spawn(move || {
+            let chosen = cudyn::set_device(device.ordinal()).unwrap();
+            let (major, minor) = chosen.compute_capability().unwrap();
+            let expected = Arch::new(major, minor);
+            assert_eq!(
+                Arch::current().unwrap(),
+                expected,
+                "device {}",
+                device.ordinal()
+            );
+
+            let compiled = Program::new(SAXPY).compile().unwrap();
+            assert_eq!(compiled.arch(), expected, "device {}", device.ordinal());
+            let library = Program::new(SAXPY).load().unwrap();
+            library.kernel("saxpy").unwrap();
+
+            let (kernel, step) = iterate_pieces();
+            let linked = compile::link_lto(&[kernel.code(), step.code()], None);
+            if let Some(linked) = linked_unless_nvrtc_is_newer(linked) {
+                assert_eq!(linked.arch(), expected, "device {}", device.ordinal());
+            }
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -2,7 +2,7 @@
 //!
 //! Every constant of `src/sys/generated/*.rs` and the size, alignment and field offsets of every C
 //! struct there are turned into C11 `_Static_assert`s and compiled by the C compiler against the
-//! headers of the pinned wheels (`scripts/cuda-wheels`), or of the toolkit on the GPU machine. A
+//! headers of the pinned wheels (`scripts/cuda-wheels`), or of a CUDA toolkit's. A
 //! constant edited by hand, or bindings generated from other headers, fail this test with the
 //! names of the values that disagree.
 
@@ -64,7 +64,7 @@ const BINDINGS: [(&str, &str, &str); 5] = [
 ];
 
 /// The CUDA 13.0 headers: the pinned wheels' (as `scripts/cuda-wheels` installs them), else a
-/// toolkit's (`$CUDA_HOME/include`, as on the GPU machine).
+/// toolkit's (`$CUDA_HOME/include`).
 fn cuda_include_dir() -> PathBuf {
     let venvs = [
         std::env::var_os("VIRTUAL_ENV").map(PathBuf::from),
@@ -206,7 +206,8 @@ fn the_check_catches_a_wrong_layout() {
 
 #[test]
 fn every_api_has_its_key_entry_points() {
-    // The tables are generated from an allow-list; these are the calls the seed is about.
+    // The tables are generated from an allow-list; these are the calls cudyn's loading,
+    // compiling and linking rest on.
     let driver_names = include_str!("../src/sys/generated/driver.rs");
     let runtime_names = include_str!("../src/sys/generated/runtime.rs");
     for name in [

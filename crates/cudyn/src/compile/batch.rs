@@ -1,9 +1,9 @@
 //! Many programs compiled at once, across the machine's cores.
 //!
 //! NVRTC is thread-safe and keeps no state between programs, so programs compiled on separate
-//! threads run in parallel. The threads are kept between batches (rayon's pools): on the H200
-//! machine a thread's first few NVRTC compiles took about 250 ms each and later ones about 14 ms,
-//! so threads started afresh for every batch would pay that warm-up every time. Work is shared
+//! threads run in parallel. The threads are kept between batches (rayon's pools): measured on an
+//! H200 host with NVRTC 13.0 (docs/BENCHMARKS.md), a thread's first few compiles took about 250 ms
+//! each and later ones about 14 ms, so threads started afresh for every batch would pay that warm-up every time. Work is shared
 //! by stealing, which keeps every core busy when programs differ widely in size.
 
 use std::sync::{Arc, Mutex};
