@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use crate::device::Device;
 use crate::error::Error;
-use crate::sys::locate::{Component, OpenedLibrary, Origin};
-use crate::sys::{self, runtime};
+use crate::sys::locate::{Component, Origin};
+use crate::sys::{self, runtime, ApiTable, Opened};
 use crate::version::Version;
 
 /// The state of the CUDA installation as this process sees it.
@@ -108,20 +108,11 @@ impl ToolchainReport {
         let nvjitlink = sys::nvjitlink();
         let nvfatbin = sys::nvfatbin();
 
-        let version_of = |component: Component| -> Option<Version> {
-            match component {
-                Component::Driver => driver.as_ref().ok().map(|d| d.version),
-                Component::Runtime => runtime.as_ref().ok().map(|r| r.version),
-                Component::Nvrtc => nvrtc.as_ref().ok().map(|n| n.version),
-                Component::NvJitLink => nvjitlink.as_ref().ok().map(|n| n.version),
-                Component::NvFatbin => nvfatbin.as_ref().ok().map(|n| n.version),
-            }
-        };
         let warnings = compatibility_warnings(
-            version_of(Component::Driver),
-            version_of(Component::Runtime),
-            version_of(Component::Nvrtc),
-            version_of(Component::NvJitLink),
+            version(&driver),
+            version(&runtime),
+            version(&nvrtc),
+            version(&nvjitlink),
         );
 
         let mut runtime_notes = Vec::new();
@@ -132,38 +123,19 @@ impl ToolchainReport {
                 "lacks the runtime library API: loading goes through the driver".to_owned()
             });
         }
-        let mut nvrtc_notes = Vec::new();
-        if let Ok(nvrtc) = &nvrtc {
-            if let Some(builtins) = nvrtc.builtins() {
-                nvrtc_notes.push(format!("builtins: {}", builtins.display()));
-            }
-        }
+        let nvrtc_notes = nvrtc
+            .as_ref()
+            .ok()
+            .and_then(|nvrtc| nvrtc.builtins())
+            .map(|builtins| format!("builtins: {}", builtins.display()))
+            .into_iter()
+            .collect();
         let components = vec![
-            report(
-                Component::Driver,
-                false,
-                driver.map(|d| (&d.library, d.version, vec![])),
-            ),
-            report(
-                Component::Runtime,
-                true,
-                runtime.map(|r| (&r.library, r.version, runtime_notes)),
-            ),
-            report(
-                Component::Nvrtc,
-                true,
-                nvrtc.map(|n| (&n.library, n.version, nvrtc_notes)),
-            ),
-            report(
-                Component::NvJitLink,
-                true,
-                nvjitlink.map(|n| (&n.library, n.version, vec![])),
-            ),
-            report(
-                Component::NvFatbin,
-                false,
-                nvfatbin.map(|n| (&n.library, n.version, vec![])),
-            ),
+            report(false, driver, Vec::new()),
+            report(true, runtime, runtime_notes),
+            report(true, nvrtc, nvrtc_notes),
+            report(true, nvjitlink, Vec::new()),
+            report(false, nvfatbin, Vec::new()),
         ];
 
         let (devices, devices_error) = match list_devices() {
@@ -213,21 +185,27 @@ impl ToolchainReport {
     }
 }
 
-fn report(
-    component: Component,
+/// The version of a library, when it opened.
+fn version<T: ApiTable>(opened: &Result<&Opened<T>, Error>) -> Option<Version> {
+    opened.as_ref().ok().map(|opened| opened.version)
+}
+
+fn report<T: ApiTable>(
     required: bool,
-    opened: Result<(&OpenedLibrary, Version, Vec<String>), Error>,
+    opened: Result<&Opened<T>, Error>,
+    mut notes: Vec<String>,
 ) -> ComponentReport {
+    let component = T::COMPONENT;
     match opened {
-        Ok((library, version, mut notes)) => {
-            notes.splice(0..0, library.note.clone());
+        Ok(opened) => {
+            notes.splice(0..0, opened.library.note.clone());
             ComponentReport {
                 component,
                 required,
                 found: Some(FoundLibrary {
-                    path: library.path.clone(),
-                    origin: library.origin,
-                    version,
+                    path: opened.library.path.clone(),
+                    origin: opened.library.origin,
+                    version: opened.version,
                     notes,
                 }),
                 error: None,
