@@ -264,6 +264,19 @@ fn with_no_arch_each_thread_compiles_and_links_for_its_current_device() {
 
             let compiled = Program::new(SAXPY).compile().unwrap();
             assert_eq!(compiled.arch(), expected, "device {}", device.ordinal());
+            // A batch compiles on a pool whose threads never called set_device.
+            let batch = [Program::new(SAXPY), Program::new(SAXPY_TEMPLATE)];
+            for compiled in compile::compile_all(&batch)
+                .into_iter()
+                .chain(compile::compile_all_on(&batch, 2))
+            {
+                assert_eq!(
+                    compiled.unwrap().arch(),
+                    expected,
+                    "device {}",
+                    device.ordinal()
+                );
+            }
             let library = Program::new(SAXPY).load().unwrap();
             library.kernel("saxpy").unwrap();
 

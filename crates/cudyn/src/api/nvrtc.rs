@@ -5,7 +5,8 @@
 
 use std::ffi::{CStr, CString};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::sys::locate::Component;
 use crate::sys::nvrtc::nvrtcProgram;
 use crate::sys::{self, call, sized_outputs};
 
@@ -101,8 +102,17 @@ pub unsafe fn get_lowered_name(program: nvrtcProgram, expression: &CStr) -> Resu
             nvrtcGetLoweredName(program, expression.as_ptr(), &mut lowered)
         )
     }?;
-    // SAFETY: null or NUL-terminated and alive while the program is; copied here.
-    Ok(unsafe { sys::static_c_str(lowered) }.unwrap_or_default())
+    if lowered.is_null() {
+        return Err(Error::EmptyOutput {
+            producer: Component::Nvrtc,
+            what: "lowered name",
+            hint: "add the name expression before compiling (Program::name_expression)",
+        });
+    }
+    // SAFETY: non-null, NUL-terminated and alive while the program is; copied here.
+    Ok(unsafe { CStr::from_ptr(lowered) }
+        .to_string_lossy()
+        .into_owned())
 }
 
 sized_outputs! {

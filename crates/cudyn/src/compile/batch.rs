@@ -11,22 +11,45 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
-use super::{Compiled, Program};
+use super::{Arch, Compiled, Program};
 use crate::error::Result;
 
 /// Compiles every program on rayon's global pool (a thread per core). The results are in the
-/// programs' order; one failure does not stop the others.
+/// programs' order; one failure does not stop the others. A program without an architecture is
+/// compiled for the calling thread's current device, as [`Program::compile`] would.
 pub fn compile_all(programs: &[Program]) -> Vec<Result<Compiled>> {
-    programs.par_iter().map(Program::compile).collect()
+    compile_in_parallel(programs, callers_default(programs))
 }
 
 /// Compiles every program on `threads` threads (1: one after another, on this thread). The pool
 /// of each size is made once and kept.
 pub fn compile_all_on(programs: &[Program], threads: usize) -> Vec<Result<Compiled>> {
     match pool_of(threads) {
-        Some(pool) => pool.install(|| compile_all(programs)),
+        Some(pool) => {
+            let default = callers_default(programs);
+            pool.install(|| compile_in_parallel(programs, default))
+        }
         None => programs.iter().map(Program::compile).collect(),
     }
+}
+
+/// The calling thread's default target, when a program needs one. It is taken here, once: the
+/// pool's threads have current devices of their own (device 0), not the caller's.
+fn callers_default(programs: &[Program]) -> Option<Result<Arch>> {
+    programs
+        .iter()
+        .any(|program| program.named_arch().is_none())
+        .then(Arch::current)
+}
+
+fn compile_in_parallel(
+    programs: &[Program],
+    default: Option<Result<Arch>>,
+) -> Vec<Result<Compiled>> {
+    programs
+        .par_iter()
+        .map(|program| program.compile_or(|| default.clone().unwrap_or_else(Arch::current)))
+        .collect()
 }
 
 /// The kept pool of `threads` workers; `None` for one thread, or when the system refuses to

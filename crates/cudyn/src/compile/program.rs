@@ -198,6 +198,11 @@ impl Program {
         &self.source
     }
 
+    /// The architecture named with [`arch`](Self::arch), if any.
+    pub(super) fn named_arch(&self) -> Option<Arch> {
+        self.arch
+    }
+
     /// The options handed to NVRTC when compiling for `arch`, in order.
     pub fn nvrtc_options(&self, arch: Arch) -> Vec<String> {
         let mut options = vec![match self.output {
@@ -260,10 +265,15 @@ impl Program {
     /// a GPU: [`Error::ArchRequired`]. PTX that this machine's driver could not load:
     /// [`Error::PtxNewerThanDriver`].
     pub fn compile(&self) -> Result<Compiled> {
+        self.compile_or(Arch::current)
+    }
+
+    /// Compiles for the architecture named, else for `default()`'s.
+    pub(super) fn compile_or(&self, default: impl FnOnce() -> Result<Arch>) -> Result<Compiled> {
         let nvrtc = sys::nvrtc()?;
         let arch = match self.arch {
             Some(arch) => arch,
-            None => Arch::current()?,
+            None => default()?,
         };
         require_supported(arch)?;
         if self.output == Output::Ptx {
