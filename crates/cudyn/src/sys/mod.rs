@@ -1,10 +1,14 @@
-//! The CUDA libraries, opened at run time: the only place cudyn calls C.
+//! The CUDA libraries, opened at run time: their raw entry points, under the one-call-per-function
+//! layer of [`crate::api`].
 //!
 //! Each library (driver, runtime, NVRTC, nvJitLink, nvFatbin) is found by [`locate`], opened on
 //! first use, and kept open for the life of the process. Its entry points are resolved by name into
 //! a table generated from the CUDA headers (`scripts/generate-bindings`); a missing entry point is
 //! an [`Error::MissingSymbol`] when it is called, never a load failure, so an older library still
-//! serves every call it supports.
+//! serves every call it supports. The one exception is the call that reports the version: every
+//! library is opened the same way, by one function, from what its table's [`ApiTable`]
+//! implementation says (which component it is, the oldest version accepted, how to ask for its
+//! version), and a library without that call is [`Error::VersionUnreadable`].
 //!
 //! Opening is lazy and per library: a program that only loads prebuilt device code never pays for
 //! opening NVRTC or nvJitLink (about 5 ms each with a warm page cache, 50 ms cold).
