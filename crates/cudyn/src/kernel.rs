@@ -329,8 +329,8 @@ pub(crate) fn params_from_image(image: &[u8], kernel: &str) -> Result<Box<[Param
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
     use crate::compile::{Arch, Output, Program};
+    use crate::error::Error;
 
     const SAXPY: &str = r#"
         extern "C" __global__ void saxpy(float a, const float *x, const float *y, float *out,
@@ -347,13 +347,22 @@ mod tests {
             fetches.set(fetches.get() + 1);
             outcome
         };
-        let failure = cache.get_or_fetch(|| fetch(Err(Error::InvalidArgument("no context".into()))));
+        let failure =
+            cache.get_or_fetch(|| fetch(Err(Error::InvalidArgument("no context".into()))));
         assert!(matches!(failure, Err(Error::InvalidArgument(message)) if message == "no context"));
         assert_eq!(cache.get_or_fetch(|| fetch(Ok(7))).ok(), Some(&7));
         // Kept now: a later failure of the source is not even asked about.
-        assert_eq!(cache.get_or_fetch(|| fetch(Err(Error::InvalidArgument("gone".into())))).ok(), Some(&7));
+        assert_eq!(
+            cache
+                .get_or_fetch(|| fetch(Err(Error::InvalidArgument("gone".into()))))
+                .ok(),
+            Some(&7)
+        );
         assert_eq!(fetches.get(), 2);
-        assert_eq!(SuccessCache::with(3).get_or_fetch(|| fetch(Ok(4))).ok(), Some(&3));
+        assert_eq!(
+            SuccessCache::with(3).get_or_fetch(|| fetch(Ok(4))).ok(),
+            Some(&3)
+        );
         assert_eq!(fetches.get(), 2);
     }
 

@@ -61,8 +61,20 @@ mod tests {
         };
         assert_eq!(at(0, 8, 8), ParamLayout { offset: 0, size: 8 });
         assert_eq!(at(4, 8, 8), ParamLayout { offset: 8, size: 8 });
-        assert_eq!(at(9, 4, 4), ParamLayout { offset: 12, size: 4 });
-        assert_eq!(at(16, 16, 16), ParamLayout { offset: 16, size: 16 });
+        assert_eq!(
+            at(9, 4, 4),
+            ParamLayout {
+                offset: 12,
+                size: 4
+            }
+        );
+        assert_eq!(
+            at(16, 16, 16),
+            ParamLayout {
+                offset: 16,
+                size: 16
+            }
+        );
         assert_eq!(at(5, 1, 1), ParamLayout { offset: 5, size: 1 });
     }
 

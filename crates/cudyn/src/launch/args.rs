@@ -292,15 +292,36 @@ mod tests {
         // SAFETY: repr(C), numbers only.
         unsafe impl DeviceRepr for Params {}
         let x = DeviceBuffer::<u8>::alloc(0).unwrap();
-        let args = (7u8, Params { scale: 1.0, count: 2 }, x.as_slice(), 1i16, 2.0f32);
+        let args = (
+            7u8,
+            Params {
+                scale: 1.0,
+                count: 2,
+            },
+            x.as_slice(),
+            1i16,
+            2.0f32,
+        );
         assert_eq!(
             args.layouts(),
             [
                 ParamLayout { offset: 0, size: 1 },
-                ParamLayout { offset: 8, size: 16 },
-                ParamLayout { offset: 24, size: 8 },
-                ParamLayout { offset: 32, size: 2 },
-                ParamLayout { offset: 36, size: 4 },
+                ParamLayout {
+                    offset: 8,
+                    size: 16
+                },
+                ParamLayout {
+                    offset: 24,
+                    size: 8
+                },
+                ParamLayout {
+                    offset: 32,
+                    size: 2
+                },
+                ParamLayout {
+                    offset: 36,
+                    size: 4
+                },
             ]
         );
     }
@@ -330,11 +351,15 @@ mod tests {
         assert_eq!(list.layouts(), tuple.layouts());
         let listed = list.with_pointers(|pointers| {
             // SAFETY: five pointers, alive during this closure.
-            (0..5).map(|i| unsafe { *pointers.add(i) }).collect::<Vec<_>>()
+            (0..5)
+                .map(|i| unsafe { *pointers.add(i) })
+                .collect::<Vec<_>>()
         });
         let tupled = tuple.with_pointers(|pointers| {
             // SAFETY: as above.
-            (0..5).map(|i| unsafe { *pointers.add(i) }).collect::<Vec<_>>()
+            (0..5)
+                .map(|i| unsafe { *pointers.add(i) })
+                .collect::<Vec<_>>()
         });
         assert_eq!(listed, tupled);
     }
@@ -343,10 +368,7 @@ mod tests {
     fn the_args_macro_builds_the_same_list() {
         let x = DeviceBuffer::<f32>::alloc(0).unwrap();
         let tuple = (1.0f32, &x, 3u64);
-        assert_eq!(
-            crate::args![1.0f32, &x, 3u64].layouts(),
-            tuple.layouts()
-        );
+        assert_eq!(crate::args![1.0f32, &x, 3u64].layouts(), tuple.layouts());
         assert!(crate::args![].is_empty());
     }
 
@@ -362,7 +384,11 @@ mod tests {
             }
             assert_eq!(list.len(), 2 * count);
             for (index, layout) in list.layouts().iter().enumerate() {
-                let (offset, size) = if index % 2 == 0 { (8 * index, 1) } else { (8 * index, 8) };
+                let (offset, size) = if index % 2 == 0 {
+                    (8 * index, 1)
+                } else {
+                    (8 * index, 8)
+                };
                 assert_eq!(*layout, ParamLayout { offset, size }, "{count}: {index}");
             }
             let values = list.with_pointers(|pointers| {

@@ -363,7 +363,6 @@ mod tests {
         }
     }
 
-
     const H200: DeviceLimits = DeviceLimits {
         max_threads_per_block: 1024,
         max_block: [1024, 1024, 64],
