@@ -25,10 +25,10 @@
 //! is given, whatever Rust type carried the address there (a `&DeviceBuffer`, or a `u64` where
 //! the kernel expects a pointer), and it keeps running after the launch call returns. The checks
 //! above prove that the bytes given have the shape of the kernel's parameters; they cannot prove
-//! what the kernel does with them. So, as in cudarc and in the CUDA runtime itself, launching is
-//! `unsafe`: [`Kernel::launch`] and [`Kernel::launch_unchecked`] are the one place where the
-//! caller takes responsibility, and every other function of cudyn stays sound whatever kernels
-//! ran, provided every launch kept this contract. For the launch, the caller guarantees:
+//! what the kernel does with them. So launching is `unsafe`, as it is in cudarc: [`Kernel::launch`]
+//! and [`Kernel::launch_unchecked`] are where the caller takes responsibility for device code,
+//! and no safe function of cudyn lets device code touch memory that Rust considers borrowed or
+//! freed, provided every launch kept this contract. For each launch, the caller guarantees:
 //!
 //! 1. **Types, not just sizes.** Each argument has its parameter's type on the device: a pointer
 //!    parameter receives the address of live device memory of the pointee type (a buffer or a
@@ -102,7 +102,8 @@ impl Kernel {
     /// // SAFETY: saxpy reads x[i] and writes y[i] for i < n, and both buffers hold n floats;
     /// // y is read back below by a copy on the legacy default stream, ordered after the kernel,
     /// // and both buffers outlive it.
-    /// unsafe { saxpy.launch(&LaunchConfig::for_elements(n, 256), (2.0f32, &x, &mut y, n as u64)) }?;
+    /// let config = LaunchConfig::for_elements(n, 256);
+    /// unsafe { saxpy.launch(&config, (2.0f32, &x, &mut y, n as u64)) }?;
     /// let y = y.to_vec()?;
     /// # Ok::<(), cudyn::Error>(())
     /// ```
