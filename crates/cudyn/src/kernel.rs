@@ -57,7 +57,7 @@ impl<T> SuccessCache<T> {
         }
     }
 
-    /// A value known without fetching it; ignored if one is kept already.
+    /// A cache that holds `value` already, known without fetching.
     fn with(value: T) -> Self {
         SuccessCache {
             value: OnceLock::from(value),
