@@ -190,12 +190,15 @@ fn verify_saxpy(cubin: &[u8], n: usize) -> Result<(), String> {
     let dy = DeviceBuffer::from_slice(&y).map_err(text)?;
     let mut out = DeviceBuffer::from_slice(&vec![f32::NAN; n]).map_err(text)?;
     let started = Instant::now();
-    kernel
-        .launch(
+    // SAFETY: saxpy reads x[i], y[i] and writes out[i] for i < n, and the three buffers hold n
+    // floats; they outlive the kernel, which the synchronization below waits for.
+    unsafe {
+        kernel.launch(
             &LaunchConfig::for_elements(n, 256),
             (a, &dx, &dy, &mut out, n as u64),
         )
-        .map_err(text)?;
+    }
+    .map_err(text)?;
     cudyn::synchronize().map_err(text)?;
     let elapsed = started.elapsed();
     let out = out.to_vec().map_err(text)?;
@@ -222,12 +225,15 @@ fn verify_iterate(cubin: &[u8], n: usize) -> Result<(), String> {
     let data: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 - 100.0).collect();
     let mut buffer = DeviceBuffer::from_slice(&data).map_err(text)?;
     let steps = 7;
-    kernel
-        .launch(
+    // SAFETY: iterate updates data[i] in place for i < n, and the buffer holds n floats; it
+    // outlives the kernel, which the synchronization below waits for.
+    unsafe {
+        kernel.launch(
             &LaunchConfig::for_elements(n, 256),
             (&mut buffer, steps, n as u64),
         )
-        .map_err(text)?;
+    }
+    .map_err(text)?;
     cudyn::synchronize().map_err(text)?;
     let got = buffer.to_vec().map_err(text)?;
     // Halving and adding one are exact in binary, so the CPU's result is the GPU's bit for bit.

@@ -115,10 +115,14 @@ fn cudyn_first_launch(source: String, n: usize) -> Result<()> {
     let x = cudyn::DeviceBuffer::from_slice(&vec![1.0f32; n])?;
     let y = cudyn::DeviceBuffer::from_slice(&vec![1.0f32; n])?;
     let mut out = cudyn::DeviceBuffer::<f32>::zeroed(n)?;
-    saxpy.launch(
-        &cudyn::LaunchConfig::for_elements(n, 128),
-        (2.0f32, &x, &y, &mut out, n as u64),
-    )?;
+    // SAFETY: saxpy reads x[i], y[i] and writes out[i] for i < n, and all three buffers hold n
+    // floats; they outlive the kernel, which the synchronization below waits for.
+    unsafe {
+        saxpy.launch(
+            &cudyn::LaunchConfig::for_elements(n, 128),
+            (2.0f32, &x, &y, &mut out, n as u64),
+        )
+    }?;
     cudyn::synchronize()?;
     assert_saxpy_result(&out.to_vec()?);
     Ok(())

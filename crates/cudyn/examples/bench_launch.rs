@@ -100,7 +100,8 @@ fn run() -> Result<(), String> {
         };
         let mut checked = |count: usize| {
             for _ in 0..count {
-                empty.launch(&config, ()).expect("launch");
+                // SAFETY: the empty kernel takes no parameters and touches no memory.
+                unsafe { empty.launch(&config, ()) }.expect("launch");
             }
         };
         ratios.push(compare("empty", rounds, burst, &raw, &mut checked)?);
@@ -128,9 +129,10 @@ fn run() -> Result<(), String> {
         let out = &mut out;
         let mut checked = |launches: usize| {
             for _ in 0..launches {
-                saxpy
-                    .launch(&config, (a, &x, &y, &mut *out, n as u64))
-                    .expect("launch");
+                // SAFETY: saxpy reads x[i], y[i] and writes out[i] for i < n, and the three
+                // buffers hold n floats; they outlive every launch (the rounds synchronize, and
+                // `out` is read after the last).
+                unsafe { saxpy.launch(&config, (a, &x, &y, &mut *out, n as u64)) }.expect("launch");
             }
         };
         ratios.push(compare("saxpy", rounds, burst, &raw, &mut checked)?);

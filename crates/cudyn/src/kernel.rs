@@ -11,6 +11,7 @@ use crate::device::{initialized_driver, Device};
 use crate::error::Result;
 use crate::image::Image;
 use crate::library::Library;
+use crate::param::ParamLayout;
 use crate::sys::driver::{self, CUfunction, CUkernel};
 use crate::sys::{call, runtime, static_c_str, Api};
 
@@ -27,23 +28,51 @@ struct Inner {
     raw: CUkernel,
     /// Keeps the library loaded; `None` for a handle from elsewhere (`Kernel::from_raw`).
     library: Option<Library>,
-    name: OnceLock<Result<String>>,
-    params: OnceLock<Result<Box<[Param]>>>,
+    name: SuccessCache<String>,
+    params: SuccessCache<Box<[ParamLayout]>>,
 }
 
 // SAFETY: a kernel handle is context-independent and not tied to a host thread; the driver's
 // kernel calls and launches are thread-safe.
 unsafe impl Send for Inner {}
-// SAFETY: shared access only reads the handle and the caches, which are OnceLocks.
+// SAFETY: shared access only reads the handle and the caches, which are thread-safe.
 unsafe impl Sync for Inner {}
 
-/// Where one kernel parameter lies in the device-side parameter buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Param {
-    /// Byte offset from the start of the parameter buffer.
-    pub offset: usize,
-    /// Size in bytes.
-    pub size: usize,
+/// library.rs still names a parameter's layout `Param`; this keeps it compiling until it says
+/// `ParamLayout` too.
+pub(crate) use crate::param::ParamLayout as Param;
+
+/// A value fetched on first use and kept once it was fetched successfully. A failure is
+/// returned and not kept, so that the next use tries again: a transient error (no context yet,
+/// a driver call interrupted) must not stick to a kernel handle for its whole life.
+#[derive(Debug)]
+struct SuccessCache<T> {
+    value: OnceLock<T>,
+}
+
+impl<T> SuccessCache<T> {
+    fn new() -> Self {
+        SuccessCache {
+            value: OnceLock::new(),
+        }
+    }
+
+    /// A cache that holds `value` already, known without fetching.
+    fn with(value: T) -> Self {
+        SuccessCache {
+            value: OnceLock::from(value),
+        }
+    }
+
+    /// The kept value, or the one `fetch` returns, kept if it is `Ok`. Threads racing on the
+    /// first fetch may each fetch; the first success is kept and returned to all.
+    fn get_or_fetch(&self, fetch: impl FnOnce() -> Result<T>) -> Result<&T> {
+        if let Some(value) = self.value.get() {
+            return Ok(value);
+        }
+        let fetched = fetch()?;
+        Ok(self.value.get_or_init(|| fetched))
+    }
 }
 
 /// A kernel attribute, read per device with [`Kernel::attribute`]; the ones the driver lets
@@ -112,23 +141,25 @@ const MAX_PARAMS: usize = 32_768;
 
 impl Kernel {
     pub(crate) fn new(raw: CUkernel, library: Option<Library>) -> Kernel {
-        Kernel {
-            inner: Arc::new(Inner {
-                raw,
-                library,
-                name: OnceLock::new(),
-                params: OnceLock::new(),
-            }),
-        }
+        Kernel::with_name(raw, library, SuccessCache::new())
     }
 
     /// A kernel of `library` looked up by its exact symbol `name`.
     pub(crate) fn named(raw: CUkernel, library: Library, name: &str) -> Kernel {
-        let kernel = Kernel::new(raw, Some(library));
         // Known from the lookup: this saves a cuKernelGetName call, which drivers before 12.3
         // lack, and lets offline parameter layouts find the kernel there.
-        let _ = kernel.inner.name.set(Ok(name.to_owned()));
-        kernel
+        Kernel::with_name(raw, Some(library), SuccessCache::with(name.to_owned()))
+    }
+
+    fn with_name(raw: CUkernel, library: Option<Library>, name: SuccessCache<String>) -> Kernel {
+        Kernel {
+            inner: Arc::new(Inner {
+                raw,
+                library,
+                name,
+                params: SuccessCache::new(),
+            }),
+        }
     }
 
     /// Wraps a kernel handle obtained elsewhere: from the runtime (`cudaLibraryGetKernel`,
@@ -171,19 +202,16 @@ impl Kernel {
 
     /// The kernel's name (`cuKernelGetName`), mangled if it lacks C linkage.
     pub fn name(&self) -> Result<&str> {
-        self.inner
-            .name
-            .get_or_init(|| {
-                let driver = initialized_driver()?;
-                let mut name = std::ptr::null();
-                // SAFETY: writes one pointer to a string the driver owns while the kernel's
-                // library is loaded, which `self` guarantees; it is copied at once.
-                unsafe { call!(driver, cuKernelGetName(&mut name, self.inner.raw)) }?;
-                // SAFETY: null or a NUL-terminated string, valid now (see above).
-                Ok(unsafe { static_c_str(name) }.unwrap_or_default())
-            })
-            .as_deref()
-            .map_err(Clone::clone)
+        let name = self.inner.name.get_or_fetch(|| {
+            let driver = initialized_driver()?;
+            let mut name = std::ptr::null();
+            // SAFETY: writes one pointer to a string the driver owns while the kernel's
+            // library is loaded, which `self` guarantees; it is copied at once.
+            unsafe { call!(driver, cuKernelGetName(&mut name, self.inner.raw)) }?;
+            // SAFETY: null or a NUL-terminated string, valid now (see above).
+            Ok(unsafe { static_c_str(name) }.unwrap_or_default())
+        })?;
+        Ok(name)
     }
 
     /// The kernel's name for messages, even when it cannot be read.
@@ -194,16 +222,14 @@ impl Kernel {
 
     /// The parameter layout (`cuKernelGetParamInfo`): offset and size of every parameter, in
     /// order. Read from the driver once per kernel handle; with a driver older than 12.4, which
-    /// lacks that query, read offline from the device code the library was loaded from.
-    pub fn params(&self) -> Result<&[Param]> {
-        self.inner
-            .params
-            .get_or_init(|| self.query_params())
-            .as_deref()
-            .map_err(Clone::clone)
+    /// lacks that query, read offline from the device code the library was loaded from. A
+    /// failure is not kept: the next call asks again.
+    pub fn params(&self) -> Result<&[ParamLayout]> {
+        let params = self.inner.params.get_or_fetch(|| self.query_params())?;
+        Ok(params)
     }
 
-    fn query_params(&self) -> Result<Box<[Param]>> {
+    fn query_params(&self) -> Result<Box<[ParamLayout]>> {
         let driver = context::current()?.driver;
         if driver.api.cuKernelGetParamInfo.is_none() {
             let missing = || Api::missing(driver, "cuKernelGetParamInfo");
@@ -225,7 +251,7 @@ impl Kernel {
                 )
             };
             match status {
-                Ok(()) => params.push(Param { offset, size }),
+                Ok(()) => params.push(ParamLayout { offset, size }),
                 Err(error)
                     if error.cuda_code() == Some(driver::CUDA_ERROR_INVALID_VALUE as i32) =>
                 {
@@ -288,12 +314,12 @@ impl Kernel {
 
 /// The parameter layout of `kernel` read offline from device code (a cubin's `.nv.info`, or PTX):
 /// what [`Kernel::params`] uses when the driver cannot be asked.
-pub(crate) fn params_from_image(image: &[u8], kernel: &str) -> Result<Box<[Param]>> {
+pub(crate) fn params_from_image(image: &[u8], kernel: &str) -> Result<Box<[ParamLayout]>> {
     let mut layout = Image::new(image)?.param_layout(kernel)?;
     layout.sort_by_key(|param| param.index);
     Ok(layout
         .into_iter()
-        .map(|param| Param {
+        .map(|param| ParamLayout {
             offset: param.offset as usize,
             size: param.size as usize,
         })
@@ -304,6 +330,7 @@ pub(crate) fn params_from_image(image: &[u8], kernel: &str) -> Result<Box<[Param
 mod tests {
     use super::*;
     use crate::compile::{Arch, Output, Program};
+    use crate::error::Error;
 
     const SAXPY: &str = r#"
         extern "C" __global__ void saxpy(float a, const float *x, const float *y, float *out,
@@ -311,6 +338,33 @@ mod tests {
             size_t i = blockIdx.x * blockDim.x + threadIdx.x;
             if (i < n) out[i] = a * x[i] + y[i];
         }"#;
+
+    #[test]
+    fn a_failed_fetch_is_not_kept_and_the_next_use_tries_again() {
+        let cache = SuccessCache::new();
+        let fetches = std::cell::Cell::new(0);
+        let fetch = |outcome: Result<u32>| {
+            fetches.set(fetches.get() + 1);
+            outcome
+        };
+        let failure =
+            cache.get_or_fetch(|| fetch(Err(Error::InvalidArgument("no context".into()))));
+        assert!(matches!(failure, Err(Error::InvalidArgument(message)) if message == "no context"));
+        assert_eq!(cache.get_or_fetch(|| fetch(Ok(7))).ok(), Some(&7));
+        // Kept now: a later failure of the source is not even asked about.
+        assert_eq!(
+            cache
+                .get_or_fetch(|| fetch(Err(Error::InvalidArgument("gone".into()))))
+                .ok(),
+            Some(&7)
+        );
+        assert_eq!(fetches.get(), 2);
+        assert_eq!(
+            SuccessCache::with(3).get_or_fetch(|| fetch(Ok(4))).ok(),
+            Some(&3)
+        );
+        assert_eq!(fetches.get(), 2);
+    }
 
     #[test]
     fn offline_layouts_follow_the_c_abi_of_the_signature() {

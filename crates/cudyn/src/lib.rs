@@ -40,8 +40,10 @@ pub use device::{Device, DeviceLimits};
 pub use error::{CallError, Error, Result};
 pub use image::{Image, ImageKind};
 pub use inspect::{Inspection, ParamInfo};
-pub use kernel::{Kernel, KernelAttribute, Param};
-pub use launch::{ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig};
+pub use kernel::{Kernel, KernelAttribute};
+pub use launch::{
+    ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig,
+};
 pub use library::{Backend, Global, JitLog, JitOptions, Library, LibraryLoader, LibraryOptions};
 pub use memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 pub use param::ParamLayout;

@@ -472,7 +472,8 @@ fn read_log(buffer: &[u8], filled: *mut c_void) -> String {
 /// ```no_run
 /// let library = cudyn::Library::from_file("device.fatbin")?;
 /// let hello = library.kernel("helloWorld")?;
-/// hello.launch(&cudyn::LaunchConfig::new(1, 1), ())?;
+/// // SAFETY: helloWorld takes no parameters and touches no memory of the program.
+/// unsafe { hello.launch(&cudyn::LaunchConfig::new(1, 1), ()) }?;
 /// cudyn::synchronize()?;
 /// # Ok::<(), cudyn::Error>(())
 /// ```

@@ -210,12 +210,15 @@ fn program_load_finds_a_template_kernel_by_its_name_expression() {
     let dx = cudyn::DeviceBuffer::from_slice(&x).unwrap();
     let dy = cudyn::DeviceBuffer::from_slice(&y).unwrap();
     let mut out = cudyn::DeviceBuffer::from_slice(&vec![f32::NAN; n]).unwrap();
-    saxpy
-        .launch(
+    // SAFETY: saxpy reads x[i], y[i] and writes out[i] for i < n, and the three buffers hold n
+    // floats; the synchronization below waits for it.
+    unsafe {
+        saxpy.launch(
             &cudyn::LaunchConfig::for_elements(n, 256),
             (3.0f32, &dx, &dy, &mut out, n as u64),
         )
-        .unwrap();
+    }
+    .unwrap();
     cudyn::synchronize().unwrap();
     assert_eq!(out.to_vec().unwrap(), cpu_saxpy(3.0, &x, &y));
 }
@@ -232,12 +235,15 @@ fn lto_ir_pieces_load_in_one_call() {
     let n = 1usize << 20;
     let data: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 - 100.0).collect();
     let mut buffer = cudyn::DeviceBuffer::from_slice(&data).unwrap();
-    iterate
-        .launch(
+    // SAFETY: iterate updates data[i] in place for i < n, and the buffer holds n floats; the
+    // synchronization below waits for it.
+    unsafe {
+        iterate.launch(
             &cudyn::LaunchConfig::for_elements(n, 256),
             (&mut buffer, 7i32, n as u64),
         )
-        .unwrap();
+    }
+    .unwrap();
     cudyn::synchronize().unwrap();
     assert_eq!(buffer.to_vec().unwrap(), cpu_iterate(&data, 7));
 }

@@ -174,12 +174,15 @@ fn attributes_set_through_the_driver_are_read_through_the_runtime_and_back() {
     let n = 256usize;
     let x = DeviceBuffer::from_slice(&vec![1.0f32; n]).unwrap();
     let mut out = DeviceBuffer::<f32>::zeroed(n).unwrap();
-    saxpy
-        .launch(
+    // SAFETY: saxpy reads x[i] and writes out[i] for i < n with 256 threads, both buffers hold n
+    // floats, and it uses no dynamic shared memory; the copy below waits for it.
+    unsafe {
+        saxpy.launch(
             &LaunchConfig::new(1, 256).shared_mem(96 * 1024),
             (2.0f32, &x, &x, &mut out, n as u64),
         )
-        .unwrap();
+    }
+    .unwrap();
     assert_eq!(out.to_vec().unwrap(), vec![3.0; n]);
 }
 
@@ -232,19 +235,23 @@ fn library_handles_round_trip_between_runtime_and_driver() {
         assert_eq!(fill.as_raw(), kernel.as_raw());
         drop(wrapped);
         let mut out = DeviceBuffer::<i32>::zeroed(8).unwrap();
-        fill.launch(&LaunchConfig::new(1, 8), (&mut out, 4i32, 8u64))
-            .unwrap();
-        kernel
-            .launch(&LaunchConfig::new(1, 4), (&mut out, 6i32, 4u64))
-            .unwrap();
+        // SAFETY: fill writes out[i] for i < n, and out holds 8 ints; the launches run in order
+        // on the default stream, and the copy below waits for both.
+        unsafe {
+            fill.launch(&LaunchConfig::new(1, 8), (&mut out, 4i32, 8u64))
+                .unwrap();
+            kernel
+                .launch(&LaunchConfig::new(1, 4), (&mut out, 6i32, 4u64))
+                .unwrap();
+        }
         assert_eq!(out.to_vec().unwrap(), [6, 6, 6, 6, 4, 4, 4, 4]);
 
         // A raw kernel handle wrapped by cudyn launches with checks like any other.
         // SAFETY: `loaded` keeps the kernel's library loaded.
         let foreign = unsafe { Kernel::from_raw(other) };
         assert_eq!(foreign.name().unwrap(), "fill");
-        assert!(foreign
-            .launch(&LaunchConfig::new(1, 1), (&mut out, 1i32))
-            .is_err());
+        // SAFETY: refused by the count check (fill takes three parameters), so nothing runs.
+        let refused = unsafe { foreign.launch(&LaunchConfig::new(1, 1), (&mut out, 1i32)) };
+        assert!(refused.is_err());
     }
 }

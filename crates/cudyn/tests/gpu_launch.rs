@@ -30,12 +30,15 @@ fn saxpy_on_two_to_the_26_random_elements_equals_the_cpu() {
     let mut out = DeviceBuffer::<f32>::alloc(n).unwrap();
     // NaN everywhere: an element the kernel misses cannot equal the reference.
     out.fill_bytes(0xff).unwrap();
-    saxpy
-        .launch(
+    // SAFETY: saxpy reads x[i], y[i] and writes out[i] for i < n, and the three buffers hold n
+    // floats; the copy below waits for it.
+    unsafe {
+        saxpy.launch(
             &LaunchConfig::for_elements(n, 256),
             (a, &dx, &dy, &mut out, n as u64),
         )
-        .unwrap();
+    }
+    .unwrap();
     let got = out.to_vec().unwrap();
     let wrong = got
         .iter()
@@ -56,7 +59,10 @@ fn wrong_arguments_and_a_too_large_block_are_refused_before_the_driver() {
     out.fill_bytes(0xff).unwrap();
     let config = LaunchConfig::for_elements(n, 256);
 
-    let count = saxpy.launch(&config, (2.0f32, &x, &y, &mut out));
+    // SAFETY: each launch in this test is refused by cudyn's checks before the driver, so
+    // nothing runs (asserted at the end); were one to run, saxpy would stay within the n floats
+    // of each buffer, all alive until the final synchronization.
+    let count = unsafe { saxpy.launch(&config, (2.0f32, &x, &y, &mut out)) };
     match count {
         Err(Error::LaunchArguments {
             kernel,
@@ -69,7 +75,8 @@ fn wrong_arguments_and_a_too_large_block_are_refused_before_the_driver() {
         other => panic!("expected a count mismatch, got {other:?}"),
     }
 
-    let size = saxpy.launch(&config, (2.0f64, &x, &y, &mut out, n as u64));
+    // SAFETY: refused, as above.
+    let size = unsafe { saxpy.launch(&config, (2.0f64, &x, &y, &mut out, n as u64)) };
     assert!(
         matches!(
             size,
@@ -84,7 +91,8 @@ fn wrong_arguments_and_a_too_large_block_are_refused_before_the_driver() {
         ),
         "{size:?}"
     );
-    let size = saxpy.launch(&config, (2.0f32, &x, &y, &mut out, n as u32));
+    // SAFETY: refused, as above.
+    let size = unsafe { saxpy.launch(&config, (2.0f32, &x, &y, &mut out, n as u32)) };
     assert!(
         matches!(
             size,
@@ -100,10 +108,13 @@ fn wrong_arguments_and_a_too_large_block_are_refused_before_the_driver() {
         "{size:?}"
     );
 
-    let block = saxpy.launch(
-        &LaunchConfig::new(1, 2048),
-        (2.0f32, &x, &y, &mut out, n as u64),
-    );
+    // SAFETY: refused, as above.
+    let block = unsafe {
+        saxpy.launch(
+            &LaunchConfig::new(1, 2048),
+            (2.0f32, &x, &y, &mut out, n as u64),
+        )
+    };
     assert!(
         matches!(
             block,
@@ -142,7 +153,10 @@ fn one_kernel_launched_from_8_threads_1000_times_each_counts_right() {
                     let mut data = DeviceBuffer::<i32>::zeroed(n).unwrap();
                     let config = LaunchConfig::for_elements(n, 128).stream(&stream);
                     for _ in 0..1000 {
-                        increment.launch(&config, (&mut data, n as u64)).unwrap();
+                        // SAFETY: increment updates data[i] for i < n, and data holds n ints,
+                        // owned by this thread; launches on `stream` run in order, and the
+                        // stream is synchronized before data is read or dropped.
+                        unsafe { increment.launch(&config, (&mut data, n as u64)) }.unwrap();
                     }
                     stream.synchronize().unwrap();
                     data.to_vec().unwrap()
@@ -168,9 +182,9 @@ fn events_measure_the_time_of_work_on_a_stream() {
     start.record(Some(&stream)).unwrap();
     let config = LaunchConfig::for_elements(n, 256).stream(&stream);
     for _ in 0..10 {
-        saxpy
-            .launch(&config, (0.5f32, &x, &x, &mut out, n as u64))
-            .unwrap();
+        // SAFETY: saxpy reads x[i] and writes out[i] for i < n, and both buffers hold n floats;
+        // the launches run in order on `stream`, and the event waited on below follows them.
+        unsafe { saxpy.launch(&config, (0.5f32, &x, &x, &mut out, n as u64)) }.unwrap();
     }
     end.record(Some(&stream)).unwrap();
     end.synchronize().unwrap();
@@ -194,8 +208,9 @@ fn views_launch_on_part_of_a_buffer() {
     let fill = kernel("fill");
     let mut data = DeviceBuffer::<i32>::zeroed(100).unwrap();
     let view = data.slice_mut(10..20).unwrap();
-    fill.launch(&LaunchConfig::new(1, 32), (view, 9i32, 10u64))
-        .unwrap();
+    // SAFETY: fill writes view[i] for i < 10, and the view holds elements 10..20 of the buffer;
+    // the copy below waits for it.
+    unsafe { fill.launch(&LaunchConfig::new(1, 32), (view, 9i32, 10u64)) }.unwrap();
     let got = data.to_vec().unwrap();
     let expected: Vec<i32> = (0..100)
         .map(|i| if (10..20).contains(&i) { 9 } else { 0 })

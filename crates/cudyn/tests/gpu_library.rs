@@ -23,7 +23,8 @@ fn hello_world_fatbin_loads_launches_and_synchronizes() {
     let hello = library.kernel("helloWorld").unwrap();
     assert_eq!(hello.name().unwrap(), "_Z10helloWorldv");
     assert!(hello.params().unwrap().is_empty());
-    hello.launch(&LaunchConfig::new(1, 1), ()).unwrap();
+    // SAFETY: helloWorld takes no parameters and touches no memory of this program.
+    unsafe { hello.launch(&LaunchConfig::new(1, 1), ()) }.unwrap();
     cudyn::synchronize().unwrap();
 }
 
@@ -141,10 +142,13 @@ fn a_preserved_binary_loads_and_runs() {
     drop(cubin);
     let fill = library.kernel("fill").unwrap();
     let mut out = DeviceBuffer::<i32>::zeroed(100).unwrap();
-    fill.launch(
-        &LaunchConfig::for_elements(100, 64),
-        (&mut out, 7i32, 100u64),
-    )
+    // SAFETY: fill writes out[i] for i < 100, and out holds 100 ints; the copy below waits for it.
+    unsafe {
+        fill.launch(
+            &LaunchConfig::for_elements(100, 64),
+            (&mut out, 7i32, 100u64),
+        )
+    }
     .unwrap();
     assert_eq!(out.to_vec().unwrap(), vec![7; 100]);
     // Files cannot be preserved: refused before reaching CUDA.
@@ -188,12 +192,11 @@ fn globals_written_by_the_host_are_read_by_kernels_and_the_reverse() {
         let kernel = library.kernel("use_globals").unwrap();
         let mut out = DeviceBuffer::<f32>::alloc(32).unwrap();
         out.fill_bytes(0xff).unwrap();
-        kernel
-            .launch(&LaunchConfig::new(1, 32), (&mut out,))
-            .unwrap();
-        kernel
-            .launch(&LaunchConfig::new(1, 32), (&mut out,))
-            .unwrap();
+        for _ in 0..2 {
+            // SAFETY: use_globals writes out[threadIdx.x] for 32 threads, and out holds 32
+            // floats; it outlives both launches, which the synchronization below waits for.
+            unsafe { kernel.launch(&LaunchConfig::new(1, 32), (&mut out,)) }.unwrap();
+        }
         cudyn::synchronize().unwrap();
 
         let expected: Vec<f32> = (0..32).map(|i| 2.5 * i as f32).collect();
@@ -222,7 +225,7 @@ fn a_kernel_outlives_its_library_value() {
         .unwrap();
     // The Library value is gone; the kernel's clone of it keeps the code loaded.
     let mut out = DeviceBuffer::<i32>::zeroed(10).unwrap();
-    fill.launch(&LaunchConfig::new(1, 32), (&mut out, -3i32, 10u64))
-        .unwrap();
+    // SAFETY: fill writes out[i] for i < 10, and out holds 10 ints; the copy below waits for it.
+    unsafe { fill.launch(&LaunchConfig::new(1, 32), (&mut out, -3i32, 10u64)) }.unwrap();
     assert_eq!(out.to_vec().unwrap(), vec![-3; 10]);
 }

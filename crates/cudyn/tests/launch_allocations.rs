@@ -1,12 +1,13 @@
-//! The launch path allocates nothing: argument checking, configuration checking and argument
-//! packing run under a counting global allocator (this binary's own) and must not allocate.
+//! The launch path allocates nothing up to 32 arguments: building the arguments (a tuple or an
+//! `ArgList`), checking them and the configuration, and packing the argument pointers run under
+//! a counting global allocator (this binary's own) and must not allocate.
 
+use cudyn::launch::{check_arguments, check_config, INLINE_ARGS};
+use cudyn::{
+    ArgList, DeviceBuffer, DeviceLimits, DeviceRepr, KernelArgs, LaunchConfig, ParamLayout,
+};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::ffi::c_void;
-
-use cudyn::launch::{check_arguments, check_config, MAX_KERNEL_ARGS};
-use cudyn::{DeviceBuffer, DeviceLimits, DeviceRepr, KernelArgs, LaunchConfig, Param};
 
 /// Counts, per thread, the allocations made while that thread has counting switched on, so that
 /// neither the harness' threads nor tests running in parallel disturb a count.
@@ -69,28 +70,42 @@ struct Coefficients {
 unsafe impl DeviceRepr for Coefficients {}
 
 /// `void k(Coefficients c, const float* x, float* y, unsigned long long n, int flags)`.
-const LAYOUT: [Param; 5] = [
-    Param {
+const LAYOUT: [ParamLayout; 5] = [
+    ParamLayout {
         offset: 0,
         size: 16,
     },
-    Param {
+    ParamLayout {
         offset: 16,
         size: 8,
     },
-    Param {
+    ParamLayout {
         offset: 24,
         size: 8,
     },
-    Param {
+    ParamLayout {
         offset: 32,
         size: 8,
     },
-    Param {
+    ParamLayout {
         offset: 40,
         size: 4,
     },
 ];
+
+/// `void k(char c0, double d0, int i0, float* p0, char c1, ...)`: 8 groups of those 4
+/// parameters, 32 in all, each group 32 bytes.
+fn layout_of_32() -> Vec<ParamLayout> {
+    (0..32)
+        .map(|index| {
+            let (offset, size) = [(0, 1), (8, 8), (16, 4), (24, 8)][index % 4];
+            ParamLayout {
+                offset: 32 * (index / 4) + offset,
+                size,
+            }
+        })
+        .collect()
+}
 
 const LIMITS: DeviceLimits = DeviceLimits {
     max_threads_per_block: 1024,
@@ -109,8 +124,29 @@ fn the_counter_sees_allocations() {
     assert_eq!(counted, 1);
 }
 
+/// Checks `args` and `config` as a launch does, packs the argument pointers, and returns how
+/// many were packed (all non-null), or `None` when the check refused the arguments.
+fn check_and_pack(
+    params: &[ParamLayout],
+    config: &LaunchConfig<'_>,
+    args: impl KernelArgs,
+) -> Option<usize> {
+    check_arguments(params, args.layouts()).ok()?;
+    check_config(config, &LIMITS).ok()?;
+    let count = args.layouts().len();
+    args.with_pointers(|pointers| {
+        // SAFETY: `with_pointers` hands over one pointer per argument.
+        let pointers = unsafe { std::slice::from_raw_parts(pointers, count) };
+        std::hint::black_box(pointers)
+            .iter()
+            .filter(|p| !p.is_null())
+            .count()
+    })
+    .into()
+}
+
 #[test]
-fn checking_and_packing_arguments_allocate_nothing() {
+fn checking_and_packing_a_tuple_of_5_allocates_nothing() {
     // Empty buffers need no device, so this runs anywhere; their argument code is the same.
     let x = DeviceBuffer::<f32>::alloc(0).unwrap();
     let mut y = DeviceBuffer::<f32>::alloc(0).unwrap();
@@ -120,32 +156,70 @@ fn checking_and_packing_arguments_allocate_nothing() {
         scale: 0.5,
     };
     let config = LaunchConfig::new((4096, 2), 256).shared_mem(1024);
-    let mut packed = 0usize;
+    let mut packed = 0;
     let counted = allocations_in(|| {
         for _ in 0..1000 {
             let args = (coefficients, &x, &mut y, 1u64 << 26, 3i32);
-            let layouts = std::hint::black_box(
-                <(
-                    Coefficients,
-                    &DeviceBuffer<f32>,
-                    &mut DeviceBuffer<f32>,
-                    u64,
-                    i32,
-                )>::LAYOUTS,
-            );
-            assert!(check_arguments(&LAYOUT, layouts).is_ok());
-            assert!(check_config(&config, &LIMITS).is_ok());
+            packed += check_and_pack(&LAYOUT, &config, &args).unwrap();
             // A rejected launch is rejected without allocating too (the error is built later).
-            assert!(check_arguments(&LAYOUT[..4], layouts).is_err());
-            let mut pointers: [*mut c_void; MAX_KERNEL_ARGS] =
-                [std::ptr::null_mut(); MAX_KERNEL_ARGS];
-            args.pack(&mut pointers);
-            packed += std::hint::black_box(&pointers)
-                .iter()
-                .filter(|p| !p.is_null())
-                .count();
+            assert_eq!(check_and_pack(&LAYOUT[..4], &config, &args), None);
         }
     });
     assert_eq!(packed, 5000, "every argument was packed");
     assert_eq!(counted, 0, "the launch path allocated {counted} times");
+}
+
+#[test]
+fn checking_and_packing_32_arguments_as_a_tuple_or_a_list_allocates_nothing() {
+    let p = DeviceBuffer::<f32>::alloc(0).unwrap();
+    let layout = layout_of_32();
+    let config = LaunchConfig::new(1, 32);
+    let (mut tuples, mut lists) = (0, 0);
+    let counted = allocations_in(|| {
+        for round in 0..1000 {
+            let (c, d, i) = (round as i8, f64::from(round), round);
+            #[rustfmt::skip]
+            let tuple = (
+                c, d, i, &p, c, d, i, &p, c, d, i, &p, c, d, i, &p,
+                c, d, i, &p, c, d, i, &p, c, d, i, &p, c, d, i, &p,
+            );
+            tuples += check_and_pack(&layout, &config, tuple).unwrap();
+            // The macro borrows its arguments for the statement, as in a launch call.
+            #[rustfmt::skip]
+            let packed = check_and_pack(&layout, &config, cudyn::args![
+                c, d, i, &p, c, d, i, &p, c, d, i, &p, c, d, i, &p,
+                c, d, i, &p, c, d, i, &p, c, d, i, &p, c, d, i, &p,
+            ]);
+            lists += packed.unwrap();
+            // The same, pushed one by one.
+            let (c, d, i, p) = (c, d, i, &p);
+            let mut list = ArgList::new();
+            for _ in 0..8 {
+                list.push(&c).push(&d).push(&i).push(&p);
+            }
+            lists += check_and_pack(&layout, &config, &list).unwrap();
+            // One argument too many is refused, still without allocating.
+            assert_eq!(check_and_pack(&layout[..31], &config, &list), None);
+        }
+    });
+    assert_eq!(
+        (tuples, lists),
+        (32_000, 64_000),
+        "every argument was packed"
+    );
+    assert_eq!(counted, 0, "the launch path allocated {counted} times");
+}
+
+#[test]
+fn a_list_beyond_its_inline_storage_moves_to_the_heap_once() {
+    // The boundary is real: one argument past the inline storage allocates, once per list.
+    let values = [0u64; INLINE_ARGS + 1];
+    let counted = allocations_in(|| {
+        let mut list = ArgList::new();
+        for value in &values {
+            list.push(value);
+        }
+        assert_eq!(list.len(), INLINE_ARGS + 1);
+    });
+    assert_eq!(counted, 2, "the layouts and the pointers each move once");
 }

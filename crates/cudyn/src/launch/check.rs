@@ -1,0 +1,243 @@
+//! The argument check: launch arguments against a kernel's parameters, both as
+//! [`ParamLayout`]s, naming the first difference ([`ArgumentMismatch`]).
+
+use std::fmt;
+
+use crate::param::ParamLayout;
+
+/// How launch arguments differ from the kernel's parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArgumentMismatch {
+    /// The kernel takes `expected` parameters; `given` arguments were passed.
+    Count {
+        /// Parameters the kernel takes.
+        expected: usize,
+        /// Arguments passed.
+        given: usize,
+    },
+    /// Parameter `index` is `expected` bytes; the argument is `given` bytes.
+    Size {
+        /// The parameter's index, from 0.
+        index: usize,
+        /// The parameter's size.
+        expected: usize,
+        /// The argument's size.
+        given: usize,
+    },
+    /// Parameter `index` lies at byte `expected` of the parameter buffer, but the arguments'
+    /// sizes and alignments put it at `given`: an argument's alignment differs from its
+    /// parameter's (a `float4` needs a 16-byte-aligned type, for example).
+    Offset {
+        /// The parameter's index, from 0.
+        index: usize,
+        /// The parameter's offset.
+        expected: usize,
+        /// The offset the arguments give it.
+        given: usize,
+    },
+}
+
+impl fmt::Display for ArgumentMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Count { expected, given } => write!(
+                f,
+                "the kernel takes {expected} parameters but {given} arguments were given"
+            ),
+            Self::Size {
+                index,
+                expected,
+                given,
+            } => write!(
+                f,
+                "parameter {index} is {expected} bytes but the argument given for it is {given} \
+                 bytes: pass a value of the parameter's type"
+            ),
+            Self::Offset {
+                index,
+                expected,
+                given,
+            } => write!(
+                f,
+                "parameter {index} lies at byte offset {expected} but the arguments put it at \
+                 {given}: an argument's alignment differs from its parameter's (use a \
+                 #[repr(C, align(N))] type matching the device type)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ArgumentMismatch {}
+
+/// Checks launch arguments against a kernel's parameters: the count, then the size and offset of
+/// each parameter in order. The arguments' layouts are their C layout (see
+/// [`ParamLayout::c_layout`]), so an argument whose alignment differs from its parameter's shows
+/// as an offset mismatch.
+///
+/// Pure and allocation-free, so it runs on every launch: when everything matches it is one
+/// pass comparing two slices.
+pub fn check_arguments(
+    params: &[ParamLayout],
+    args: &[ParamLayout],
+) -> Result<(), ArgumentMismatch> {
+    // Every element compared, without an early exit: a launch that passes pays one predictable
+    // branch for the whole list rather than one per parameter.
+    let same = params.len() == args.len()
+        && params
+            .iter()
+            .zip(args)
+            .fold(true, |same, (param, arg)| same & (param == arg));
+    if same {
+        return Ok(());
+    }
+    first_difference(params, args).map_or(Ok(()), Err)
+}
+
+/// The first difference between two layouts, in the order [`check_arguments`] names them.
+#[cold]
+fn first_difference(params: &[ParamLayout], args: &[ParamLayout]) -> Option<ArgumentMismatch> {
+    if params.len() != args.len() {
+        return Some(ArgumentMismatch::Count {
+            expected: params.len(),
+            given: args.len(),
+        });
+    }
+    params
+        .iter()
+        .zip(args)
+        .enumerate()
+        .find_map(|(index, (param, arg))| {
+            if param.size != arg.size {
+                Some(ArgumentMismatch::Size {
+                    index,
+                    expected: param.size,
+                    given: arg.size,
+                })
+            } else {
+                (param.offset != arg.offset).then_some(ArgumentMismatch::Offset {
+                    index,
+                    expected: param.offset,
+                    given: arg.offset,
+                })
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::KernelArgs;
+    use crate::memory::{DeviceBuffer, DeviceRepr};
+
+    /// The layout of `extern "C" __global__ void k(float a, const float* x, float* y, int n)`.
+    const SAXPY: [ParamLayout; 4] = [
+        ParamLayout { offset: 0, size: 4 },
+        ParamLayout { offset: 8, size: 8 },
+        ParamLayout {
+            offset: 16,
+            size: 8,
+        },
+        ParamLayout {
+            offset: 24,
+            size: 4,
+        },
+    ];
+
+    /// `check_arguments` of `args`' layouts against `params`.
+    fn check(params: &[ParamLayout], args: impl KernelArgs) -> Result<(), ArgumentMismatch> {
+        check_arguments(params, args.layouts())
+    }
+
+    #[test]
+    fn matching_arguments_pass() {
+        let x = DeviceBuffer::<f32>::alloc(0).unwrap();
+        let mut y = DeviceBuffer::<f32>::alloc(0).unwrap();
+        assert_eq!(check(&SAXPY, (1.0f32, &x, &mut y, 3i32)), Ok(()));
+        assert_eq!(check(&[], ()), Ok(()));
+    }
+
+    #[test]
+    fn a_wrong_count_names_both_counts() {
+        let x = DeviceBuffer::<f32>::alloc(0).unwrap();
+        let mismatch = check(&SAXPY, (1.0f32, &x, &x)).unwrap_err();
+        assert_eq!(
+            mismatch,
+            ArgumentMismatch::Count {
+                expected: 4,
+                given: 3
+            }
+        );
+        assert_eq!(
+            mismatch.to_string(),
+            "the kernel takes 4 parameters but 3 arguments were given"
+        );
+    }
+
+    #[test]
+    fn a_wrong_size_names_the_parameter_and_both_sizes() {
+        let x = DeviceBuffer::<f32>::alloc(0).unwrap();
+        // f64 where the kernel takes a float.
+        let mismatch = check(&SAXPY, (1.0f64, &x, &x, 3i32)).unwrap_err();
+        assert_eq!(
+            mismatch,
+            ArgumentMismatch::Size {
+                index: 0,
+                expected: 4,
+                given: 8
+            }
+        );
+        assert!(mismatch.to_string().contains("parameter 0 is 4 bytes"));
+        // usize where the kernel takes an int.
+        assert_eq!(
+            check(&SAXPY, (1.0f32, &x, &x, 3usize)),
+            Err(ArgumentMismatch::Size {
+                index: 3,
+                expected: 4,
+                given: 8
+            })
+        );
+    }
+
+    #[test]
+    fn a_misaligned_argument_of_the_right_size_is_caught_by_its_offset() {
+        // void k(int n, float4 v): float4 is 16-byte aligned, so it lies at offset 16.
+        let params = [
+            ParamLayout { offset: 0, size: 4 },
+            ParamLayout {
+                offset: 16,
+                size: 16,
+            },
+        ];
+        let mismatch = check(&params, (1i32, [1.0f32; 4])).unwrap_err();
+        assert_eq!(
+            mismatch,
+            ArgumentMismatch::Offset {
+                index: 1,
+                expected: 16,
+                given: 4
+            }
+        );
+        assert!(mismatch.to_string().contains("byte offset 16"));
+        #[repr(C, align(16))]
+        #[derive(Clone, Copy)]
+        struct Float4([f32; 4]);
+        // SAFETY: repr(C), four floats, any bit pattern valid.
+        unsafe impl DeviceRepr for Float4 {}
+        assert_eq!(check(&params, (1i32, Float4([1.0; 4]))), Ok(()));
+    }
+
+    #[test]
+    fn the_first_difference_is_named_when_several_differ() {
+        // Parameters 1, 2 and 3 all differ (a u32 where a pointer goes shifts the rest): the
+        // first is the one to fix.
+        assert_eq!(
+            check(&SAXPY, (1.0f32, 2u32, 3u64, 4u64)),
+            Err(ArgumentMismatch::Size {
+                index: 1,
+                expected: 8,
+                given: 4
+            })
+        );
+    }
+}

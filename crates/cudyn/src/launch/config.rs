@@ -1,0 +1,466 @@
+//! The launch configuration ([`LaunchConfig`], [`Dim3`]) and its check against the device's
+//! limits ([`check_config`]), which runs before every launch.
+
+use std::fmt;
+
+use crate::device::DeviceLimits;
+use crate::stream::Stream;
+
+/// Grid or block dimensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// Extent along x.
+    pub x: u32,
+    /// Extent along y.
+    pub y: u32,
+    /// Extent along z.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// The number of elements (threads or blocks) the dimensions span.
+    pub fn volume(&self) -> u64 {
+        u64::from(self.x) * u64::from(self.y) * u64::from(self.z)
+    }
+
+    fn axes(&self) -> [u32; 3] {
+        [self.x, self.y, self.z]
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Self {
+        Dim3 { x, y: 1, z: 1 }
+    }
+}
+
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Self {
+        Dim3 { x, y, z: 1 }
+    }
+}
+
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Dim3 { x, y, z }
+    }
+}
+
+/// How a kernel is launched: grid and block dimensions, dynamic shared memory, stream, cluster
+/// dimensions and whether the launch is cooperative.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchConfig<'s> {
+    /// Blocks in the grid.
+    pub grid: Dim3,
+    /// Threads in a block.
+    pub block: Dim3,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+    /// The stream; `None` is the legacy default stream.
+    pub stream: Option<&'s Stream>,
+    /// Thread-block cluster dimensions (compute capability 9.0+); must divide the grid.
+    pub cluster: Option<Dim3>,
+    /// Launch cooperatively: all blocks resident at once, so they may synchronize grid-wide.
+    pub cooperative: bool,
+}
+
+impl LaunchConfig<'static> {
+    /// `grid` blocks of `block` threads, on the default stream, no dynamic shared memory.
+    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
+        LaunchConfig {
+            grid: grid.into(),
+            block: block.into(),
+            shared_mem_bytes: 0,
+            stream: None,
+            cluster: None,
+            cooperative: false,
+        }
+    }
+
+    /// A 1-D launch with one thread per element: enough blocks of `block` threads to cover
+    /// `elements` (the kernel must ignore threads past the end).
+    pub fn for_elements(elements: usize, block: u32) -> Self {
+        let block = block.max(1);
+        let blocks = elements.div_ceil(block as usize).max(1);
+        Self::new(u32::try_from(blocks).unwrap_or(u32::MAX), block)
+    }
+}
+
+impl<'s> LaunchConfig<'s> {
+    /// Sets the dynamic shared memory per block.
+    pub fn shared_mem(mut self, bytes: u32) -> Self {
+        self.shared_mem_bytes = bytes;
+        self
+    }
+
+    /// Launches on `stream`.
+    pub fn stream<'t>(self, stream: &'t Stream) -> LaunchConfig<'t> {
+        LaunchConfig {
+            stream: Some(stream),
+            ..self
+        }
+    }
+
+    /// Sets the cluster dimensions.
+    pub fn cluster(mut self, cluster: impl Into<Dim3>) -> Self {
+        self.cluster = Some(cluster.into());
+        self
+    }
+
+    /// Makes the launch cooperative.
+    pub fn cooperative(mut self, cooperative: bool) -> Self {
+        self.cooperative = cooperative;
+        self
+    }
+}
+
+/// How a launch configuration exceeds what the device or the kernel allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigViolation {
+    /// A grid or block dimension is 0.
+    Empty {
+        /// "grid" or "block".
+        what: &'static str,
+    },
+    /// The block has more threads than the device allows.
+    BlockTooLarge {
+        /// Threads in the block.
+        threads: u64,
+        /// The device's limit.
+        max: u32,
+    },
+    /// The block has more threads than this kernel allows (its register use limits it).
+    BlockTooLargeForKernel {
+        /// Threads in the block.
+        threads: u64,
+        /// The kernel's limit on this device.
+        max: u32,
+    },
+    /// A block or grid dimension exceeds the device's limit along that axis.
+    Dimension {
+        /// "grid" or "block".
+        what: &'static str,
+        /// 'x', 'y' or 'z'.
+        axis: char,
+        /// The extent asked for.
+        given: u32,
+        /// The device's limit.
+        max: u32,
+    },
+    /// More dynamic shared memory than the device gives a block even with opt-in.
+    SharedMemory {
+        /// Bytes asked for.
+        given: u32,
+        /// The device's opt-in limit.
+        max: u32,
+    },
+    /// More dynamic shared memory than the kernel is set up for.
+    SharedMemoryNotOptedIn {
+        /// Bytes asked for.
+        given: u32,
+        /// The kernel's `MaxDynamicSharedSizeBytes` on this device.
+        allowed: u32,
+    },
+    /// The device does not run cooperative launches.
+    CooperativeUnsupported,
+    /// The device does not run thread-block clusters.
+    ClusterUnsupported,
+    /// The cluster dimensions do not divide the grid.
+    ClusterDoesNotDivideGrid {
+        /// 'x', 'y' or 'z'.
+        axis: char,
+        /// Grid extent along the axis.
+        grid: u32,
+        /// Cluster extent along the axis.
+        cluster: u32,
+    },
+}
+
+impl fmt::Display for ConfigViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Empty { what } => write!(f, "every {what} dimension must be at least 1"),
+            Self::BlockTooLarge { threads, max } => write!(
+                f,
+                "a block of {threads} threads is too large: the device allows {max} per block"
+            ),
+            Self::BlockTooLargeForKernel { threads, max } => write!(
+                f,
+                "a block of {threads} threads is too large for this kernel: its register use \
+                 allows {max} per block on this device"
+            ),
+            Self::Dimension {
+                what,
+                axis,
+                given,
+                max,
+            } => write!(
+                f,
+                "{what} dimension {axis} = {given} exceeds the device's limit of {max}"
+            ),
+            Self::SharedMemory { given, max } => write!(
+                f,
+                "{given} bytes of dynamic shared memory exceed the device's limit of {max} per block"
+            ),
+            Self::SharedMemoryNotOptedIn { given, allowed } => write!(
+                f,
+                "{given} bytes of dynamic shared memory exceed the {allowed} the kernel allows: \
+                 raise KernelAttribute::MaxDynamicSharedSizeBytes with Kernel::set_attribute"
+            ),
+            Self::CooperativeUnsupported => {
+                write!(f, "the device does not support cooperative launches")
+            }
+            Self::ClusterUnsupported => {
+                write!(f, "the device does not support thread-block clusters (needs sm_90+)")
+            }
+            Self::ClusterDoesNotDivideGrid {
+                axis,
+                grid,
+                cluster,
+            } => write!(
+                f,
+                "cluster dimension {axis} = {cluster} does not divide grid dimension {grid}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConfigViolation {}
+
+/// Checks a launch configuration against a device's limits. Pure and allocation-free.
+pub fn check_config(
+    config: &LaunchConfig<'_>,
+    limits: &DeviceLimits,
+) -> Result<(), ConfigViolation> {
+    if within_limits(config, limits) {
+        return Ok(());
+    }
+    first_violation(config, limits)
+}
+
+/// Whether a configuration without clusters is within every limit: the launch path's common
+/// case, decided without branching on each limit (`&` evaluates them all) and without building
+/// an error. Anything else goes to [`first_violation`], which finds and names the problem.
+fn within_limits(config: &LaunchConfig<'_>, limits: &DeviceLimits) -> bool {
+    let (grid, block) = (config.grid, config.block);
+    let dims = |dims: Dim3, max: [u32; 3]| {
+        (dims.x != 0)
+            & (dims.y != 0)
+            & (dims.z != 0)
+            & (dims.x <= max[0])
+            & (dims.y <= max[1])
+            & (dims.z <= max[2])
+    };
+    dims(grid, limits.max_grid)
+        & dims(block, limits.max_block)
+        & (block.volume() <= u64::from(limits.max_threads_per_block))
+        & (config.shared_mem_bytes <= limits.max_shared_per_block_optin)
+        & (!config.cooperative | limits.cooperative_launch)
+        & config.cluster.is_none()
+}
+
+/// The first limit `config` exceeds, in the order users think of them, or `Ok` when there is
+/// none.
+fn first_violation(
+    config: &LaunchConfig<'_>,
+    limits: &DeviceLimits,
+) -> Result<(), ConfigViolation> {
+    // The thread count first: a block of 2048 threads is "too many threads", the limit users
+    // know, before it is "x exceeds 1024".
+    let threads = config.block.volume();
+    if threads > u64::from(limits.max_threads_per_block) {
+        return Err(ConfigViolation::BlockTooLarge {
+            threads,
+            max: limits.max_threads_per_block,
+        });
+    }
+    for (what, dims, max) in [
+        ("grid", config.grid, limits.max_grid),
+        ("block", config.block, limits.max_block),
+    ] {
+        if dims.volume() == 0 {
+            return Err(ConfigViolation::Empty { what });
+        }
+        for ((axis, given), max) in ['x', 'y', 'z'].into_iter().zip(dims.axes()).zip(max) {
+            if given > max {
+                return Err(ConfigViolation::Dimension {
+                    what,
+                    axis,
+                    given,
+                    max,
+                });
+            }
+        }
+    }
+    if config.shared_mem_bytes > limits.max_shared_per_block_optin {
+        return Err(ConfigViolation::SharedMemory {
+            given: config.shared_mem_bytes,
+            max: limits.max_shared_per_block_optin,
+        });
+    }
+    if config.cooperative && !limits.cooperative_launch {
+        return Err(ConfigViolation::CooperativeUnsupported);
+    }
+    if let Some(cluster) = config.cluster {
+        if !limits.cluster_launch {
+            return Err(ConfigViolation::ClusterUnsupported);
+        }
+        if cluster.volume() == 0 {
+            return Err(ConfigViolation::Empty { what: "cluster" });
+        }
+        for ((axis, grid), cluster) in ['x', 'y', 'z']
+            .into_iter()
+            .zip(config.grid.axes())
+            .zip(cluster.axes())
+        {
+            if grid % cluster != 0 {
+                return Err(ConfigViolation::ClusterDoesNotDivideGrid {
+                    axis,
+                    grid,
+                    cluster,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fast_check_agrees_with_the_full_one() {
+        // Each axis 0, at its limit, just past it, or anywhere below.
+        fn dim(rng: &mut fastrand::Rng, max: u32) -> Dim3 {
+            let mut pick = || match rng.u8(0..4) {
+                0 => 0,
+                1 => max,
+                2 => max + 1,
+                _ => rng.u32(1..=max),
+            };
+            Dim3 {
+                x: pick(),
+                y: pick(),
+                z: pick(),
+            }
+        }
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..20_000 {
+            let config = LaunchConfig::new(dim(&mut rng, 70_000), dim(&mut rng, 1024))
+                .shared_mem(rng.u32(0..240 * 1024))
+                .cooperative(rng.bool());
+            let limits = DeviceLimits {
+                cooperative_launch: rng.bool(),
+                ..H200
+            };
+            assert_eq!(
+                within_limits(&config, &limits),
+                first_violation(&config, &limits).is_ok(),
+                "{config:?}"
+            );
+        }
+    }
+
+    const H200: DeviceLimits = DeviceLimits {
+        max_threads_per_block: 1024,
+        max_block: [1024, 1024, 64],
+        max_grid: [i32::MAX as u32, 65535, 65535],
+        max_shared_per_block: 48 * 1024,
+        max_shared_per_block_optin: 227 * 1024,
+        cooperative_launch: true,
+        cluster_launch: true,
+    };
+
+    #[test]
+    fn configurations_within_the_limits_pass() {
+        assert_eq!(check_config(&LaunchConfig::new(1, 1), &H200), Ok(()));
+        let big = LaunchConfig::new((1 << 20, 2, 2), (32, 32, 1))
+            .shared_mem(100 * 1024)
+            .cluster((2, 1, 1))
+            .cooperative(true);
+        assert_eq!(check_config(&big, &H200), Ok(()));
+    }
+
+    #[test]
+    fn configurations_beyond_the_limits_name_the_limit() {
+        let cases = [
+            (
+                LaunchConfig::new(1, 1025),
+                ConfigViolation::BlockTooLarge {
+                    threads: 1025,
+                    max: 1024,
+                },
+            ),
+            (
+                LaunchConfig::new(1, (1, 1, 65)),
+                ConfigViolation::Dimension {
+                    what: "block",
+                    axis: 'z',
+                    given: 65,
+                    max: 64,
+                },
+            ),
+            (
+                LaunchConfig::new(1, (64, 32, 1)),
+                ConfigViolation::BlockTooLarge {
+                    threads: 2048,
+                    max: 1024,
+                },
+            ),
+            (
+                LaunchConfig::new((1, 70_000), 1),
+                ConfigViolation::Dimension {
+                    what: "grid",
+                    axis: 'y',
+                    given: 70_000,
+                    max: 65535,
+                },
+            ),
+            (
+                LaunchConfig::new(0, 1),
+                ConfigViolation::Empty { what: "grid" },
+            ),
+            (
+                LaunchConfig::new(1, 1).shared_mem(228 * 1024),
+                ConfigViolation::SharedMemory {
+                    given: 228 * 1024,
+                    max: 227 * 1024,
+                },
+            ),
+            (
+                LaunchConfig::new(6, 1).cluster(4),
+                ConfigViolation::ClusterDoesNotDivideGrid {
+                    axis: 'x',
+                    grid: 6,
+                    cluster: 4,
+                },
+            ),
+        ];
+        for (config, violation) in cases {
+            assert_eq!(check_config(&config, &H200), Err(violation));
+        }
+        let old = DeviceLimits {
+            cooperative_launch: false,
+            cluster_launch: false,
+            ..H200
+        };
+        assert_eq!(
+            check_config(&LaunchConfig::new(1, 1).cooperative(true), &old),
+            Err(ConfigViolation::CooperativeUnsupported)
+        );
+        assert_eq!(
+            check_config(&LaunchConfig::new(2, 1).cluster(2), &old),
+            Err(ConfigViolation::ClusterUnsupported)
+        );
+    }
+
+    #[test]
+    fn for_elements_covers_every_element() {
+        let config = LaunchConfig::for_elements(1000, 256);
+        assert_eq!(config.grid, Dim3 { x: 4, y: 1, z: 1 });
+        assert_eq!(config.block, Dim3 { x: 256, y: 1, z: 1 });
+        assert_eq!(LaunchConfig::for_elements(0, 256).grid.x, 1);
+    }
+}

@@ -1,0 +1,284 @@
+//! Launching a [`Kernel`]: the configuration, typed arguments, the checks made before anything
+//! reaches the driver, and the contract a caller keeps to launch soundly.
+//!
+//! # What cudyn checks
+//!
+//! [`Kernel::launch`] takes the arguments as a tuple of up to 32 typed values (numbers and
+//! [`DeviceRepr`] structs by value, device buffers and views by reference) or, for any count,
+//! an [`ArgList`] (built with [`args!`](crate::args) or [`ArgList::push`]). Arguments describe
+//! themselves as [`ParamLayout`]s, the C layout of their values, and the launch compares them
+//! with the kernel's real parameters (from `cuKernelGetParamInfo`, or read offline from the
+//! device code): the count, and the size and offset of every parameter. The configuration is
+//! checked against the device's limits. A mismatch is an [`Error::LaunchArguments`] or
+//! [`Error::LaunchConfig`] naming what differs, and nothing reaches the driver, instead of a
+//! corrupted launch or the driver's bare "invalid argument".
+//!
+//! The launch path allocates nothing up to [`INLINE_ARGS`] arguments: the kernel's layout and
+//! the device limits are cached after the first launch, a tuple's layout is computed at compile
+//! time, and the argument pointers are packed on the stack. Launches go to the driver's
+//! `cuLaunchKernel` on the kernel handle (the runtime's `cudaLaunchKernel` ends there too), or
+//! `cuLaunchKernelEx` for clusters and cooperative launches.
+//!
+//! # The launch-safety contract
+//!
+//! A launch runs device code that cudyn cannot see. That code may write through any address it
+//! is given, whatever Rust type carried the address there (a `&DeviceBuffer`, or a `u64` where
+//! the kernel expects a pointer), and it keeps running after the launch call returns. The checks
+//! above prove that the bytes given have the shape of the kernel's parameters; they cannot prove
+//! what the kernel does with them. So launching is `unsafe`, as it is in cudarc: [`Kernel::launch`]
+//! and [`Kernel::launch_unchecked`] are where the caller takes responsibility for device code,
+//! and no safe function of cudyn lets device code touch memory that Rust considers borrowed or
+//! freed, provided every launch kept this contract. For each launch, the caller guarantees:
+//!
+//! 1. **Types, not just sizes.** Each argument has its parameter's type on the device: a pointer
+//!    parameter receives the address of live device memory of the pointee type (a buffer or a
+//!    view, not an integer that happens to be 8 bytes), a struct parameter a [`DeviceRepr`] type
+//!    with the device struct's layout.
+//! 2. **In bounds.** Every access the kernel makes, with these arguments and this configuration,
+//!    lies inside the buffer or view it was given: the counts and indices passed alongside the
+//!    buffers agree with their lengths, and dynamic shared memory use stays within
+//!    [`LaunchConfig::shared_mem_bytes`].
+//! 3. **Writes only where lent mutably.** The kernel writes only through arguments passed as
+//!    `&mut DeviceBuffer` or [`DeviceSliceMut`] (or through raw addresses of memory the caller
+//!    owns exclusively); buffers passed as `&DeviceBuffer` or [`DeviceSlice`] are only read. This
+//!    keeps Rust's borrow rules true of device memory: no code can see a value it holds shared
+//!    change under it.
+//! 4. **Alive and unshared until it completes.** A launch is asynchronous: Rust's borrows of the
+//!    arguments end when the call returns, the kernel's use of them ends when it completes on
+//!    its stream. Until then, no memory the kernel uses is freed or reused (a [`DeviceBuffer`]
+//!    dropped, a library unloaded), and nothing else (host code, a copy, a kernel on another
+//!    stream) writes memory the kernel reads, or touches memory it writes, unless that work is
+//!    ordered after the kernel: on the same stream, after an event the kernel's stream recorded,
+//!    or after a synchronization ([`crate::synchronize`], [`Stream::synchronize`]).
+//! 5. **No host memory behind Rust's back.** The kernel reaches host memory (mapped, managed or
+//!    registered) only under the same rules: never memory that Rust code borrows or has freed.
+//!
+//! [`Kernel::launch_unchecked`] adds the checks' part to the contract: the pointers match the
+//! parameters in count and size.
+//!
+//! Why here and not at one safe entry point: the conditions depend on the argument values of
+//! each launch (is `n` within the buffer?) and on what the caller does until the kernel
+//! completes, which no earlier point, such as loading a library or finding a kernel, can
+//! vouch for. The way to offer a safe API over a kernel is a safe function per kernel that
+//! establishes the contract itself (checks the lengths, borrows the buffers, synchronizes or
+//! ties the work to a stream it owns) and calls `launch` inside one `unsafe` block.
+
+mod args;
+mod check;
+mod config;
+
+use std::ffi::c_void;
+
+pub use args::{ArgList, KernelArg, KernelArgs, INLINE_ARGS};
+pub use check::{check_arguments, ArgumentMismatch};
+pub use config::{check_config, ConfigViolation, Dim3, LaunchConfig};
+
+use crate::context::{self, Current};
+use crate::error::{Error, Result};
+use crate::kernel::{Kernel, KernelAttribute};
+#[cfg(doc)]
+use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
+#[cfg(doc)]
+use crate::param::ParamLayout;
+use crate::stream::Stream;
+use crate::sys::call;
+use crate::sys::driver;
+
+impl Kernel {
+    /// Launches the kernel with `args` after checking them against its parameter layout and
+    /// `config` against the current device's limits; nothing reaches the driver if a check
+    /// fails.
+    ///
+    /// `args` is a tuple of up to 32 [`KernelArg`]s, `()` for none, or an [`ArgList`] of any
+    /// length (see [`args!`](crate::args)).
+    ///
+    /// ```no_run
+    /// use cudyn::{DeviceBuffer, LaunchConfig, Library};
+    /// let saxpy = Library::from_file("saxpy.cubin")?.kernel("saxpy")?;
+    /// let n = 1 << 20;
+    /// let x = DeviceBuffer::from_slice(&vec![1.0f32; n])?;
+    /// let mut y = DeviceBuffer::<f32>::zeroed(n)?;
+    /// // extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned long long n)
+    /// // SAFETY: saxpy reads x[i] and writes y[i] for i < n, and both buffers hold n floats;
+    /// // y is read back below by a copy on the legacy default stream, ordered after the kernel,
+    /// // and both buffers outlive it.
+    /// let config = LaunchConfig::for_elements(n, 256);
+    /// unsafe { saxpy.launch(&config, (2.0f32, &x, &mut y, n as u64)) }?;
+    /// let y = y.to_vec()?;
+    /// # Ok::<(), cudyn::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    /// The launch-safety contract of [`crate::launch`]: with these arguments and this
+    /// configuration, the kernel receives each argument as its parameter's type, accesses
+    /// memory only inside the buffers and views it is given, writes only through those lent
+    /// mutably (`&mut DeviceBuffer`, [`DeviceSliceMut`]), and until it completes no memory it
+    /// uses is freed and no other work races with it on that memory.
+    pub unsafe fn launch<A: KernelArgs>(&self, config: &LaunchConfig<'_>, args: A) -> Result<()> {
+        let params = self.params()?;
+        if let Err(mismatch) = check_arguments(params, args.layouts()) {
+            return Err(Error::LaunchArguments {
+                kernel: self.display_name(),
+                mismatch,
+            });
+        }
+        let current = context::current()?;
+        self.check_config(config, &current)?;
+        args.with_pointers(|pointers| {
+            // SAFETY: the pointers match the kernel's parameters in number and size (checked
+            // above) and point into `args`, alive for this call; the caller keeps the rest of
+            // the contract.
+            unsafe { self.launch_on(current, config, pointers) }
+        })
+    }
+
+    /// Launches the kernel with no check at all: the escape hatch for arguments cudyn cannot
+    /// describe, such as a parameter buffer built by other code.
+    ///
+    /// # Safety
+    /// `params` points to one pointer per kernel parameter, each to a value of exactly the
+    /// parameter's size, valid for the call; `config` is within the device's limits; and the
+    /// launch-safety contract of [`crate::launch`] holds, as for [`Kernel::launch`].
+    pub unsafe fn launch_unchecked(
+        &self,
+        config: &LaunchConfig<'_>,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        let current = context::current()?;
+        // SAFETY: the caller's contract.
+        unsafe { self.launch_on(current, config, params) }
+    }
+
+    fn check_config(&self, config: &LaunchConfig<'_>, current: &Current) -> Result<()> {
+        let violation = match check_config(config, current.limits) {
+            Err(violation) => Some(violation),
+            // Above the default limit the kernel must have been opted in; asking the driver
+            // costs a call, so only launches that need it pay.
+            Ok(()) if config.shared_mem_bytes > current.limits.max_shared_per_block => {
+                let allowed =
+                    self.attribute(KernelAttribute::MaxDynamicSharedSizeBytes, current.device)?;
+                let allowed = allowed.max(0) as u32;
+                (config.shared_mem_bytes > allowed).then_some(
+                    ConfigViolation::SharedMemoryNotOptedIn {
+                        given: config.shared_mem_bytes,
+                        allowed,
+                    },
+                )
+            }
+            Ok(()) => None,
+        };
+        match violation {
+            Some(violation) => Err(Error::LaunchConfig {
+                kernel: self.display_name(),
+                violation,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// # Safety
+    /// As [`Kernel::launch_unchecked`]; a context is current (`current`).
+    unsafe fn launch_on(
+        &self,
+        current: Current,
+        config: &LaunchConfig<'_>,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        let driver = current.driver;
+        let stream = config.stream.map_or(std::ptr::null_mut(), Stream::as_raw);
+        let (grid, block) = (config.grid, config.block);
+        let status = if config.cluster.is_none() && !config.cooperative {
+            // SAFETY: a CUkernel may be passed as the CUfunction of cuLaunchKernel; the caller
+            // vouches for `params`; `extra` is null.
+            unsafe {
+                call!(
+                    driver,
+                    cuLaunchKernel(
+                        self.as_function(),
+                        grid.x,
+                        grid.y,
+                        grid.z,
+                        block.x,
+                        block.y,
+                        block.z,
+                        config.shared_mem_bytes,
+                        stream,
+                        params,
+                        std::ptr::null_mut()
+                    )
+                )
+            }
+        } else {
+            let mut attributes = [driver::CUlaunchAttribute::default(); 2];
+            let mut count = 0;
+            if let Some(cluster) = config.cluster {
+                attributes[count].id = driver::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+                attributes[count].value.clusterDim =
+                    driver::CUlaunchAttributeValue_union__bindgen_ty_1 {
+                        x: cluster.x,
+                        y: cluster.y,
+                        z: cluster.z,
+                    };
+                count += 1;
+            }
+            if config.cooperative {
+                attributes[count].id = driver::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+                attributes[count].value.cooperative = 1;
+                count += 1;
+            }
+            let launch = driver::CUlaunchConfig {
+                gridDimX: grid.x,
+                gridDimY: grid.y,
+                gridDimZ: grid.z,
+                blockDimX: block.x,
+                blockDimY: block.y,
+                blockDimZ: block.z,
+                sharedMemBytes: config.shared_mem_bytes,
+                hStream: stream,
+                attrs: attributes.as_mut_ptr(),
+                numAttrs: count as u32,
+            };
+            // SAFETY: `launch` and its `count` attributes live until the call returns; the
+            // kernel handle is accepted as a CUfunction; the caller vouches for `params`.
+            unsafe {
+                call!(
+                    driver,
+                    cuLaunchKernelEx(&launch, self.as_function(), params, std::ptr::null_mut())
+                )
+            }
+        };
+        status.map_err(|error| self.explain_launch_failure(error, config, &current))
+    }
+
+    /// A launch the driver refused for its resources gets the kernel's own limit, when the block
+    /// exceeds it; otherwise the driver's error, with the library's JIT logs.
+    fn explain_launch_failure(
+        &self,
+        error: Error,
+        config: &LaunchConfig<'_>,
+        current: &Current,
+    ) -> Error {
+        let resources = [
+            driver::CUDA_ERROR_INVALID_VALUE,
+            driver::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+        ];
+        if resources
+            .iter()
+            .any(|&code| error.cuda_code() == Some(code as i32))
+        {
+            let threads = config.block.volume();
+            if let Ok(max) = self.attribute(KernelAttribute::MaxThreadsPerBlock, current.device) {
+                if threads > u64::from(max.max(0) as u32) {
+                    return Error::LaunchConfig {
+                        kernel: self.display_name(),
+                        violation: ConfigViolation::BlockTooLargeForKernel {
+                            threads,
+                            max: max.max(0) as u32,
+                        },
+                    };
+                }
+            }
+        }
+        self.with_library_log(error)
+    }
+}
