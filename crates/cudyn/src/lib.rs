@@ -17,6 +17,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod api;
 pub mod compile;
 pub mod context;
 pub mod device;
