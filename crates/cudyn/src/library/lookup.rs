@@ -173,4 +173,150 @@ mod tests {
         assert_eq!(resolve("fill", &library), Resolved::One("fill".into()));
         assert_eq!(resolve("fil", &library), Resolved::NotFound);
     }
+
+    /// A template instantiated twice, an overload set, a namespaced kernel and a C kernel,
+    /// compiled by NVRTC to a cubin; the symbols are read from it offline, as the driver would
+    /// list them.
+    const TEMPLATES: &str = r#"
+template <typename T>
+__global__ void axpy(T a, const T* x, T* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+template __global__ void axpy<float>(float, const float*, float*, int);
+template __global__ void axpy<double>(double, const double*, double*, int);
+
+__global__ void scale(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2.0f; }
+__global__ void scale(double* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2.0; }
+
+namespace blas { __global__ void zero(float* x) { x[threadIdx.x] = 0.0f; } }
+extern "C" __global__ void plain(int* x) { x[threadIdx.x] = 1; }
+"#;
+
+    fn compiled_symbols() -> Vec<String> {
+        let compiled = crate::Program::new(TEMPLATES)
+            .arch(crate::compile::Arch::new(9, 0))
+            .compile()
+            .expect("NVRTC compiles the kernels (run the tests with the CUDA wheels' venv)");
+        let inspection = crate::inspect::inspect(compiled.code()).expect("a readable cubin");
+        let crate::inspect::Contents::Cubin(cubin) = inspection.contents else {
+            panic!("NVRTC produced {:?}, not a cubin", inspection.kind);
+        };
+        cubin
+            .kernels
+            .into_iter()
+            .map(|kernel| kernel.name)
+            .collect()
+    }
+
+    fn symbol_of(resolved: Resolved) -> String {
+        match resolved {
+            Resolved::One(symbol) => symbol,
+            other => panic!("expected one kernel, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kernels_compiled_from_cpp_are_found_by_their_cpp_names() {
+        let symbols = compiled_symbols();
+        assert_eq!(symbols.len(), 6, "{symbols:?}");
+        let axpy_float = symbol_of(resolve("axpy<float>", &symbols));
+        assert_eq!(axpy_float, "_Z4axpyIfEvT_PKS0_PS0_i");
+        let axpy_double = symbol_of(resolve("axpy<double>", &symbols));
+        assert_eq!(axpy_double, "_Z4axpyIdEvT_PKS0_PS0_i");
+        // The signature, with or without the return type, in any spacing.
+        assert_eq!(
+            symbol_of(resolve(
+                "axpy<float>(float, float const*, float*, int)",
+                &symbols
+            )),
+            axpy_float
+        );
+        assert_eq!(
+            symbol_of(resolve(
+                "void axpy<double>(double,double const*,double*,int)",
+                &symbols
+            )),
+            axpy_double
+        );
+        assert_eq!(
+            symbol_of(resolve("scale(double*, int)", &symbols)),
+            "_Z5scalePdi"
+        );
+        assert_eq!(
+            symbol_of(resolve("blas::zero", &symbols)),
+            "_ZN4blas4zeroEPf"
+        );
+        assert_eq!(symbol_of(resolve("plain", &symbols)), "plain");
+        // Symbols still work as they are.
+        assert_eq!(symbol_of(resolve("_Z5scalePfi", &symbols)), "_Z5scalePfi");
+    }
+
+    #[test]
+    fn a_name_fitting_several_kernels_lists_them_all() {
+        let symbols = compiled_symbols();
+        for (name, expected) in [
+            (
+                "scale",
+                [
+                    "scale(float*, int) (_Z5scalePfi)",
+                    "scale(double*, int) (_Z5scalePdi)",
+                ],
+            ),
+            (
+                "axpy",
+                [
+                    "axpy<float>(float, float const*, float*, int) (_Z4axpyIfEvT_PKS0_PS0_i)",
+                    "axpy<double>(double, double const*, double*, int) (_Z4axpyIdEvT_PKS0_PS0_i)",
+                ],
+            ),
+        ] {
+            let Resolved::Ambiguous(mut candidates) = resolve(name, &symbols) else {
+                panic!("{name} should be ambiguous among {symbols:?}");
+            };
+            candidates.sort();
+            let mut expected = expected.map(String::from).to_vec();
+            expected.sort();
+            assert_eq!(candidates, expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn names_fitting_no_kernel_are_not_found() {
+        let symbols = compiled_symbols();
+        for name in [
+            "axpy<int>",
+            "zero",
+            "scale(int*, int)",
+            "blas::zero<float>",
+            "plai",
+        ] {
+            assert_eq!(resolve(name, &symbols), Resolved::NotFound, "{name}");
+        }
+    }
+
+    #[test]
+    fn name_expressions_lowered_by_nvrtc_resolve_to_their_own_symbols() {
+        // What a cubin saved from NVRTC loses is the map from expression to lowered name; the
+        // demangled symbols give it back.
+        let compiled = crate::Program::new(
+            "template <typename T> __global__ void fill(T* out, T value) { out[threadIdx.x] = value; }",
+        )
+        .arch(crate::compile::Arch::new(9, 0))
+        .name_expression("fill<float>")
+        .name_expression("fill<unsigned int>")
+        .compile()
+        .expect("NVRTC compiles the template");
+        let symbols: Vec<String> = compiled
+            .lowered_names()
+            .map(|(_, lowered)| lowered.to_owned())
+            .collect();
+        for (expression, lowered) in compiled.lowered_names() {
+            assert_eq!(
+                symbol_of(resolve(expression, &symbols)),
+                lowered,
+                "{expression}"
+            );
+        }
+    }
 }
