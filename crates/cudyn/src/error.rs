@@ -357,7 +357,8 @@ fn kernel_not_found_message(name: &str, available: &[String], log: Option<&str>)
         text.push_str(&available.join(", "));
     }
     text.push_str(
-        ". Declare the kernel extern \"C\" or ask for its mangled name (see Library::kernels)",
+        ". Ask for a kernel by its C++ name (`axpy<float>`, `scale(float*, int)`), by its symbol \
+         (see Library::kernel_names), or declare it extern \"C\"",
     );
     if let Some(log) = log {
         text.push_str("\nJIT log:\n");
