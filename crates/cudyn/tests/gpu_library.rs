@@ -238,25 +238,13 @@ fn a_kernel_outlives_its_library_value() {
     assert_eq!(out.to_vec().unwrap(), vec![-3; 10]);
 }
 
-/// A template instantiated for float and double and an overloaded kernel, with C++ linkage, as
-/// nvcc users write them.
-const TEMPLATES: &str = r#"
-template <typename T>
-__global__ void axpy(T a, const T* x, T* y, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = a * x[i] + y[i];
-}
-template __global__ void axpy<float>(float, const float*, float*, int);
-template __global__ void axpy<double>(double, const double*, double*, int);
-
-__global__ void scale(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2.0f; }
-__global__ void scale(double* x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2.0; }
-"#;
+/// Templates, overloads, a namespace: kernels with C++ linkage as nvcc users write them.
+const CPP_NAMES: &str = include_str!("kernels/cpp_names.cu");
 
 #[test]
 #[ignore = "gpu: kernels of an nvcc-built fatbin found by their C++ names"]
 fn templates_in_an_nvcc_fatbin_are_found_by_their_cpp_names() {
-    let fatbin = compile(TEMPLATES, Output::Fatbin);
+    let fatbin = compile(CPP_NAMES, Output::Fatbin);
     let library = Library::from_file(&fatbin.path).unwrap();
     let axpy = library.kernel("axpy<float>").unwrap();
     assert_eq!(axpy.name().unwrap(), "_Z4axpyIfEvT_PKS0_PS0_i");

@@ -91,36 +91,31 @@ impl LibraryApi {
             options.library_values.as_mut_ptr(),
         );
         let mut raw: CUlibrary = std::ptr::null_mut();
+        let out = &mut raw as *mut CUlibrary;
+        // Both load calls take the same arguments after the handle slot.
+        macro_rules! load {
+            ($api:expr, $function:ident, $out:expr) => {
+                call!(
+                    $api,
+                    $function(
+                        $out,
+                        image,
+                        jit,
+                        jit_values,
+                        jit_count,
+                        library,
+                        library_values,
+                        library_count
+                    )
+                )
+            };
+        }
         // SAFETY: one handle slot (the runtime's handle is the driver's pointer); the arrays hold
         // the counts given; the caller vouches for the image and the option values.
         unsafe {
             match self {
-                LibraryApi::Runtime(rt) => call!(
-                    rt,
-                    cudaLibraryLoadData(
-                        (&mut raw as *mut CUlibrary).cast(),
-                        image,
-                        jit,
-                        jit_values,
-                        jit_count,
-                        library,
-                        library_values,
-                        library_count
-                    )
-                ),
-                LibraryApi::Driver(driver) => call!(
-                    driver,
-                    cuLibraryLoadData(
-                        &mut raw,
-                        image,
-                        jit,
-                        jit_values,
-                        jit_count,
-                        library,
-                        library_values,
-                        library_count
-                    )
-                ),
+                LibraryApi::Runtime(rt) => load!(rt, cudaLibraryLoadData, out.cast()),
+                LibraryApi::Driver(driver) => load!(driver, cuLibraryLoadData, out),
             }
         }?;
         Ok(raw)

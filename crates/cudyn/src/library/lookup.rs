@@ -174,27 +174,13 @@ mod tests {
         assert_eq!(resolve("fil", &library), Resolved::NotFound);
     }
 
-    /// A template instantiated twice, an overload set, a namespaced kernel and a C kernel,
-    /// compiled by NVRTC to a cubin; the symbols are read from it offline, as the driver would
-    /// list them.
-    const TEMPLATES: &str = r#"
-template <typename T>
-__global__ void axpy(T a, const T* x, T* y, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = a * x[i] + y[i];
-}
-template __global__ void axpy<float>(float, const float*, float*, int);
-template __global__ void axpy<double>(double, const double*, double*, int);
-
-__global__ void scale(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2.0f; }
-__global__ void scale(double* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2.0; }
-
-namespace blas { __global__ void zero(float* x) { x[threadIdx.x] = 0.0f; } }
-extern "C" __global__ void plain(int* x) { x[threadIdx.x] = 1; }
-"#;
+    /// A template instantiated twice, an overload set, a namespaced kernel and a C kernel
+    /// (the GPU tests load the same source built by nvcc), compiled by NVRTC to a cubin; the
+    /// symbols are read from it offline, as the driver would list them.
+    const CPP_NAMES: &str = include_str!("../../tests/kernels/cpp_names.cu");
 
     fn compiled_symbols() -> Vec<String> {
-        let compiled = crate::Program::new(TEMPLATES)
+        let compiled = crate::Program::new(CPP_NAMES)
             .arch(crate::compile::Arch::new(9, 0))
             .compile()
             .expect("NVRTC compiles the kernels (run the tests with the CUDA wheels' venv)");
