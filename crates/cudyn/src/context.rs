@@ -174,3 +174,25 @@ pub(crate) fn report_drop_error(handle: &'static str, error: &Error) {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    static REPORTED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    #[test]
+    fn drop_failures_go_to_the_hook_that_is_set() {
+        set_drop_error_hook(|handle, error| {
+            REPORTED.lock().unwrap().push(format!("{handle}: {error}"));
+        });
+        let error = Error::DriverInconsistent {
+            what: "a context that is gone".into(),
+        };
+        report_drop_error("Stream", &error);
+        let reported = REPORTED.lock().unwrap();
+        assert_eq!(reported.len(), 1);
+        assert!(reported[0].starts_with("Stream: the driver returned a context that is gone"));
+    }
+}
