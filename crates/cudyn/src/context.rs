@@ -10,13 +10,18 @@
 //!
 //! Primary contexts are retained once and never released: like the runtime, cudyn keeps them for
 //! the life of the process, so handles never dangle because a count dropped to zero.
+//!
+//! Handles ([`DeviceBuffer`](crate::DeviceBuffer), [`Stream`](crate::Stream),
+//! [`Event`](crate::Event)) remember the context they were made in and are released there, on
+//! whichever thread drops them, without changing that thread's current context. A release that
+//! fails in `drop` is handed to the hook set with [`set_drop_error_hook`].
 
 use std::cell::Cell;
-use std::ffi::c_void;
+use std::sync::RwLock;
 
+use crate::api::driver as api;
 use crate::device::{initialized_driver, Device, DeviceLimits, PerDevice};
 use crate::error::{Error, Result};
-use crate::sys::call;
 use crate::sys::driver::{CUcontext, Driver};
 
 thread_local! {
@@ -30,10 +35,11 @@ thread_local! {
 /// The primary contexts retained by cudyn, as addresses (a raw pointer is not `Sync`).
 static PRIMARY: PerDevice<usize> = PerDevice::new();
 
-/// What a call that needs a context gets: the driver, and the device of the current context.
+/// What a call that needs a context gets: the driver, the current context and its device.
 #[derive(Clone, Copy)]
 pub(crate) struct Current {
     pub(crate) driver: &'static Driver,
+    pub(crate) context: CUcontext,
     pub(crate) device: Device,
     pub(crate) limits: &'static DeviceLimits,
 }
@@ -45,7 +51,7 @@ pub fn set_device(ordinal: usize) -> Result<Device> {
     let device = Device::get(ordinal)?;
     let context = primary_context(driver, device)?;
     // SAFETY: a retained primary context stays valid for the life of the process.
-    unsafe { call!(driver, cuCtxSetCurrent(context)) }?;
+    unsafe { api::context_set_current(driver, context) }?;
     THREAD_DEVICE.with(|slot| slot.set(ordinal));
     Ok(device)
 }
@@ -58,9 +64,7 @@ pub fn current_device() -> Result<Device> {
 
 /// Waits until all work submitted to this thread's current device is done (`cudaDeviceSynchronize`).
 pub fn synchronize() -> Result<()> {
-    let driver = current()?.driver;
-    // SAFETY: a context is current (current() made sure).
-    unsafe { call!(driver, cuCtxSynchronize()) }
+    api::context_synchronize(current()?.driver)
 }
 
 /// Makes sure a context is current on this thread and says which device it belongs to.
@@ -69,56 +73,126 @@ pub fn synchronize() -> Result<()> {
 /// costs one `cuCtxGetCurrent`, which reads a thread-local in the driver.
 pub(crate) fn current() -> Result<Current> {
     let driver = initialized_driver()?;
-    let mut context: CUcontext = std::ptr::null_mut();
-    // SAFETY: writes one pointer.
-    unsafe { call!(driver, cuCtxGetCurrent(&mut context)) }?;
+    let mut context = api::context_get_current(driver)?;
     if context.is_null() {
         let device = Device::get(THREAD_DEVICE.with(Cell::get))?;
         context = primary_context(driver, device)?;
         // SAFETY: a retained primary context stays valid for the life of the process.
-        unsafe { call!(driver, cuCtxSetCurrent(context)) }?;
+        unsafe { api::context_set_current(driver, context) }?;
     }
     if let Some((seen, device, limits)) = SEEN.with(Cell::get) {
         if seen == context as usize {
             return Ok(Current {
                 driver,
+                context,
                 device,
                 limits,
             });
         }
     }
-    let mut raw = 0;
-    // SAFETY: writes one CUdevice; a context is current.
-    unsafe { call!(driver, cuCtxGetDevice(&mut raw)) }?;
-    let device = Device::from_raw(raw)?;
+    let device = Device::from_raw(api::context_device(driver)?)?;
     let limits = device.limits()?;
     SEEN.with(|slot| slot.set(Some((context as usize, device, limits))));
     Ok(Current {
         driver,
+        context,
         device,
         limits,
     })
 }
 
+/// Runs `call` with `context` current on this thread, then restores the thread's previous
+/// context (none, if it had none): a handle is released in the context it was made in, and a
+/// thread that drops it is left as it was.
+///
+/// # Safety
+/// `context` has not been destroyed (cudyn's primary contexts never are).
+pub(crate) unsafe fn in_context<T>(
+    driver: &Driver,
+    context: CUcontext,
+    call: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    if api::context_get_current(driver)? == context {
+        return call();
+    }
+    // SAFETY: the caller vouches for the context.
+    unsafe { api::context_push(driver, context) }?;
+    let result = call();
+    let restored = api::context_pop(driver);
+    let value = result?;
+    restored?;
+    Ok(value)
+}
+
 /// The primary context of `device`, retained on first use and kept for the life of the process.
 fn primary_context(driver: &'static Driver, device: Device) -> Result<CUcontext> {
     let address = PRIMARY.get_or_init(device, || {
-        let mut context: CUcontext = std::ptr::null_mut();
-        // SAFETY: writes one context handle; the retain is never released on purpose (see the
-        // module documentation).
-        unsafe {
-            call!(
-                driver,
-                cuDevicePrimaryCtxRetain(&mut context, device.as_raw())
-            )
-        }?;
+        // The retain is never released on purpose (see the module documentation).
+        let context = api::primary_context_retain(driver, device.as_raw())?;
         if context.is_null() {
-            return Err(Error::InvalidArgument(format!(
-                "the driver returned no primary context for device {}",
-                device.ordinal()
-            )));
+            return Err(Error::DriverInconsistent {
+                what: format!("no primary context for device {}", device.ordinal()),
+            });
         }
         Ok(context as usize)
     })?;
-    Ok(*address as *mut c_void as CUcontext)
+    Ok(*address as CUcontext)
+}
+
+/// A function that receives the failures of releases done by `drop`: the kind of handle
+/// (`"DeviceBuffer"`, `"Stream"`, `"Event"`, `"Library"`) and the error.
+pub type DropErrorHook = fn(handle: &'static str, error: &Error);
+
+/// The hook set by [`set_drop_error_hook`]; `None` is the default.
+static DROP_ERROR_HOOK: RwLock<Option<DropErrorHook>> = RwLock::new(None);
+
+/// Sets what happens when a handle fails to release itself in `drop` (`cuMemFree`,
+/// `cuStreamDestroy`, `cuEventDestroy`, unloading a library), where no `Result` can be returned.
+/// By default cudyn writes one line to stderr naming the handle and the error.
+///
+/// This is the one place such failures go. To handle a failure in code instead, release the
+/// handle explicitly: [`DeviceBuffer::free`](crate::DeviceBuffer::free),
+/// [`Stream::destroy`](crate::Stream::destroy), [`Event::destroy`](crate::Event::destroy) return
+/// the `Result`.
+pub fn set_drop_error_hook(hook: DropErrorHook) {
+    let mut slot = DROP_ERROR_HOOK
+        .write()
+        .unwrap_or_else(|poison| poison.into_inner());
+    *slot = Some(hook);
+}
+
+/// Reports a failed release in `drop` to the hook (see [`set_drop_error_hook`]).
+pub(crate) fn report_drop_error(handle: &'static str, error: &Error) {
+    let hook = *DROP_ERROR_HOOK
+        .read()
+        .unwrap_or_else(|poison| poison.into_inner());
+    match hook {
+        Some(hook) => hook(handle, error),
+        None => eprintln!(
+            "cudyn: dropping a {handle} failed, so it may leak: {error} (release it explicitly \
+             to handle the error, or see cudyn::context::set_drop_error_hook)"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    static REPORTED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    #[test]
+    fn drop_failures_go_to_the_hook_that_is_set() {
+        set_drop_error_hook(|handle, error| {
+            REPORTED.lock().unwrap().push(format!("{handle}: {error}"));
+        });
+        let error = Error::DriverInconsistent {
+            what: "a context that is gone".into(),
+        };
+        report_drop_error("Stream", &error);
+        let reported = REPORTED.lock().unwrap();
+        assert_eq!(reported.len(), 1);
+        assert!(reported[0].starts_with("Stream: the driver returned a context that is gone"));
+    }
 }

@@ -2,9 +2,11 @@
 
 use std::sync::OnceLock;
 
-use crate::error::Result;
-use crate::sys::driver::{self, Driver};
-use crate::sys::{self, call};
+use crate::api::driver as api;
+use crate::error::{Error, Result};
+use crate::sys::driver;
+
+pub(crate) use crate::api::driver::initialized as initialized_driver;
 
 /// A GPU, by ordinal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -13,37 +15,22 @@ pub struct Device {
     raw: driver::CUdevice,
 }
 
-/// The driver, initialized once per process (`cuInit`).
-pub(crate) fn initialized_driver() -> Result<&'static Driver> {
-    static INIT: OnceLock<Result<()>> = OnceLock::new();
-    let driver = sys::driver()?;
-    INIT.get_or_init(|| {
-        // SAFETY: cuInit takes flags, which must be 0.
-        unsafe { call!(driver, cuInit(0)) }
-    })
-    .clone()?;
-    Ok(driver)
-}
-
 impl Device {
     /// How many GPUs the driver sees.
     pub fn count() -> Result<usize> {
-        let driver = initialized_driver()?;
-        let mut count = 0;
-        // SAFETY: writes one int.
-        unsafe { call!(driver, cuDeviceGetCount(&mut count)) }?;
-        Ok(count.max(0) as usize)
+        Ok(api::device_count(initialized_driver()?)?.max(0) as usize)
     }
 
-    /// The GPU with this ordinal (0-based, in the driver's order).
+    /// The GPU with this ordinal (0-based, in the driver's order); an ordinal past the last GPU
+    /// is [`Error::DeviceOutOfRange`].
     pub fn get(ordinal: usize) -> Result<Device> {
         let driver = initialized_driver()?;
-        let ordinal = i32::try_from(ordinal).map_err(|_| {
-            crate::Error::InvalidArgument(format!("device ordinal {ordinal} is out of range"))
-        })?;
-        let mut raw = 0;
-        // SAFETY: writes one CUdevice; an out-of-range ordinal is an error status.
-        unsafe { call!(driver, cuDeviceGet(&mut raw, ordinal)) }?;
+        let count = Self::count()?;
+        let in_range = i32::try_from(ordinal).ok().filter(|_| ordinal < count);
+        let Some(ordinal) = in_range else {
+            return Err(Error::DeviceOutOfRange { ordinal, count });
+        };
+        let raw = api::device_get(driver, ordinal)?;
         Ok(Device { ordinal, raw })
     }
 
@@ -64,35 +51,12 @@ impl Device {
 
     /// The GPU's name, e.g. "NVIDIA H200".
     pub fn name(&self) -> Result<String> {
-        let driver = initialized_driver()?;
-        let mut buffer = [0 as std::ffi::c_char; 256];
-        // SAFETY: the driver writes at most `len` bytes, NUL-terminated.
-        unsafe {
-            call!(
-                driver,
-                cuDeviceGetName(buffer.as_mut_ptr(), buffer.len() as i32, self.raw)
-            )
-        }?;
-        let bytes: Vec<u8> = buffer
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        api::device_name(initialized_driver()?, self.raw)
     }
 
     /// An attribute of the GPU (`cuDeviceGetAttribute`).
     pub fn attribute(&self, attribute: driver::CUdevice_attribute) -> Result<i32> {
-        let driver = initialized_driver()?;
-        let mut value = 0;
-        // SAFETY: writes one int; an unknown attribute is an error status.
-        unsafe {
-            call!(
-                driver,
-                cuDeviceGetAttribute(&mut value, attribute, self.raw)
-            )
-        }?;
-        Ok(value)
+        api::device_attribute(initialized_driver()?, attribute, self.raw)
     }
 
     /// The compute capability, `(major, minor)`: `(9, 0)` for an H100 or H200.
@@ -104,11 +68,7 @@ impl Device {
 
     /// The GPU's memory in bytes.
     pub fn total_memory(&self) -> Result<u64> {
-        let driver = initialized_driver()?;
-        let mut bytes = 0usize;
-        // SAFETY: writes one size_t.
-        unsafe { call!(driver, cuDeviceTotalMem_v2(&mut bytes, self.raw)) }?;
-        Ok(bytes as u64)
+        Ok(api::device_total_memory(initialized_driver()?, self.raw)? as u64)
     }
 }
 
@@ -121,9 +81,9 @@ impl Device {
                 return Ok(device);
             }
         }
-        Err(crate::Error::InvalidArgument(format!(
-            "the driver reports device handle {raw}, which matches no device ordinal"
-        )))
+        Err(Error::DriverInconsistent {
+            what: format!("device handle {raw}, which matches no device ordinal"),
+        })
     }
 
     /// The launch limits of this GPU, read from the driver once per process.
@@ -204,12 +164,9 @@ impl<T> PerDevice<T> {
             .get_or_init(|| Ok((0..Device::count()?).map(|_| OnceLock::new()).collect()))
             .as_ref()
             .map_err(Clone::clone)?;
-        let slot = slots.get(device.ordinal()).ok_or_else(|| {
-            crate::Error::InvalidArgument(format!(
-                "device {} is not among the {} devices the driver reported",
-                device.ordinal(),
-                slots.len()
-            ))
+        let slot = slots.get(device.ordinal()).ok_or(Error::DeviceOutOfRange {
+            ordinal: device.ordinal(),
+            count: slots.len(),
         })?;
         slot.get_or_init(init).as_ref().map_err(Clone::clone)
     }

@@ -271,6 +271,87 @@ pub enum Error {
         reason: String,
     },
 
+    /// A name or path handed to a C API holds a NUL byte, which would cut it short.
+    #[error("the {what} {text:?} contains a NUL byte: remove it")]
+    NulInName {
+        /// What the text is: "kernel name", "variable name", "path", ...
+        what: &'static str,
+        /// The text.
+        text: String,
+    },
+
+    /// A kernel name matches several kernels of a library (an overload set, or several template
+    /// instantiations asked for by their template's name).
+    #[error(
+        "the kernel name `{name}` is ambiguous: ask for one of {} (its C++ signature or its \
+         mangled name)",
+        candidates.join(", ")
+    )]
+    AmbiguousKernel {
+        /// The name asked for.
+        name: String,
+        /// The kernels it matches: their C++ signatures, each followed by its mangled name.
+        candidates: Vec<String>,
+    },
+
+    /// A JIT option is outside the range the JIT accepts.
+    #[error("JIT optimization level {level} is out of range: use 0 to 4")]
+    JitOptimizationLevel {
+        /// The level asked for.
+        level: u32,
+    },
+
+    /// A range of elements reaches outside a device buffer.
+    #[error(
+        "range {start}..{end} is outside the buffer of {len} elements: keep it within 0..{len}"
+    )]
+    RangeOutsideBuffer {
+        /// The first element asked for.
+        start: usize,
+        /// One past the last element asked for.
+        end: usize,
+        /// The buffer's length.
+        len: usize,
+    },
+
+    /// A copy between device and host memory of different lengths.
+    #[error(
+        "copy between {device} device elements and {host} host elements: make the lengths equal"
+    )]
+    CopyLengthMismatch {
+        /// Elements on the device side.
+        device: usize,
+        /// Elements on the host side.
+        host: usize,
+    },
+
+    /// A buffer size in bytes does not fit the address space.
+    #[error("{len} elements of {element_bytes} bytes overflow the address space: ask for fewer")]
+    SizeOverflow {
+        /// Elements asked for.
+        len: usize,
+        /// Bytes per element.
+        element_bytes: usize,
+    },
+
+    /// A device ordinal names no device the driver reports.
+    #[error(
+        "device {ordinal} does not exist: the driver reports {count} device(s), 0 to count - 1"
+    )]
+    DeviceOutOfRange {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        count: usize,
+    },
+
+    /// The driver reported a device handle or context that cudyn cannot relate to a device.
+    #[error("the driver returned {what}: reinstall or update the NVIDIA driver")]
+    DriverInconsistent {
+        /// What it returned, e.g. "device handle 7, which matches no device ordinal".
+        what: String,
+    },
+
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     ReadFile {
@@ -397,7 +478,8 @@ fn kernel_not_found_message(name: &str, available: &[String], log: Option<&str>)
         text.push_str(&available.join(", "));
     }
     text.push_str(
-        ". Declare the kernel extern \"C\" or ask for its mangled name (see Library::kernels)",
+        ". Ask for a kernel by its C++ name (`axpy<float>`, `scale(float*, int)`), by its symbol \
+         (see Library::kernel_names), or declare it extern \"C\"",
     );
     if let Some(log) = log {
         text.push_str("\nJIT log:\n");

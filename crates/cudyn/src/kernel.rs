@@ -6,6 +6,7 @@
 use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
+use crate::api::driver as api;
 use crate::context;
 use crate::device::{initialized_driver, Device};
 use crate::error::Result;
@@ -13,7 +14,7 @@ use crate::image::Image;
 use crate::library::Library;
 use crate::param::ParamLayout;
 use crate::sys::driver::{self, CUfunction, CUkernel};
-use crate::sys::{call, runtime, static_c_str, Api};
+use crate::sys::{runtime, static_c_str, Api};
 
 /// A kernel handle, cheap to clone. It keeps the [`Library`] it came from loaded.
 ///
@@ -37,10 +38,6 @@ struct Inner {
 unsafe impl Send for Inner {}
 // SAFETY: shared access only reads the handle and the caches, which are thread-safe.
 unsafe impl Sync for Inner {}
-
-/// library.rs still names a parameter's layout `Param`; this keeps it compiling until it says
-/// `ParamLayout` too.
-pub(crate) use crate::param::ParamLayout as Param;
 
 /// A value fetched on first use and kept once it was fetched successfully. A failure is
 /// returned and not kept, so that the next use tries again: a transient error (no context yet,
@@ -204,12 +201,12 @@ impl Kernel {
     pub fn name(&self) -> Result<&str> {
         let name = self.inner.name.get_or_fetch(|| {
             let driver = initialized_driver()?;
-            let mut name = std::ptr::null();
-            // SAFETY: writes one pointer to a string the driver owns while the kernel's
-            // library is loaded, which `self` guarantees; it is copied at once.
-            unsafe { call!(driver, cuKernelGetName(&mut name, self.inner.raw)) }?;
-            // SAFETY: null or a NUL-terminated string, valid now (see above).
-            Ok(unsafe { static_c_str(name) }.unwrap_or_default())
+            // SAFETY: `self` keeps the kernel's library loaded, so the handle is alive and the
+            // name the driver owns stays valid while it is copied here.
+            unsafe {
+                let name = api::kernel_name(driver, self.inner.raw)?;
+                Ok(static_c_str(name).unwrap_or_default())
+            }
         })?;
         Ok(name)
     }
@@ -242,16 +239,10 @@ impl Kernel {
         }
         let mut params = Vec::new();
         for index in 0..MAX_PARAMS {
-            let (mut offset, mut size) = (0usize, 0usize);
-            // SAFETY: writes two size_t; an index past the last parameter is an error status.
-            let status = unsafe {
-                call!(
-                    driver,
-                    cuKernelGetParamInfo(self.inner.raw, index, &mut offset, &mut size)
-                )
-            };
-            match status {
-                Ok(()) => params.push(ParamLayout { offset, size }),
+            // SAFETY: `self` keeps the kernel's library loaded; an index past the last parameter
+            // is an error status.
+            match unsafe { api::kernel_param_info(driver, self.inner.raw, index) } {
+                Ok((offset, size)) => params.push(ParamLayout { offset, size }),
                 Err(error)
                     if error.cuda_code() == Some(driver::CUDA_ERROR_INVALID_VALUE as i32) =>
                 {
@@ -266,21 +257,11 @@ impl Kernel {
     /// An attribute of the kernel on `device` (`cuKernelGetAttribute`).
     pub fn attribute(&self, attribute: KernelAttribute, device: Device) -> Result<i32> {
         let driver = initialized_driver()?;
-        let mut value = 0;
-        // SAFETY: writes one int; kernel and device handles are valid.
+        // SAFETY: `self` keeps the kernel's library loaded; the device handle came from the driver.
         unsafe {
-            call!(
-                driver,
-                cuKernelGetAttribute(
-                    &mut value,
-                    attribute.as_raw(),
-                    self.inner.raw,
-                    device.as_raw()
-                )
-            )
+            api::kernel_attribute(driver, attribute.as_raw(), self.inner.raw, device.as_raw())
         }
-        .map_err(|error| self.with_library_log(error))?;
-        Ok(value)
+        .map_err(|error| self.with_library_log(error))
     }
 
     /// Sets an attribute of the kernel on `device` (`cuKernelSetAttribute`), e.g.
@@ -293,11 +274,15 @@ impl Kernel {
         device: Device,
     ) -> Result<()> {
         let driver = initialized_driver()?;
-        // SAFETY: kernel and device handles are valid; a bad attribute or value is an error status.
+        // SAFETY: `self` keeps the kernel's library loaded; the device handle came from the
+        // driver; a bad attribute or value is an error status.
         unsafe {
-            call!(
+            api::kernel_set_attribute(
                 driver,
-                cuKernelSetAttribute(attribute.as_raw(), value, self.inner.raw, device.as_raw())
+                attribute.as_raw(),
+                value,
+                self.inner.raw,
+                device.as_raw(),
             )
         }
         .map_err(|error| self.with_library_log(error))

@@ -17,7 +17,7 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod api;
+mod api;
 pub mod compile;
 pub mod context;
 pub mod device;

@@ -4,10 +4,11 @@
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
+use crate::api::driver as api;
 use crate::context::{self, Current};
+use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::sys::call;
-use crate::sys::driver::CUdeviceptr;
+use crate::sys::driver::{CUcontext, CUdeviceptr};
 
 /// Plain data that may be copied byte for byte between host and device and passed to a kernel by
 /// value.
@@ -41,15 +42,22 @@ device_repr!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 // SAFETY: an array of plain data is plain data with the C array layout.
 unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
 
-/// A typed allocation in device memory of the current device, freed on drop.
+/// A typed allocation in device memory of the current device.
 ///
 /// Its contents after [`DeviceBuffer::alloc`] are unspecified but valid `T`s (see [`DeviceRepr`]).
 /// Pass `&buffer` or `&mut buffer` to a kernel expecting a `T*`.
+///
+/// The buffer remembers the context it was allocated in (the current device's primary context)
+/// and is freed there, whichever thread frees it and whatever that thread's current context is.
+/// [`DeviceBuffer::free`] returns the outcome; dropping the buffer frees it too and hands a
+/// failure to the hook of [`set_drop_error_hook`](crate::context::set_drop_error_hook).
 #[derive(Debug)]
 pub struct DeviceBuffer<T: DeviceRepr> {
     // The kernel argument is the address of this field, so it must stay a CUdeviceptr.
     pub(crate) ptr: CUdeviceptr,
     len: usize,
+    /// The context and device of the allocation; `None` for an empty buffer, which has none.
+    home: Option<(CUcontext, Device)>,
     _type: PhantomData<T>,
 }
 
@@ -62,15 +70,22 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// `len` elements of device memory on the current device, contents unspecified.
     pub fn alloc(len: usize) -> Result<Self> {
         let bytes = byte_len::<T>(len)?;
-        let mut ptr = 0;
+        let (mut ptr, mut home) = (0, None);
+        // An empty buffer needs no device, so it can be made (and launched with) anywhere.
         if bytes > 0 {
-            let Current { driver, .. } = context::current()?;
-            // SAFETY: writes one device pointer; a context is current.
-            unsafe { call!(driver, cuMemAlloc_v2(&mut ptr, bytes)) }?;
+            let Current {
+                driver,
+                context,
+                device,
+                ..
+            } = context::current()?;
+            ptr = api::mem_alloc(driver, bytes)?;
+            home = Some((context, device));
         }
         Ok(DeviceBuffer {
             ptr,
             len,
+            home,
             _type: PhantomData,
         })
     }
@@ -102,6 +117,34 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// The device address (0 for an empty buffer).
     pub fn as_raw(&self) -> CUdeviceptr {
         self.ptr
+    }
+
+    /// The device the buffer was allocated on; `None` for an empty buffer, which has no
+    /// allocation.
+    pub fn device(&self) -> Option<Device> {
+        self.home.map(|(_, device)| device)
+    }
+
+    /// Frees the buffer now, in the context it was allocated in, and says whether that worked;
+    /// dropping it does the same but can only report a failure to the drop-error hook.
+    ///
+    /// Like `cudaFree`, this does not wait for work still using the buffer: the memory is
+    /// released once that work is done.
+    pub fn free(self) -> Result<()> {
+        let buffer = std::mem::ManuallyDrop::new(self);
+        buffer.release()
+    }
+
+    /// Frees the allocation in its own context; called once, by `free` or `drop`.
+    fn release(&self) -> Result<()> {
+        let Some((home, _)) = self.home else {
+            return Ok(());
+        };
+        let driver = crate::device::initialized_driver()?;
+        // SAFETY: the context is a primary context cudyn retained for the life of the process
+        // (or one the caller made current and keeps alive, as with any CUDA handle); the pointer
+        // came from cuMemAlloc in it and is freed once (the buffer is being dropped or consumed).
+        unsafe { context::in_context(driver, home, || api::mem_free(driver, self.ptr)) }
     }
 
     /// Sets every byte to `value`, e.g. `0xff` to poison a float buffer with NaNs.
@@ -158,13 +201,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
 impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        if self.ptr == 0 {
-            return;
-        }
-        if let Ok(Current { driver, .. }) = context::current() {
-            // SAFETY: the pointer came from cuMemAlloc and is freed once. A failure cannot be
-            // reported from drop and leaves nothing unsafe behind.
-            let _ = unsafe { call!(driver, cuMemFree_v2(self.ptr)) };
+        if let Err(error) = self.release() {
+            context::report_drop_error("DeviceBuffer", &error);
         }
     }
 }
@@ -251,9 +289,9 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
         if bytes == 0 {
             return Ok(());
         }
-        let Current { driver, .. } = context::current()?;
+        let driver = context::current()?.driver;
         // SAFETY: the source bytes lie inside the allocation; the caller vouches for `out`.
-        unsafe { call!(driver, cuMemcpyDtoH_v2(out.cast(), self.ptr, bytes)) }
+        unsafe { api::memcpy_dtoh(driver, out.cast(), self.ptr, bytes) }
     }
 }
 
@@ -264,9 +302,10 @@ impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
         if bytes == 0 {
             return Ok(());
         }
-        let Current { driver, .. } = context::current()?;
-        // SAFETY: the bytes set lie inside the allocation; any bytes are a valid T (DeviceRepr).
-        unsafe { call!(driver, cuMemsetD8_v2(self.ptr, value, bytes)) }
+        let driver = context::current()?.driver;
+        // SAFETY: the bytes set lie inside the allocation, borrowed mutably; any bytes are a
+        // valid T (DeviceRepr).
+        unsafe { api::memset_d8(driver, self.ptr, value, bytes) }
     }
 
     /// Copies `data` (exactly `len` elements) from the host into the view.
@@ -275,23 +314,17 @@ impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
         if data.is_empty() {
             return Ok(());
         }
-        let Current { driver, .. } = context::current()?;
-        // SAFETY: the destination bytes lie inside the allocation; the source is `data`.
-        unsafe {
-            call!(
-                driver,
-                cuMemcpyHtoD_v2(self.ptr, data.as_ptr().cast(), size_of_val(data))
-            )
-        }
+        let driver = context::current()?.driver;
+        // SAFETY: the destination bytes lie inside the allocation, borrowed mutably; the source
+        // is `data`, of the same length.
+        unsafe { api::memcpy_htod(driver, self.ptr, data.as_ptr().cast(), size_of_val(data)) }
     }
 }
 
 fn byte_len<T>(len: usize) -> Result<usize> {
-    len.checked_mul(size_of::<T>()).ok_or_else(|| {
-        Error::InvalidArgument(format!(
-            "{len} elements of {} bytes overflow the address space",
-            size_of::<T>()
-        ))
+    len.checked_mul(size_of::<T>()).ok_or(Error::SizeOverflow {
+        len,
+        element_bytes: size_of::<T>(),
     })
 }
 
@@ -299,9 +332,7 @@ fn check_len(device: usize, host: usize) -> Result<()> {
     if device == host {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(format!(
-            "copy between {device} device elements and {host} host elements: the lengths must be equal"
-        )))
+        Err(Error::CopyLengthMismatch { device, host })
     }
 }
 
@@ -320,15 +351,13 @@ fn sub_range(len: usize, range: impl RangeBounds<usize>) -> Result<(usize, usize
     if start <= end && end <= len {
         Ok((start, end - start))
     } else {
-        Err(Error::InvalidArgument(format!(
-            "range {start}..{end} is outside the buffer of {len} elements"
-        )))
+        Err(Error::RangeOutsideBuffer { start, end, len })
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::sub_range;
+    use super::*;
     use std::ops::Bound;
 
     #[test]
@@ -337,8 +366,32 @@ mod tests {
         assert_eq!(sub_range(10, 2..5).unwrap(), (2, 3));
         assert_eq!(sub_range(10, 2..=5).unwrap(), (2, 4));
         assert_eq!(sub_range(10, 10..).unwrap(), (10, 0));
-        assert!(sub_range(10, 5..11).is_err());
+        assert!(matches!(
+            sub_range(10, 5..11),
+            Err(Error::RangeOutsideBuffer {
+                start: 5,
+                end: 11,
+                len: 10
+            })
+        ));
         assert!(sub_range(10, (Bound::Included(6), Bound::Excluded(5))).is_err());
         assert!(sub_range(10, ..=10).is_err());
+    }
+
+    #[test]
+    fn copies_need_equal_lengths_and_sizes_that_fit() {
+        assert!(check_len(3, 3).is_ok());
+        assert!(matches!(
+            check_len(3, 4),
+            Err(Error::CopyLengthMismatch { device: 3, host: 4 })
+        ));
+        assert!(matches!(
+            byte_len::<u64>(usize::MAX / 4),
+            Err(Error::SizeOverflow {
+                element_bytes: 8,
+                ..
+            })
+        ));
+        assert_eq!(byte_len::<u64>(4).unwrap(), 32);
     }
 }

@@ -1,17 +1,25 @@
 //! Streams (queues of device work) and events (points in a stream that can be waited for and
 //! timed). Launches without a stream go to the legacy default stream, as with the runtime.
+//!
+//! Both remember the context they were made in and are destroyed there, whichever thread drops
+//! them; `destroy` returns the outcome, and a failure in `drop` goes to the hook of
+//! [`set_drop_error_hook`](crate::context::set_drop_error_hook).
 
+use std::mem::ManuallyDrop;
 use std::time::Duration;
 
+use crate::api::driver as api;
 use crate::context::{self, Current};
+use crate::device::Device;
 use crate::error::Result;
-use crate::sys::call;
-use crate::sys::driver::{CUevent, CUstream};
+use crate::sys::driver::{CUcontext, CUevent, CUstream, Driver};
 
-/// A stream on the current device of the thread that created it; destroyed on drop.
+/// A stream on the current device of the thread that created it.
 #[derive(Debug)]
 pub struct Stream {
     raw: CUstream,
+    context: CUcontext,
+    device: Device,
 }
 
 // SAFETY: a stream is not tied to a host thread; the driver's stream calls are thread-safe.
@@ -22,46 +30,76 @@ unsafe impl Sync for Stream {}
 impl Stream {
     /// A new stream that, like `cudaStreamCreate`'s, synchronizes with the legacy default stream.
     pub fn new() -> Result<Stream> {
-        let Current { driver, .. } = context::current()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: writes one stream handle; a context is current. Flags 0 are CU_STREAM_DEFAULT.
-        unsafe { call!(driver, cuStreamCreate(&mut raw, 0)) }?;
-        Ok(Stream { raw })
+        let current = context::current()?;
+        // Flags 0 are CU_STREAM_DEFAULT.
+        let raw = api::stream_create(current.driver, 0)?;
+        Ok(Stream {
+            raw,
+            context: current.context,
+            device: current.device,
+        })
     }
 
     /// Waits until all work in the stream is done.
     pub fn synchronize(&self) -> Result<()> {
         let Current { driver, .. } = context::current()?;
         // SAFETY: the stream is alive while `self` is.
-        unsafe { call!(driver, cuStreamSynchronize(self.raw)) }
+        unsafe { api::stream_synchronize(driver, self.raw) }
     }
 
     /// Makes later work in this stream wait until `event` has happened.
     pub fn wait(&self, event: &Event) -> Result<()> {
         let Current { driver, .. } = context::current()?;
-        // SAFETY: stream and event are alive; flags must be 0.
-        unsafe { call!(driver, cuStreamWaitEvent(self.raw, event.raw, 0)) }
+        // SAFETY: stream and event are alive while `self` and `event` are.
+        unsafe { api::stream_wait_event(driver, self.raw, event.raw) }
+    }
+
+    /// The device the stream was made on.
+    pub fn device(&self) -> Device {
+        self.device
     }
 
     /// The driver's handle; the same value is a `cudaStream_t`.
     pub fn as_raw(&self) -> CUstream {
         self.raw
     }
+
+    /// Destroys the stream now, in the context it was made in, and says whether that worked.
+    /// Work already in the stream still completes, as the driver documents.
+    pub fn destroy(self) -> Result<()> {
+        let stream = ManuallyDrop::new(self);
+        release(stream.context, |driver| {
+            // SAFETY: the stream is destroyed once: `self` is consumed and never dropped.
+            unsafe { api::stream_destroy(driver, stream.raw) }
+        })
+    }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        if let Ok(Current { driver, .. }) = context::current() {
-            // SAFETY: destroyed once; pending work still completes, as the driver documents.
-            let _ = unsafe { call!(driver, cuStreamDestroy_v2(self.raw)) };
+        let destroyed = release(self.context, |driver| {
+            // SAFETY: destroyed once, as the stream is dropped.
+            unsafe { api::stream_destroy(driver, self.raw) }
+        });
+        if let Err(error) = destroyed {
+            context::report_drop_error("Stream", &error);
         }
     }
+}
+
+/// Runs the release call `destroy` with `home`, the handle's own context, current.
+fn release(home: CUcontext, destroy: impl FnOnce(&Driver) -> Result<()>) -> Result<()> {
+    let driver = crate::device::initialized_driver()?;
+    // SAFETY: `home` is the context the handle was made in: a primary context cudyn retained for
+    // the life of the process (or one the caller made current and keeps alive).
+    unsafe { context::in_context(driver, home, || destroy(driver)) }
 }
 
 /// An event: a marker recorded into a stream, used to wait for or time the work before it.
 #[derive(Debug)]
 pub struct Event {
     raw: CUevent,
+    context: CUcontext,
 }
 
 // SAFETY: an event is not tied to a host thread; the driver's event calls are thread-safe.
@@ -72,11 +110,13 @@ unsafe impl Sync for Event {}
 impl Event {
     /// A new event that records timing.
     pub fn new() -> Result<Event> {
-        let Current { driver, .. } = context::current()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: writes one event handle; a context is current. Flags 0 are CU_EVENT_DEFAULT.
-        unsafe { call!(driver, cuEventCreate(&mut raw, 0)) }?;
-        Ok(Event { raw })
+        let current = context::current()?;
+        // Flags 0 are CU_EVENT_DEFAULT.
+        let raw = api::event_create(current.driver, 0)?;
+        Ok(Event {
+            raw,
+            context: current.context,
+        })
     }
 
     /// Records the event at the current end of `stream` (the default stream when `None`).
@@ -84,27 +124,21 @@ impl Event {
         let Current { driver, .. } = context::current()?;
         let stream = stream.map_or(std::ptr::null_mut(), Stream::as_raw);
         // SAFETY: event and stream are alive; a null stream is the default stream.
-        unsafe { call!(driver, cuEventRecord(self.raw, stream)) }
+        unsafe { api::event_record(driver, self.raw, stream) }
     }
 
     /// Waits until the work before the event's last record is done.
     pub fn synchronize(&self) -> Result<()> {
         let Current { driver, .. } = context::current()?;
-        // SAFETY: the event is alive.
-        unsafe { call!(driver, cuEventSynchronize(self.raw)) }
+        // SAFETY: the event is alive while `self` is.
+        unsafe { api::event_synchronize(driver, self.raw) }
     }
 
     /// The device time between `start` and this event, both recorded and completed.
     pub fn elapsed_since(&self, start: &Event) -> Result<Duration> {
         let Current { driver, .. } = context::current()?;
-        let mut milliseconds = 0f32;
-        // SAFETY: writes one float; both events are alive.
-        unsafe {
-            call!(
-                driver,
-                cuEventElapsedTime_v2(&mut milliseconds, start.raw, self.raw)
-            )
-        }?;
+        // SAFETY: both events are alive while `self` and `start` are.
+        let milliseconds = unsafe { api::event_elapsed_ms(driver, start.raw, self.raw) }?;
         Ok(Duration::from_secs_f64(
             f64::from(milliseconds.max(0.0)) / 1e3,
         ))
@@ -114,13 +148,25 @@ impl Event {
     pub fn as_raw(&self) -> CUevent {
         self.raw
     }
+
+    /// Destroys the event now, in the context it was made in, and says whether that worked.
+    pub fn destroy(self) -> Result<()> {
+        let event = ManuallyDrop::new(self);
+        release(event.context, |driver| {
+            // SAFETY: the event is destroyed once: `self` is consumed and never dropped.
+            unsafe { api::event_destroy(driver, event.raw) }
+        })
+    }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
-        if let Ok(Current { driver, .. }) = context::current() {
-            // SAFETY: destroyed once.
-            let _ = unsafe { call!(driver, cuEventDestroy_v2(self.raw)) };
+        let destroyed = release(self.context, |driver| {
+            // SAFETY: destroyed once, as the event is dropped.
+            unsafe { api::event_destroy(driver, self.raw) }
+        });
+        if let Err(error) = destroyed {
+            context::report_drop_error("Event", &error);
         }
     }
 }

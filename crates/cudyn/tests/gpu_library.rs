@@ -18,7 +18,7 @@ __global__ void helloWorld() { printf("Hello from the GPU!\n"); }
 fn hello_world_fatbin_loads_launches_and_synchronizes() {
     let fatbin = compile(HELLO, Output::Fatbin);
     let library = Library::from_file(&fatbin.path).unwrap();
-    // The GPU machine has a CUDA 13 runtime, so loading goes through cudaLibraryLoadFromFile.
+    // With a CUDA 13 runtime, loading goes through the runtime (cudaLibraryLoadData).
     assert_eq!(library.backend(), Backend::Runtime);
     let hello = library.kernel("helloWorld").unwrap();
     assert_eq!(hello.name().unwrap(), "_Z10helloWorldv");
@@ -151,12 +151,25 @@ fn a_preserved_binary_loads_and_runs() {
     }
     .unwrap();
     assert_eq!(out.to_vec().unwrap(), vec![7; 100]);
-    // Files cannot be preserved: refused before reaching CUDA.
+    // A file is read into memory and loaded from there, so it can be preserved too.
     let file = compile(SAXPY, Output::Cubin);
-    assert!(matches!(
-        Library::loader().options(options).from_file(&file.path),
-        Err(Error::InvalidArgument(_))
-    ));
+    let from_file = Library::loader()
+        .options(options)
+        .from_file(&file.path)
+        .unwrap();
+    drop(file);
+    let mut out = DeviceBuffer::<i32>::zeroed(100).unwrap();
+    let fill = from_file.kernel("fill").unwrap();
+    // SAFETY: fill(int*, int, size_t) writes the 100 ints of `out`, which outlives the launch
+    // (to_vec below synchronizes with it).
+    unsafe {
+        fill.launch(
+            &LaunchConfig::for_elements(100, 64),
+            (&mut out, 9i32, 100u64),
+        )
+    }
+    .unwrap();
+    assert_eq!(out.to_vec().unwrap(), vec![9; 100]);
 }
 
 const GLOBALS: &str = r#"
@@ -228,4 +241,104 @@ fn a_kernel_outlives_its_library_value() {
     // SAFETY: fill writes out[i] for i < 10, and out holds 10 ints; the copy below waits for it.
     unsafe { fill.launch(&LaunchConfig::new(1, 32), (&mut out, -3i32, 10u64)) }.unwrap();
     assert_eq!(out.to_vec().unwrap(), vec![-3; 10]);
+}
+
+/// Templates, overloads, a namespace: kernels with C++ linkage as nvcc users write them.
+const CPP_NAMES: &str = include_str!("kernels/cpp_names.cu");
+
+#[test]
+#[ignore = "gpu: kernels of an nvcc-built fatbin found by their C++ names"]
+fn templates_in_an_nvcc_fatbin_are_found_by_their_cpp_names() {
+    let fatbin = compile(CPP_NAMES, Output::Fatbin);
+    let library = Library::from_file(&fatbin.path).unwrap();
+    let axpy = library.kernel("axpy<float>").unwrap();
+    assert_eq!(axpy.name().unwrap(), "_Z4axpyIfEvT_PKS0_PS0_i");
+    let n = 10_000usize;
+    let x = common::random_floats(n, 1);
+    let y = common::random_floats(n, 2);
+    let a = 1.5f32;
+    let x_device = DeviceBuffer::from_slice(&x).unwrap();
+    let mut y_device = DeviceBuffer::from_slice(&y).unwrap();
+    // SAFETY: axpy<float>(float, const float*, float*, int) reads n floats of x and writes n of
+    // y; both buffers hold n and outlive the launch (to_vec synchronizes).
+    unsafe {
+        axpy.launch(
+            &LaunchConfig::for_elements(n, 256),
+            (a, &x_device, &mut y_device, n as i32),
+        )
+    }
+    .unwrap();
+    // nvcc contracts a * x + y into one fused multiply-add, as mul_add does.
+    let expected: Vec<f32> = x.iter().zip(&y).map(|(x, y)| a.mul_add(*x, *y)).collect();
+    assert_eq!(y_device.to_vec().unwrap(), expected);
+
+    let double = library
+        .kernel("void axpy<double>(double, double const*, double*, int)")
+        .unwrap();
+    assert_eq!(double.name().unwrap(), "_Z4axpyIdEvT_PKS0_PS0_i");
+
+    match library.kernel("scale") {
+        Err(Error::AmbiguousKernel { name, candidates }) => {
+            assert_eq!(name, "scale");
+            assert_eq!(candidates.len(), 2, "{candidates:?}");
+            for symbol in ["_Z5scalePfi", "_Z5scalePdi"] {
+                assert!(
+                    candidates
+                        .iter()
+                        .any(|candidate| candidate.contains(symbol)),
+                    "{symbol} is not among {candidates:?}"
+                );
+            }
+        }
+        other => panic!("an overload set is ambiguous, got {other:?}"),
+    }
+    let scale = library.kernel("scale(double*, int)").unwrap();
+    assert_eq!(scale.name().unwrap(), "_Z5scalePdi");
+}
+
+#[test]
+#[ignore = "gpu: NVRTC output saved to a file keeps its C++ kernel names"]
+fn nvrtc_output_saved_to_a_file_is_found_by_its_name_expressions() {
+    let source = r#"
+template <typename T>
+__global__ void saxpy(T a, const T* x, T* y, unsigned long long n) {
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"#;
+    let compiled = cudyn::Program::new(source)
+        .name_expression("saxpy<float>")
+        .name_expression("saxpy<double>")
+        .compile()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("saxpy.cubin");
+    std::fs::write(&path, compiled.code()).unwrap();
+    // Loaded from the file, the library knows nothing of NVRTC's name expressions.
+    let library = Library::from_file(&path).unwrap();
+    for (expression, lowered) in compiled.lowered_names() {
+        let kernel = library.kernel(expression).unwrap();
+        assert_eq!(kernel.name().unwrap(), lowered, "{expression}");
+    }
+    let n = 4096usize;
+    let x: Vec<f64> = (0..n).map(|i| i as f64 * 0.25).collect();
+    let y: Vec<f64> = (0..n).map(|i| 1.0 - i as f64).collect();
+    let x_device = DeviceBuffer::from_slice(&x).unwrap();
+    let mut y_device = DeviceBuffer::from_slice(&y).unwrap();
+    let saxpy = library.kernel("saxpy<double>").unwrap();
+    // SAFETY: saxpy<double>(double, const double*, double*, size_t) reads n doubles of x and
+    // writes n of y; both buffers hold n and outlive the launch (to_vec synchronizes).
+    unsafe {
+        saxpy.launch(
+            &LaunchConfig::for_elements(n, 128),
+            (3.0f64, &x_device, &mut y_device, n as u64),
+        )
+    }
+    .unwrap();
+    let expected: Vec<f64> = x
+        .iter()
+        .zip(&y)
+        .map(|(x, y)| 3.0f64.mul_add(*x, *y))
+        .collect();
+    assert_eq!(y_device.to_vec().unwrap(), expected);
 }

@@ -3,7 +3,19 @@
 //!
 //! One test in its own binary: the search path is process-wide and fixed at the first opening.
 
-use cudyn::{Component, Device, Error, ToolchainReport};
+use cudyn::{Backend, Component, Device, Error, Library, ToolchainReport};
+
+/// Whole, valid PTX with one kernel, written out so that no compiler is needed.
+const NOOP_PTX: &str = "\
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry noop()
+{
+\tret;
+}
+";
 
 #[test]
 fn every_entry_point_reports_where_it_looked() {
@@ -49,6 +61,36 @@ fn every_entry_point_reports_where_it_looked() {
         ),
         "{device_error:?}"
     );
+
+    // Loading valid device code without a driver names the driver and where it was looked for,
+    // whichever API is asked to load it: no library can live without the driver.
+    let ptx_file = empty.path().join("noop.ptx");
+    std::fs::write(&ptx_file, NOOP_PTX).unwrap();
+    for (how, loaded) in [
+        ("default", Library::load(NOOP_PTX)),
+        ("from a file", Library::from_file(&ptx_file)),
+        (
+            "runtime",
+            Library::loader().backend(Backend::Runtime).load(NOOP_PTX),
+        ),
+        (
+            "driver",
+            Library::loader().backend(Backend::Driver).load(NOOP_PTX),
+        ),
+    ] {
+        let error = loaded.expect_err("no driver, no library");
+        assert!(
+            matches!(
+                error,
+                Error::LibraryNotFound {
+                    component: Component::Driver,
+                    ..
+                }
+            ),
+            "{how}: expected the driver to be reported missing, got {error:?}"
+        );
+        assert!(error.to_string().contains(&folder), "{how}: {error}");
+    }
 
     let report = ToolchainReport::probe();
     assert!(report

@@ -73,6 +73,7 @@ pub use args::{ArgList, KernelArg, KernelArgs, INLINE_ARGS};
 pub use check::{check_arguments, ArgumentMismatch};
 pub use config::{check_config, ConfigViolation, Dim3, LaunchConfig};
 
+use crate::api::driver as api;
 use crate::context::{self, Current};
 use crate::error::{Error, Result};
 use crate::kernel::{Kernel, KernelAttribute};
@@ -81,7 +82,6 @@ use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 #[cfg(doc)]
 use crate::param::ParamLayout;
 use crate::stream::Stream;
-use crate::sys::call;
 use crate::sys::driver;
 
 impl Kernel {
@@ -188,26 +188,14 @@ impl Kernel {
         let stream = config.stream.map_or(std::ptr::null_mut(), Stream::as_raw);
         let (grid, block) = (config.grid, config.block);
         let status = if config.cluster.is_none() && !config.cooperative {
-            // SAFETY: a CUkernel may be passed as the CUfunction of cuLaunchKernel; the caller
-            // vouches for `params`; `extra` is null.
-            unsafe {
-                call!(
-                    driver,
-                    cuLaunchKernel(
-                        self.as_function(),
-                        grid.x,
-                        grid.y,
-                        grid.z,
-                        block.x,
-                        block.y,
-                        block.z,
-                        config.shared_mem_bytes,
-                        stream,
-                        params,
-                        std::ptr::null_mut()
-                    )
-                )
-            }
+            let shape = api::LaunchShape {
+                grid: [grid.x, grid.y, grid.z],
+                block: [block.x, block.y, block.z],
+                shared_mem_bytes: config.shared_mem_bytes,
+            };
+            // SAFETY: a CUkernel may be passed as the CUfunction of cuLaunchKernel; the stream is
+            // borrowed by `config`; the caller vouches for `params`.
+            unsafe { api::launch_kernel(driver, self.as_function(), shape, stream, params) }
         } else {
             let mut attributes = [driver::CUlaunchAttribute::default(); 2];
             let mut count = 0;
@@ -240,12 +228,7 @@ impl Kernel {
             };
             // SAFETY: `launch` and its `count` attributes live until the call returns; the
             // kernel handle is accepted as a CUfunction; the caller vouches for `params`.
-            unsafe {
-                call!(
-                    driver,
-                    cuLaunchKernelEx(&launch, self.as_function(), params, std::ptr::null_mut())
-                )
-            }
+            unsafe { api::launch_kernel_ex(driver, &launch, self.as_function(), params) }
         };
         status.map_err(|error| self.explain_launch_failure(error, config, &current))
     }

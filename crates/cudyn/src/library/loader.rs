@@ -1,0 +1,467 @@
+//! Loading: the options, the JIT's logs, and the check that only whole, loadable device code
+//! reaches the driver.
+
+use std::ffi::c_void;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{Backend, Inner, Library};
+use crate::api::library::{LibraryApi, LoadOptions};
+use crate::compile::Compiled;
+use crate::context;
+use crate::error::{Error, Result};
+use crate::image::{Image, ImageKind};
+use crate::sys::driver;
+
+/// Options for the JIT compiler, used when the library holds PTX that must be compiled for the
+/// device (a cubin or a fatbin with SASS for the device is not compiled again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JitOptions {
+    /// Optimization level, 0 to 4 (the JIT's default is 4).
+    pub optimization_level: Option<u32>,
+    /// Most registers a thread may use.
+    pub max_registers: Option<u32>,
+    /// Generate debug information.
+    pub debug_info: bool,
+    /// Generate line-number information.
+    pub line_info: bool,
+    /// Make the info log verbose.
+    pub verbose_log: bool,
+    /// Capacity of each of the two logs (info and error), in bytes.
+    pub log_capacity: usize,
+}
+
+impl Default for JitOptions {
+    fn default() -> Self {
+        JitOptions {
+            optimization_level: None,
+            max_registers: None,
+            debug_info: false,
+            line_info: false,
+            verbose_log: false,
+            log_capacity: 16 * 1024,
+        }
+    }
+}
+
+/// Options for loading a library, beyond the JIT's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LibraryOptions {
+    /// Let the driver use the loaded bytes in place instead of copying them
+    /// (`CU_LIBRARY_BINARY_IS_PRESERVED`). cudyn then keeps its own copy of the bytes alive until
+    /// the library is unloaded.
+    pub preserve_binary: bool,
+}
+
+/// What the JIT compiler said while loading a library; empty for code that needed no JIT.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JitLog {
+    /// The informational log.
+    pub info: String,
+    /// The error log. It can hold an error even when the load succeeded.
+    pub error: String,
+}
+
+impl JitLog {
+    /// Whether both logs are empty.
+    pub fn is_empty(&self) -> bool {
+        self.info.is_empty() && self.error.is_empty()
+    }
+
+    /// Both logs as one text for an error message, `None` when both are empty.
+    pub fn text(&self) -> Option<String> {
+        let parts: Vec<String> = [("error", &self.error), ("info", &self.info)]
+            .into_iter()
+            .filter(|(_, log)| !log.is_empty())
+            .map(|(kind, log)| format!("JIT {kind} log: {}", log.trim_end()))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("\n"))
+    }
+
+    /// `error` with the logs attached, when it is a failed CUDA call without a log of its own.
+    pub(crate) fn attach(&self, error: Error) -> Error {
+        match error {
+            Error::Cuda(mut call) if call.log.is_none() => {
+                call.log = self.text();
+                Error::Cuda(call)
+            }
+            other => other,
+        }
+    }
+}
+
+/// Loads a library with options; made by [`Library::loader`].
+#[derive(Debug, Clone, Default)]
+pub struct LibraryLoader {
+    jit: JitOptions,
+    options: LibraryOptions,
+    backend: Option<Backend>,
+    /// Name expressions (`saxpy<float>`) and the lowered names NVRTC gave them.
+    names: Vec<(String, String)>,
+}
+
+impl LibraryLoader {
+    /// Sets the JIT options.
+    pub fn jit(mut self, jit: JitOptions) -> Self {
+        self.jit = jit;
+        self
+    }
+
+    /// Sets the library options.
+    pub fn options(mut self, options: LibraryOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Loads through `backend` instead of [`Backend::preferred`]; asking for the runtime fails
+    /// when no runtime with the library API is found.
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// Loads what NVRTC compiled (a cubin or PTX); its name expressions then work as kernel
+    /// names: `library.kernel("saxpy<float>")`.
+    pub fn load_compiled(&self, compiled: &Compiled) -> Result<Library> {
+        let loader = LibraryLoader {
+            names: compiled
+                .lowered_names()
+                .map(|(expression, lowered)| (expression.to_owned(), lowered.to_owned()))
+                .collect(),
+            ..self.clone()
+        };
+        loader.load(compiled.code())
+    }
+
+    /// Loads a .fatbin, .cubin or .ptx file.
+    ///
+    /// The whole file is read into memory, checked, and those same bytes are handed to the
+    /// driver (`cudaLibraryLoadData`, not `cudaLibraryLoadFromFile`): every byte the driver sees
+    /// was checked, and a file that changes on disk meanwhile cannot slip past the check. Errors
+    /// about the contents name the file.
+    pub fn from_file(&self, path: impl AsRef<Path>) -> Result<Library> {
+        let path = path.as_ref();
+        let image = std::fs::read(path).map_err(|error| Error::read_file(path, error))?;
+        self.load_checked(&image, &|| path.display().to_string())
+    }
+
+    /// Loads device code from memory: a cubin or fatbin, or PTX text (a terminating NUL is added
+    /// when missing). Anything else (LTO-IR, a host program, garbage) is refused before CUDA sees
+    /// it, with an error saying what it is.
+    ///
+    /// PTX is JIT-compiled during the load, into the current context, so PTX the JIT rejects (for
+    /// one newer than the driver) fails here with the JIT's log rather than at the first kernel
+    /// lookup or launch; cubins and fatbins load into contexts when the driver's module-loading
+    /// mode says (lazily, by default).
+    pub fn load(&self, image: impl AsRef<[u8]>) -> Result<Library> {
+        let image = image.as_ref();
+        self.load_checked(image, &|| format!("the {} bytes given", image.len()))
+    }
+
+    /// Checks `image` (named by `what` in errors) and loads it.
+    fn load_checked(&self, image: &[u8], what: &dyn Fn() -> String) -> Result<Library> {
+        let kind = require_loadable(image, what)?;
+        let needs_nul = kind == ImageKind::Ptx && image.last() != Some(&0);
+        let owned = (needs_nul || self.options.preserve_binary).then(|| {
+            let mut owned = Vec::with_capacity(image.len() + 1);
+            owned.extend_from_slice(image);
+            if needs_nul {
+                owned.push(0);
+            }
+            owned.into_boxed_slice()
+        });
+        let api = LibraryApi::new(self.backend.unwrap_or_else(Backend::preferred))?;
+        let mut jit = JitArgs::new(&self.jit)?;
+        let mut library_options = [driver::CU_LIBRARY_BINARY_IS_PRESERVED];
+        // The option is a flag; its value is the flag's value.
+        let mut library_values = [1usize as *mut c_void];
+        let preserve = usize::from(self.options.preserve_binary);
+        let (options, values) = jit.arrays();
+        let load_options = LoadOptions {
+            jit: options,
+            jit_values: values,
+            library: &mut library_options[..preserve],
+            library_values: &mut library_values[..preserve],
+        };
+        // The boxed bytes do not move when the box does: they stay where `data` points while
+        // `owned` lives, through this call and, when preserved, in the library.
+        let data = owned.as_deref().unwrap_or(image).as_ptr();
+        // SAFETY: `data` is device code of a loadable kind, NUL-terminated when it is PTX, alive
+        // through the call (and the library's life when preserved: `owned` moves into it); the
+        // JIT values point into `jit`'s log buffers, which live as long as the library.
+        let loaded = unsafe { api.load_data(data.cast(), load_options) };
+        let raw = loaded.map_err(|error| jit.logs().attach(error))?;
+        let mut inner = Inner {
+            raw,
+            backend: api.backend(),
+            owned: true,
+            log: JitLog::default(),
+            names: self.names.clone(),
+            offline_image: driver_lacks_param_info().then(|| Arc::from(image)),
+            _image: owned.filter(|_| self.options.preserve_binary),
+            _jit_buffers: None,
+        };
+        // With lazy module loading (the driver's default) PTX would be compiled at the first
+        // kernel lookup or launch, and a PTX the JIT rejects would load "successfully" and fail
+        // later. Loading it into the current context now runs the JIT while the logs are
+        // captured, so a failure is a load error carrying the JIT's log. (Dropping `inner`
+        // unloads the library.)
+        if kind == ImageKind::Ptx {
+            if let Err(error) = load_into_current_context(raw) {
+                return Err(jit.logs().attach(error));
+            }
+        }
+        inner.log = jit.logs();
+        // A later lazy load into another context may still write the log buffers the driver was
+        // given: they live as long as the library.
+        inner._jit_buffers = Some(jit);
+        Ok(Library {
+            inner: Arc::new(inner),
+        })
+    }
+}
+
+/// Loads `library` into the current context now (`cuLibraryGetModule`), making one current if
+/// none is; for PTX this runs the JIT.
+fn load_into_current_context(library: driver::CUlibrary) -> Result<()> {
+    let driver = context::current()?.driver;
+    // SAFETY: the library was just loaded and is not unloaded before this returns.
+    unsafe { crate::api::driver::library_module(driver, library) }.map(drop)
+}
+
+/// Whether the driver lacks `cuKernelGetParamInfo` (before 12.4), so that launches must check
+/// arguments against layouts read offline from the device code.
+fn driver_lacks_param_info() -> bool {
+    crate::sys::driver().is_ok_and(|driver| driver.api.cuKernelGetParamInfo.is_none())
+}
+
+/// The kind of `image`, or an error when it is not device code the driver can load. `what` names
+/// the image in the error.
+///
+/// This is the one check every image passes before the driver sees it.
+fn require_loadable(image: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
+    let kind = Image::detect(image).map_err(|error| match error {
+        Error::NotDeviceCode { reason, .. } => Error::NotDeviceCode {
+            what: what(),
+            reason,
+        },
+        other => other,
+    })?;
+    if kind.is_loadable() {
+        return Ok(kind);
+    }
+    let advice = match kind {
+        ImageKind::LtoIr => "LTO-IR must be linked first: cudyn::compile::link_lto or Linker",
+        _ => {
+            "a host program is not loaded as a library; load its device code from \
+              Image::embedded_fatbins"
+        }
+    };
+    Err(Error::NotDeviceCode {
+        what: what(),
+        reason: format!("it is {kind}, which the driver cannot load: {advice}"),
+    })
+}
+
+/// The JIT option arrays of one load, with the log buffers they point into.
+#[derive(Debug)]
+pub(super) struct JitArgs {
+    options: [driver::CUjit_option; JitArgs::MAX],
+    values: [*mut c_void; JitArgs::MAX],
+    count: usize,
+    info: Vec<u8>,
+    error: Vec<u8>,
+}
+
+impl JitArgs {
+    const MAX: usize = 9;
+    const INFO_SIZE_SLOT: usize = 1;
+    const ERROR_SIZE_SLOT: usize = 3;
+
+    fn new(jit: &JitOptions) -> Result<JitArgs> {
+        let capacity = jit.log_capacity.clamp(1, u32::MAX as usize);
+        let mut args = JitArgs {
+            options: [0; Self::MAX],
+            values: [std::ptr::null_mut(); Self::MAX],
+            count: 0,
+            info: vec![0; capacity],
+            error: vec![0; capacity],
+        };
+        let info = args.info.as_mut_ptr().cast();
+        let error = args.error.as_mut_ptr().cast();
+        // The size slots are read back after the load: keep them at the indices named above.
+        args.push(driver::CU_JIT_INFO_LOG_BUFFER, info);
+        args.push(driver::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, capacity as _);
+        args.push(driver::CU_JIT_ERROR_LOG_BUFFER, error);
+        args.push(driver::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, capacity as _);
+        if let Some(level) = jit.optimization_level {
+            if level > 4 {
+                return Err(Error::JitOptimizationLevel { level });
+            }
+            args.push(driver::CU_JIT_OPTIMIZATION_LEVEL, level as _);
+        }
+        if let Some(registers) = jit.max_registers {
+            args.push(driver::CU_JIT_MAX_REGISTERS, registers as _);
+        }
+        for (set, option) in [
+            (jit.debug_info, driver::CU_JIT_GENERATE_DEBUG_INFO),
+            (jit.line_info, driver::CU_JIT_GENERATE_LINE_INFO),
+            (jit.verbose_log, driver::CU_JIT_LOG_VERBOSE),
+        ] {
+            if set {
+                args.push(option, 1 as _);
+            }
+        }
+        Ok(args)
+    }
+
+    /// Adds an option; scalar values travel in the pointer itself, as the JIT API specifies.
+    fn push(&mut self, option: driver::CUjit_option, value: *mut c_void) {
+        self.options[self.count] = option;
+        self.values[self.count] = value;
+        self.count += 1;
+    }
+
+    /// The options set and their values, for the load call.
+    fn arrays(&mut self) -> (&mut [driver::CUjit_option], &mut [*mut c_void]) {
+        (
+            &mut self.options[..self.count],
+            &mut self.values[..self.count],
+        )
+    }
+
+    fn logs(&self) -> JitLog {
+        JitLog {
+            info: read_log(&self.info, self.values[Self::INFO_SIZE_SLOT]),
+            error: read_log(&self.error, self.values[Self::ERROR_SIZE_SLOT]),
+        }
+    }
+}
+
+/// The text in a log buffer: up to the size the JIT reports filled, the first NUL, or the end.
+fn read_log(buffer: &[u8], filled: *mut c_void) -> String {
+    let filled = (filled as usize).min(buffer.len());
+    let text = &buffer[..filled];
+    let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
+    String::from_utf8_lossy(&text[..end]).trim_end().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::{self, runtime};
+
+    #[test]
+    fn only_loadable_device_code_reaches_the_driver() {
+        let ptx = b"//\n.version 9.0\n.target sm_90\n.address_size 64\n";
+        assert_eq!(
+            require_loadable(ptx, &|| "ptx".into()).unwrap(),
+            ImageKind::Ptx
+        );
+        let garbage = require_loadable(b"hello, world", &|| "greeting.bin".into()).unwrap_err();
+        assert!(
+            matches!(&garbage, Error::NotDeviceCode { what, .. } if what == "greeting.bin"),
+            "{garbage:?}"
+        );
+        // The NVVM container magic of LTO-IR, which needs nvJitLink before it can load.
+        let ltoir = [0xed, 0x43, 0x4e, 0x7f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let error = require_loadable(&ltoir, &|| "piece.ltoir".into()).unwrap_err();
+        assert!(error.to_string().contains("link"), "{error}");
+        // Refused before any CUDA library is needed: this runs without a GPU.
+        let refused = Library::load(b"not device code").unwrap_err();
+        assert!(
+            matches!(refused, Error::NotDeviceCode { .. }),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn jit_options_fill_the_arrays_the_header_describes() {
+        let jit = JitOptions {
+            optimization_level: Some(2),
+            max_registers: Some(40),
+            line_info: true,
+            log_capacity: 128,
+            ..JitOptions::default()
+        };
+        let args = JitArgs::new(&jit).unwrap();
+        let options = &args.options[..args.count];
+        assert_eq!(
+            options,
+            [
+                driver::CU_JIT_INFO_LOG_BUFFER,
+                driver::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                driver::CU_JIT_ERROR_LOG_BUFFER,
+                driver::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                driver::CU_JIT_OPTIMIZATION_LEVEL,
+                driver::CU_JIT_MAX_REGISTERS,
+                driver::CU_JIT_GENERATE_LINE_INFO,
+            ]
+        );
+        assert_eq!(args.values[0], args.info.as_ptr() as *mut c_void);
+        assert_eq!(args.values[1] as usize, 128);
+        assert_eq!(args.values[2], args.error.as_ptr() as *mut c_void);
+        assert_eq!(args.values[4] as usize, 2);
+        assert_eq!(args.values[5] as usize, 40);
+        assert_eq!(args.values[6] as usize, 1);
+        // The runtime's option numbers are the driver's.
+        assert_eq!(
+            runtime::cudaJitOptimizationLevel,
+            driver::CU_JIT_OPTIMIZATION_LEVEL
+        );
+        assert_eq!(
+            runtime::cudaJitErrorLogBuffer,
+            driver::CU_JIT_ERROR_LOG_BUFFER
+        );
+        assert_eq!(
+            runtime::cudaJitGenerateLineInfo,
+            driver::CU_JIT_GENERATE_LINE_INFO
+        );
+    }
+
+    #[test]
+    fn out_of_range_optimization_level_is_refused() {
+        let jit = JitOptions {
+            optimization_level: Some(5),
+            ..JitOptions::default()
+        };
+        assert!(matches!(
+            JitArgs::new(&jit),
+            Err(Error::JitOptimizationLevel { level: 5 })
+        ));
+    }
+
+    #[test]
+    fn logs_stop_at_the_filled_size_or_the_first_nul() {
+        let mut buffer = b"ptxas error   : Unsupported .version 9.5\0garbage".to_vec();
+        assert_eq!(
+            read_log(&buffer, 44 as *mut c_void),
+            "ptxas error   : Unsupported .version 9.5"
+        );
+        assert_eq!(read_log(&buffer, 5 as *mut c_void), "ptxas");
+        buffer.clear();
+        assert_eq!(read_log(&buffer, 100 as *mut c_void), "");
+    }
+
+    #[test]
+    fn logs_are_attached_to_call_errors_without_one() {
+        let log = JitLog {
+            info: String::new(),
+            error: "ptxas fatal: Unsupported .version 9.5".into(),
+        };
+        let error = Error::Cuda(Box::new(crate::error::CallError {
+            api: sys::locate::Component::Runtime,
+            call: "cudaLibraryGetKernel",
+            code: 222,
+            name: "cudaErrorUnsupportedPtxVersion".into(),
+            message: "the provided PTX was compiled with an unsupported toolchain".into(),
+            log: None,
+        }));
+        let error = log.attach(error);
+        assert_eq!(
+            error.log(),
+            Some("JIT error log: ptxas fatal: Unsupported .version 9.5")
+        );
+        assert!(error.to_string().contains("Unsupported .version 9.5"));
+    }
+}

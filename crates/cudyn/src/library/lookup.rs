@@ -1,0 +1,308 @@
+//! Kernel names: a symbol as the library has it, or the C++ name a person writes.
+//!
+//! Kernels without C linkage are known to the driver by their Itanium-mangled symbols
+//! (`_Z4axpyIfEvT_PKS0_PS0_i`). A person writes `axpy<float>`. [`resolve`] relates the two by
+//! demangling every symbol of the library, so the same lookup serves code compiled by nvcc or by
+//! NVRTC, loaded from memory or from a file.
+
+use std::ffi::CString;
+
+use cpp_demangle::{DemangleOptions, Symbol};
+
+use crate::error::{Error, Result};
+
+/// What a name fits among a library's kernel symbols.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Resolved {
+    /// Exactly one kernel: its symbol.
+    One(String),
+    /// Several kernels, each as its C++ signature followed by its symbol in parentheses.
+    Ambiguous(Vec<String>),
+    /// None.
+    NotFound,
+}
+
+/// Finds the kernel `wanted` names among `symbols`: the symbol itself, or a C++ name of it (see
+/// [`cpp_names`]). Spaces are ignored when C++ names are compared.
+pub(super) fn resolve(wanted: &str, symbols: &[String]) -> Resolved {
+    if let Some(symbol) = symbols.iter().find(|symbol| *symbol == wanted) {
+        return Resolved::One(symbol.clone());
+    }
+    let wanted = without_spaces(wanted);
+    let mut matches: Vec<(&String, CppNames)> = symbols
+        .iter()
+        .filter_map(|symbol| Some((symbol, cpp_names(symbol)?)))
+        .filter(|(_, names)| names.all().any(|name| without_spaces(name) == wanted))
+        .collect();
+    match matches.len() {
+        0 => Resolved::NotFound,
+        1 => Resolved::One(matches.remove(0).0.clone()),
+        _ => Resolved::Ambiguous(
+            matches
+                .into_iter()
+                .map(|(symbol, names)| format!("{} ({symbol})", names.signature))
+                .collect(),
+        ),
+    }
+}
+
+/// The names by which a person may ask for a mangled kernel, each a demangled form of its symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct CppNames {
+    /// The qualified name with its template arguments: `ns::axpy<float>`.
+    pub(super) name: String,
+    /// The qualified name without the template arguments of the function itself: `ns::axpy`.
+    pub(super) template: String,
+    /// The name with its parameters: `ns::axpy<float>(float, float const*, float*, int)`.
+    pub(super) signature: String,
+    /// The whole declaration, with the return type of a template:
+    /// `void ns::axpy<float>(float, float const*, float*, int)`.
+    pub(super) declaration: String,
+}
+
+impl CppNames {
+    fn all(&self) -> impl Iterator<Item = &str> {
+        [
+            &self.name,
+            &self.template,
+            &self.signature,
+            &self.declaration,
+        ]
+        .into_iter()
+        .map(String::as_str)
+    }
+}
+
+/// Longest symbol handed to the demangler: real kernel symbols are far shorter, and the
+/// demangler's time grows with its input.
+const MAX_DEMANGLE_LEN: usize = 4096;
+
+/// The C++ names of an Itanium-mangled `symbol`; `None` for a C name or one that does not
+/// demangle.
+pub(super) fn cpp_names(symbol: &str) -> Option<CppNames> {
+    if !symbol.starts_with("_Z") || symbol.len() > MAX_DEMANGLE_LEN {
+        return None;
+    }
+    let parsed = Symbol::new(symbol).ok()?;
+    let demangle = |options| parsed.demangle_with_options(&options).ok();
+    let name = demangle(DemangleOptions::new().no_params().no_return_type())?;
+    let template = strip_template_arguments(&name).to_owned();
+    Some(CppNames {
+        signature: demangle(DemangleOptions::new().no_return_type())?,
+        declaration: demangle(DemangleOptions::new())?,
+        template,
+        name,
+    })
+}
+
+/// `name` without the template argument list that ends it: `ns::axpy<float>` gives `ns::axpy`.
+fn strip_template_arguments(name: &str) -> &str {
+    if !name.ends_with('>') {
+        return name;
+    }
+    let mut depth = 0usize;
+    for (index, byte) in name.bytes().enumerate().rev() {
+        match byte {
+            b'>' => depth += 1,
+            b'<' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return &name[..index];
+                }
+            }
+            _ => {}
+        }
+    }
+    name
+}
+
+fn without_spaces(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// `names` sorted by edit distance to `wanted`, nearest first, ties by name.
+pub(super) fn nearest_first(wanted: &str, mut names: Vec<String>) -> Vec<String> {
+    names.sort_by_cached_key(|name| (strsim::levenshtein(wanted, name), name.clone()));
+    names
+}
+
+/// `text` as a C string for a lookup; `what` names it in the error ("kernel name", ...).
+pub(super) fn c_name(what: &'static str, text: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| Error::NulInName {
+        what,
+        text: text.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn symbols(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn unknown_kernel_names_are_listed_nearest_first() {
+        let names = symbols(&["saxpy_f64", "reduce", "saxpy", "scale"]);
+        assert_eq!(
+            nearest_first("saxpi", names),
+            ["saxpy", "scale", "saxpy_f64", "reduce"]
+        );
+    }
+
+    #[test]
+    fn template_arguments_are_stripped_from_the_end_only() {
+        assert_eq!(strip_template_arguments("axpy<float>"), "axpy");
+        assert_eq!(strip_template_arguments("ns::f<a<b>, 3>"), "ns::f");
+        assert_eq!(strip_template_arguments("helloWorld"), "helloWorld");
+    }
+
+    #[test]
+    fn names_with_a_nul_are_refused() {
+        let error = c_name("kernel name", "sax\0py").unwrap_err();
+        assert!(
+            matches!(&error, Error::NulInName { what: "kernel name", text } if text == "sax\0py"),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn plain_symbols_match_only_themselves() {
+        let library = symbols(&["saxpy", "fill"]);
+        assert_eq!(resolve("fill", &library), Resolved::One("fill".into()));
+        assert_eq!(resolve("fil", &library), Resolved::NotFound);
+    }
+
+    /// A template instantiated twice, an overload set, a namespaced kernel and a C kernel
+    /// (the GPU tests load the same source built by nvcc), compiled by NVRTC to a cubin; the
+    /// symbols are read from it offline, as the driver would list them.
+    const CPP_NAMES: &str = include_str!("../../tests/kernels/cpp_names.cu");
+
+    fn compiled_symbols() -> Vec<String> {
+        let compiled = crate::Program::new(CPP_NAMES)
+            .arch(crate::compile::Arch::new(9, 0))
+            .compile()
+            .expect("NVRTC compiles the kernels (run the tests with the CUDA wheels' venv)");
+        let inspection = crate::inspect::inspect(compiled.code()).expect("a readable cubin");
+        let crate::inspect::Contents::Cubin(cubin) = inspection.contents else {
+            panic!("NVRTC produced {:?}, not a cubin", inspection.kind);
+        };
+        cubin
+            .kernels
+            .into_iter()
+            .map(|kernel| kernel.name)
+            .collect()
+    }
+
+    fn symbol_of(resolved: Resolved) -> String {
+        match resolved {
+            Resolved::One(symbol) => symbol,
+            other => panic!("expected one kernel, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kernels_compiled_from_cpp_are_found_by_their_cpp_names() {
+        let symbols = compiled_symbols();
+        assert_eq!(symbols.len(), 6, "{symbols:?}");
+        let axpy_float = symbol_of(resolve("axpy<float>", &symbols));
+        assert_eq!(axpy_float, "_Z4axpyIfEvT_PKS0_PS0_i");
+        let axpy_double = symbol_of(resolve("axpy<double>", &symbols));
+        assert_eq!(axpy_double, "_Z4axpyIdEvT_PKS0_PS0_i");
+        // The signature, with or without the return type, in any spacing.
+        assert_eq!(
+            symbol_of(resolve(
+                "axpy<float>(float, float const*, float*, int)",
+                &symbols
+            )),
+            axpy_float
+        );
+        assert_eq!(
+            symbol_of(resolve(
+                "void axpy<double>(double,double const*,double*,int)",
+                &symbols
+            )),
+            axpy_double
+        );
+        assert_eq!(
+            symbol_of(resolve("scale(double*, int)", &symbols)),
+            "_Z5scalePdi"
+        );
+        assert_eq!(
+            symbol_of(resolve("blas::zero", &symbols)),
+            "_ZN4blas4zeroEPf"
+        );
+        assert_eq!(symbol_of(resolve("plain", &symbols)), "plain");
+        // Symbols still work as they are.
+        assert_eq!(symbol_of(resolve("_Z5scalePfi", &symbols)), "_Z5scalePfi");
+    }
+
+    #[test]
+    fn a_name_fitting_several_kernels_lists_them_all() {
+        let symbols = compiled_symbols();
+        for (name, expected) in [
+            (
+                "scale",
+                [
+                    "scale(float*, int) (_Z5scalePfi)",
+                    "scale(double*, int) (_Z5scalePdi)",
+                ],
+            ),
+            (
+                "axpy",
+                [
+                    "axpy<float>(float, float const*, float*, int) (_Z4axpyIfEvT_PKS0_PS0_i)",
+                    "axpy<double>(double, double const*, double*, int) (_Z4axpyIdEvT_PKS0_PS0_i)",
+                ],
+            ),
+        ] {
+            let Resolved::Ambiguous(mut candidates) = resolve(name, &symbols) else {
+                panic!("{name} should be ambiguous among {symbols:?}");
+            };
+            candidates.sort();
+            let mut expected = expected.map(String::from).to_vec();
+            expected.sort();
+            assert_eq!(candidates, expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn names_fitting_no_kernel_are_not_found() {
+        let symbols = compiled_symbols();
+        for name in [
+            "axpy<int>",
+            "zero",
+            "scale(int*, int)",
+            "blas::zero<float>",
+            "plai",
+        ] {
+            assert_eq!(resolve(name, &symbols), Resolved::NotFound, "{name}");
+        }
+    }
+
+    #[test]
+    fn name_expressions_lowered_by_nvrtc_resolve_to_their_own_symbols() {
+        // What a cubin saved from NVRTC loses is the map from expression to lowered name; the
+        // demangled symbols give it back.
+        let compiled = crate::Program::new(
+            "template <typename T> __global__ void fill(T* out, T value) { out[threadIdx.x] = value; }",
+        )
+        .arch(crate::compile::Arch::new(9, 0))
+        .name_expression("fill<float>")
+        .name_expression("fill<unsigned int>")
+        .compile()
+        .expect("NVRTC compiles the template");
+        let symbols: Vec<String> = compiled
+            .lowered_names()
+            .map(|(_, lowered)| lowered.to_owned())
+            .collect();
+        for (expression, lowered) in compiled.lowered_names() {
+            assert_eq!(
+                symbol_of(resolve(expression, &symbols)),
+                lowered,
+                "{expression}"
+            );
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! [`Library`]: device code (fatbin, cubin or PTX) loaded at run time, runtime-style.
+//!
+//! A library is context-independent: it is loaded once and usable on every device (the driver
+//! loads it into a device's context when a kernel or variable is first needed there). Loading
+//! goes through the CUDA runtime's library API (`cudaLibraryLoadData`, CUDA 12.8+) when such a
+//! runtime is found, else through the driver's `cuLibrary*` API; both give the same handle.
+//!
+//! Every load captures the JIT's info and error logs. The driver may report success while the
+//! error log holds an error (PTX newer than the driver: the failure surfaces only at the kernel
+//! lookup), so the logs are kept with the library and attached to any later failure.
+//!
+//! The parts: [`loader`] (options, JIT logs, the checks before the driver sees any byte),
+//! `lookup` (kernel names, C++ names, suggestions), [`global`] (device variables), and here the
+//! handle itself, unloaded when its last user is dropped.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::api::library::{preferred_backend, LibraryApi};
+use crate::error::{Error, Result};
+use crate::kernel::{params_from_image, Kernel};
+use crate::param::ParamLayout;
+use crate::sys::driver::{self, CUlibrary};
+use crate::sys::runtime;
+
+pub mod global;
+pub mod loader;
+mod lookup;
+
+pub use global::Global;
+use loader::JitArgs;
+pub use loader::{JitLog, JitOptions, LibraryLoader, LibraryOptions};
+use lookup::Resolved;
+
+/// Which CUDA API loads and manages a library. Both give interchangeable handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// The runtime's library API (`cudaLibraryLoadData`, ...), CUDA 12.8 or newer.
+    Runtime,
+    /// The driver's library API (`cuLibraryLoadData`, ...), CUDA 12.0 or newer.
+    Driver,
+}
+
+impl Backend {
+    /// The runtime when one with the library API is found, else the driver.
+    pub fn preferred() -> Backend {
+        preferred_backend()
+    }
+}
+
+/// Device code loaded at run time: a handle shared by clones, unloaded when the last clone and
+/// the last [`Kernel`] taken from it are dropped.
+///
+/// ```no_run
+/// let library = cudyn::Library::from_file("device.fatbin")?;
+/// let hello = library.kernel("helloWorld")?;
+/// // SAFETY: helloWorld takes no parameters and touches no memory of the program.
+/// unsafe { hello.launch(&cudyn::LaunchConfig::new(1, 1), ()) }?;
+/// cudyn::synchronize()?;
+/// # Ok::<(), cudyn::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Library {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    raw: CUlibrary,
+    backend: Backend,
+    /// Whether cudyn loaded it and so unloads it.
+    owned: bool,
+    log: JitLog,
+    /// Name expressions and their lowered names, from [`LibraryLoader::load_compiled`].
+    names: Vec<(String, String)>,
+    /// The device code, kept only when the driver cannot report parameter layouts (before
+    /// 12.4): kernels then read theirs offline from it.
+    offline_image: Option<Arc<[u8]>>,
+    /// The bytes the driver may use in place (LibraryOptions::preserve_binary).
+    _image: Option<Box<[u8]>>,
+    /// The JIT option arrays and log buffers handed to the load call.
+    _jit_buffers: Option<JitArgs>,
+}
+
+// SAFETY: a library handle is context-independent and not tied to a host thread; the driver and
+// runtime library calls are thread-safe.
+unsafe impl Send for Inner {}
+// SAFETY: shared access only hands the handle to thread-safe calls.
+unsafe impl Sync for Inner {}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
+        let unloaded = LibraryApi::new(self.backend).and_then(|api| {
+            // SAFETY: the handle came from a successful load through this backend, and this is
+            // the last user of it: it is unloaded once.
+            unsafe { api.unload(self.raw) }
+        });
+        if let Err(error) = unloaded {
+            crate::context::report_drop_error("Library", &error);
+        }
+    }
+}
+
+impl Library {
+    /// Loads a .fatbin, .cubin or .ptx file with default options; see [`LibraryLoader::from_file`].
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Library> {
+        Self::loader().from_file(path)
+    }
+
+    /// Loads device code from memory with default options (`cudaLibraryLoadData`): a cubin, a
+    /// fatbin or PTX text.
+    pub fn load(image: impl AsRef<[u8]>) -> Result<Library> {
+        Self::loader().load(image)
+    }
+
+    /// A loader, to set JIT options, library options or the backend.
+    ///
+    /// ```no_run
+    /// use cudyn::{Backend, JitOptions, Library};
+    /// let mut jit = JitOptions::default();
+    /// jit.max_registers = Some(32);
+    /// let library = Library::loader().jit(jit).backend(Backend::Driver).from_file("k.ptx")?;
+    /// println!("{}", library.jit_log().info);
+    /// # Ok::<(), cudyn::Error>(())
+    /// ```
+    pub fn loader() -> LibraryLoader {
+        LibraryLoader::default()
+    }
+
+    /// Links LTO-IR pieces for this GPU with link-time optimization (nvJitLink) and loads the
+    /// result: the pieces of a program compiled with `Program::output(Output::LtoIr)` and
+    /// `relocatable(true)`, in one call.
+    pub fn from_lto_ir(pieces: &[&[u8]]) -> Result<Library> {
+        crate::compile::link_lto(pieces, None)?.load()
+    }
+
+    /// Wraps a library loaded elsewhere (by the runtime, the driver or another library). cudyn
+    /// never unloads it.
+    ///
+    /// # Safety
+    /// `raw` is a loaded library handle (a `CUlibrary` or a `cudaLibrary_t`, which are the same),
+    /// and it stays loaded as long as the returned `Library`, its clones and every [`Kernel`] or
+    /// [`Global`] taken from them live.
+    pub unsafe fn from_raw(raw: CUlibrary, backend: Backend) -> Library {
+        Library {
+            inner: Arc::new(Inner {
+                raw,
+                backend,
+                owned: false,
+                log: JitLog::default(),
+                names: Vec::new(),
+                offline_image: None,
+                _image: None,
+                _jit_buffers: None,
+            }),
+        }
+    }
+
+    /// The handle, as the driver types it. It stays valid while this `Library` (or a clone, or a
+    /// kernel from it) lives.
+    pub fn as_raw(&self) -> CUlibrary {
+        self.inner.raw
+    }
+
+    /// The handle, as the runtime types it: the same pointer as [`Library::as_raw`].
+    pub fn as_runtime_raw(&self) -> runtime::cudaLibrary_t {
+        self.inner.raw.cast()
+    }
+
+    /// The API that loaded the library and serves its lookups.
+    pub fn backend(&self) -> Backend {
+        self.inner.backend
+    }
+
+    /// What the JIT said while loading the library.
+    pub fn jit_log(&self) -> &JitLog {
+        &self.inner.log
+    }
+
+    /// The API serving this library's calls.
+    fn api(&self) -> Result<LibraryApi> {
+        LibraryApi::new(self.inner.backend)
+    }
+
+    /// The parameter layout of kernel `name` read from the device code, when the library kept
+    /// it (only when the driver cannot report layouts itself).
+    pub(crate) fn offline_params(&self, name: &str) -> Option<Result<Box<[ParamLayout]>>> {
+        let image = self.inner.offline_image.as_deref()?;
+        Some(params_from_image(image, name).map_err(|error| self.inner.log.attach(error)))
+    }
+
+    /// The kernel named `name` (`cudaLibraryGetKernel`).
+    ///
+    /// The name is, in this order: a name expression the library was compiled with by NVRTC
+    /// ([`LibraryLoader::load_compiled`], [`Program::load`]); the kernel's symbol (its plain name
+    /// for `extern "C"` kernels, else its mangled name); or its C++ name, read by demangling the
+    /// library's symbols: `axpy<float>`, `ns::scale`, `scale(float*, int)` or the whole signature
+    /// with its return type (spaces do not matter). This last form finds kernels compiled by nvcc
+    /// or by NVRTC, from a file as well as from memory.
+    ///
+    /// A C++ name that fits several kernels (an overload set, or a template's name without its
+    /// arguments when several instantiations exist) is [`Error::AmbiguousKernel`], listing them;
+    /// a name that fits none is [`Error::KernelNotFound`], listing the library's kernels nearest
+    /// first.
+    ///
+    /// [`Program::load`]: crate::Program::load
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let symbol = self
+            .inner
+            .names
+            .iter()
+            .find(|(expression, _)| expression == name)
+            .map_or(name, |(_, lowered)| lowered.as_str());
+        let error = match self.kernel_exact(symbol) {
+            Ok(kernel) => return Ok(kernel),
+            Err(error) => error,
+        };
+        // The driver's failure stands when the library cannot be listed, or when it does have a
+        // kernel of that symbol (the lookup failed for another reason, such as the JIT).
+        let symbols = match self.kernel_names() {
+            Ok(symbols) if !symbols.iter().any(|known| known == symbol) => symbols,
+            _ => return Err(error),
+        };
+        match lookup::resolve(name, &symbols) {
+            Resolved::One(found) => self.kernel_exact(&found),
+            Resolved::Ambiguous(candidates) => Err(Error::AmbiguousKernel {
+                name: name.to_owned(),
+                candidates,
+            }),
+            Resolved::NotFound => Err(Error::KernelNotFound {
+                name: name.to_owned(),
+                available: lookup::nearest_first(name, symbols),
+                log: self.inner.log.text(),
+            }),
+        }
+    }
+
+    /// The kernel whose symbol is exactly `symbol`.
+    fn kernel_exact(&self, symbol: &str) -> Result<Kernel> {
+        let c_symbol = lookup::c_name("kernel name", symbol)?;
+        // SAFETY: the library is loaded while `self` lives.
+        let raw = self
+            .api()
+            .and_then(|api| unsafe { api.kernel(self.inner.raw, &c_symbol) })
+            .map_err(|error| self.inner.log.attach(error))?;
+        Ok(Kernel::named(raw, self.clone(), symbol))
+    }
+
+    /// The number of kernels in the library.
+    pub fn kernel_count(&self) -> Result<usize> {
+        // SAFETY: the library is loaded while `self` lives.
+        let count = self
+            .api()
+            .and_then(|api| unsafe { api.kernel_count(self.inner.raw) })
+            .map_err(|error| self.inner.log.attach(error))?;
+        Ok(count as usize)
+    }
+
+    /// Every kernel in the library.
+    pub fn kernels(&self) -> Result<Vec<Kernel>> {
+        let mut raw: Vec<driver::CUkernel> = vec![std::ptr::null_mut(); self.kernel_count()?];
+        if !raw.is_empty() {
+            // SAFETY: the library is loaded while `self` lives.
+            let listed = self
+                .api()
+                .and_then(|api| unsafe { api.enumerate_kernels(self.inner.raw, &mut raw) });
+            listed.map_err(|error| self.inner.log.attach(error))?;
+        }
+        Ok(raw
+            .into_iter()
+            .map(|raw| Kernel::new(raw, Some(self.clone())))
+            .collect())
+    }
+
+    /// The symbols of every kernel in the library (mangled for kernels without C linkage).
+    pub fn kernel_names(&self) -> Result<Vec<String>> {
+        self.kernels()?
+            .iter()
+            .map(|kernel| kernel.name().map(str::to_owned))
+            .collect()
+    }
+}
+
+/// `Library` and `Kernel` are shared across threads; this fails to compile if either stops being
+/// `Send + Sync`.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<Library>();
+    shareable::<Kernel>();
+};
