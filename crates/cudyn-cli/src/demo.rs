@@ -1,4 +1,5 @@
-//! `cudyn demo`: the main job end to end. Compile the seed's SAXPY with NVRTC, inspect the
+//! `cudyn demo`: cudyn end to end. Compile the NVRTC SAXPY of "Dynamic Loading in the CUDA
+//! Runtime" (NVIDIA) with NVRTC, inspect the
 //! result offline, link two LTO-IR pieces with nvJitLink, and where a GPU exists load both through
 //! the runtime's library API, launch them and check every element against the CPU.
 
@@ -10,7 +11,8 @@ use cudyn::{Device, DeviceBuffer, Image, LaunchConfig, Library};
 
 use crate::inspect::render_inspection;
 
-/// The seed's NVRTC SAXPY kernel.
+/// The NVRTC SAXPY kernel that "Dynamic Loading in the CUDA Runtime" (NVIDIA) loads through the
+/// runtime.
 const SAXPY: &str = r#"
 extern "C" __global__
 void saxpy(float a, float *x, float *y, float *out, size_t n)
@@ -38,7 +40,7 @@ extern "C" __global__ void iterate(float *data, int steps, size_t n)
 "#;
 const ITERATE_STEP: &str = "__device__ float step(float x) { return x * 0.5f + 1.0f; }\n";
 
-/// The architecture compiled for when there is no GPU to ask: the GPU machine's H200.
+/// The architecture compiled for when there is no GPU to ask: Hopper (H100, H200).
 const FALLBACK_ARCH: Arch = Arch::new(9, 0);
 
 /// Options of `cudyn demo`.
@@ -69,12 +71,14 @@ fn demo(args: &Args) -> Result<(), String> {
         }
         Err(reason) => {
             println!("No GPU: {reason}");
-            println!("Compiling for {FALLBACK_ARCH}, the GPU machine's H200.");
+            println!(
+                "Compiling for {FALLBACK_ARCH} (Hopper: H100, H200), since there is no GPU to ask."
+            );
             FALLBACK_ARCH
         }
     };
 
-    println!("\n1. Compile the seed's SAXPY with NVRTC to SASS for {arch}");
+    println!("\n1. Compile the NVRTC SAXPY example to SASS for {arch}");
     let started = Instant::now();
     let saxpy = Program::new(SAXPY)
         .name("saxpy.cu")

@@ -1,4 +1,4 @@
-//! `cudyn demo`, the README's main job, as a user runs it.
+//! `cudyn demo`, the README's first command, as a user runs it.
 
 mod common;
 

@@ -2,7 +2,7 @@
 //! called through the same symbol in the same process, for an empty kernel and a 5-argument
 //! SAXPY.
 //!
-//! Run on a GPU machine with nvcc at `$CUDA_HOME/bin/nvcc` (the kernels are compiled at run time):
+//! Run on a machine with a GPU and nvcc at `$CUDA_HOME/bin/nvcc` (the kernels are compiled at run time):
 //!
 //! ```text
 //! cargo run --release --example bench_launch [-- ROUNDS LAUNCHES_PER_ROUND]

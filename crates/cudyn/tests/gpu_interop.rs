@@ -1,6 +1,6 @@
 //! Runtime and driver handles are interchangeable (`cudaKernel_t` is `CUkernel`, `cudaLibrary_t`
 //! is `CUlibrary`): load with one API, launch or set attributes with the other.
-//! Run with `cargo test -p cudyn --test gpu_interop -- --include-ignored` on the GPU machine.
+//! Run with `cargo test -p cudyn --test gpu_interop -- --include-ignored` on a machine with a GPU.
 
 mod common;
 
@@ -28,7 +28,7 @@ fn runtime_api() -> &'static runtime::Runtime {
     let runtime = cudyn::sys::runtime().unwrap();
     assert!(
         runtime.has_library_api(),
-        "the GPU machine's runtime has the library API"
+        "the runtime found has the library API (CUDA 12.8 or newer)"
     );
     runtime
 }

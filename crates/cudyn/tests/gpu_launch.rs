@@ -1,6 +1,6 @@
 //! Launching on a GPU: results against a CPU reference, the checks made before the driver is
 //! reached, concurrent launches, streams and events.
-//! Run with `cargo test -p cudyn --test gpu_launch -- --include-ignored` on the GPU machine.
+//! Run with `cargo test -p cudyn --test gpu_launch -- --include-ignored` on a machine with a GPU.
 
 mod common;
 

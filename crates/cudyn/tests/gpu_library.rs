@@ -1,12 +1,13 @@
-//! Loading device code on a GPU: the seed's helloWorld, kernel lookup, JIT logs, variables.
-//! Run with `cargo test -p cudyn --test gpu_library -- --include-ignored` on the GPU machine.
+//! Loading device code on a GPU: the article's helloWorld ("Dynamic Loading in the CUDA
+//! Runtime", NVIDIA), kernel lookup, JIT logs, variables.
+//! Run with `cargo test -p cudyn --test gpu_library -- --include-ignored` on a machine with a GPU.
 
 mod common;
 
 use common::{compile, Output, SAXPY};
 use cudyn::{Backend, DeviceBuffer, Error, JitOptions, LaunchConfig, Library, LibraryOptions};
 
-/// The seed's first runtime example, kernel text unchanged (C++ linkage, so its symbol is
+/// The article's first runtime example, kernel text unchanged (C++ linkage, so its symbol is
 /// `_Z10helloWorldv`).
 const HELLO: &str = r#"
 #include <cstdio>
@@ -14,7 +15,7 @@ __global__ void helloWorld() { printf("Hello from the GPU!\n"); }
 "#;
 
 #[test]
-#[ignore = "gpu: runs the seed's helloWorld from a fatbin built by nvcc"]
+#[ignore = "gpu: runs the article's helloWorld from a fatbin built by nvcc"]
 fn hello_world_fatbin_loads_launches_and_synchronizes() {
     let fatbin = compile(HELLO, Output::Fatbin);
     let library = Library::from_file(&fatbin.path).unwrap();

@@ -3,9 +3,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The `cudyn` binary: Cargo's, or on the GPU machine the one staged beside the test binaries
-/// (`../shared/gpu/pack --bin cudyn` puts tests in .gpu/tests and binaries in .gpu/bin), where
-/// Cargo's build folder does not exist.
+/// The `cudyn` binary: Cargo's, or, when the test binaries were copied to a machine without
+/// Cargo's build folder, the one staged beside them (tests in `tests/`, binaries in `bin/`).
 pub fn cudyn() -> Command {
     let built = PathBuf::from(env!("CARGO_BIN_EXE_cudyn"));
     let staged = std::env::current_exe()

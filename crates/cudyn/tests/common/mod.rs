@@ -1,6 +1,6 @@
 //! Helpers of the GPU tests: device code compiled by nvcc inside the test, and random data.
 //!
-//! nvcc is taken from `$CUDA_HOME/bin` (the GPU machine has it there). A GPU test that finds no
+//! nvcc is taken from `$CUDA_HOME/bin` (a CUDA toolkit has it there). A GPU test that finds no
 //! nvcc fails with a message saying so: it never skips.
 
 #![allow(dead_code)] // each test binary uses part of the helpers
