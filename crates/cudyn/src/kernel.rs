@@ -289,13 +289,12 @@ impl Kernel {
 /// The parameter layout of `kernel` read offline from device code (a cubin's `.nv.info`, or PTX):
 /// what [`Kernel::params`] uses when the driver cannot be asked.
 pub(crate) fn params_from_image(image: &[u8], kernel: &str) -> Result<Box<[Param]>> {
-    let mut layout = Image::new(image)?.param_layout(kernel)?;
-    layout.sort_by_key(|param| param.index);
+    let layout = Image::new(image)?.param_layout(kernel)?;
     Ok(layout
         .into_iter()
         .map(|param| Param {
-            offset: param.offset as usize,
-            size: param.size as usize,
+            offset: param.offset,
+            size: param.size,
         })
         .collect())
 }

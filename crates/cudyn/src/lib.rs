@@ -38,7 +38,7 @@ pub use context::{current_device, set_device, synchronize};
 pub use device::{Device, DeviceLimits};
 pub use error::{CallError, Error, Result};
 pub use image::{Image, ImageKind};
-pub use inspect::{Inspection, ParamInfo};
+pub use inspect::{Inspection, ParseError};
 pub use kernel::{Kernel, KernelAttribute, Param};
 pub use launch::{ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig};
 pub use library::{Backend, Global, JitLog, JitOptions, Library, LibraryLoader, LibraryOptions};
