@@ -1,0 +1,347 @@
+//! Damaged real images loaded through `Library::load`, in child processes, so that a crash inside
+//! the driver is counted rather than hidden: cudyn must refuse whatever the driver cannot take.
+//!
+//! The parent compiles real device code (NVRTC cubin and PTX, nvFatbin fatbins plain, zstd and
+//! LZ4), lists every damage of `fixtures::damage` (truncations, header byte flips, size fields
+//! enlarged, inside the fatbins' cubins too), and shares the list among worker processes: this
+//! test binary run again, filtered to this test, with [`WORK_ENV`] naming the worker's work file.
+//! A worker prints a line before each load and one after; when it dies, the parent records the
+//! image it was loading and starts a new worker after it. Images cudyn accepts are loaded and
+//! dropped, never launched.
+//!
+//! A crash can be replayed alone: write its line from the report (also under `$OUT`, with the
+//! original image) to a file and run this test with `CUDYN_DAMAGED_IMAGES_WORK=<that file>`.
+
+mod fixtures;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use cudyn::{Error, Library};
+use fixtures::damage::{damages, Damage, Depth};
+use fixtures::Output;
+
+/// Names a worker's work file; set only in workers.
+const WORK_ENV: &str = "CUDYN_DAMAGED_IMAGES_WORK";
+
+/// This test's name, for the workers' filter.
+const TEST_NAME: &str = "damaged_images_never_crash_the_driver";
+
+/// Marks the lines of the worker protocol among the test harness's own output.
+const PREFIX: &str = "cudyn-damaged:";
+
+/// Longest a single load may take before the worker counts as hung.
+const LOAD_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Fewest damaged images the test must load.
+const MIN_IMAGES: usize = 10_000;
+
+/// One damaged image: the original's file and the damage, as a line of a work file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Work {
+    original: PathBuf,
+    damage: Damage,
+}
+
+impl Work {
+    fn to_line(&self) -> String {
+        let damage = match self.damage {
+            Damage::Truncate(len) => format!("truncate {len}"),
+            Damage::Flip { at, mask } => format!("flip {at} {mask}"),
+            Damage::Write { at, width, value } => format!("write {at} {width} {value}"),
+        };
+        format!("{}\t{damage}", self.original.display())
+    }
+
+    fn from_line(line: &str) -> Work {
+        let (path, damage) = line.split_once('\t').expect("a work line: path<TAB>damage");
+        let fields: Vec<&str> = damage.split(' ').collect();
+        let number = |i: usize| fields[i].parse::<u64>().expect("a number in a work line");
+        let damage = match fields[0] {
+            "truncate" => Damage::Truncate(number(1) as usize),
+            "flip" => Damage::Flip {
+                at: number(1) as usize,
+                mask: number(2) as u8,
+            },
+            "write" => Damage::Write {
+                at: number(1) as usize,
+                width: number(2) as usize,
+                value: number(3),
+            },
+            other => panic!("unknown damage {other:?} in a work line"),
+        };
+        Work {
+            original: PathBuf::from(path),
+            damage,
+        }
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        let original = std::fs::read(&self.original).expect("the original image");
+        self.damage.apply(&original)
+    }
+}
+
+/// What loading one image did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Outcome {
+    /// cudyn refused it before any CUDA call.
+    RefusedByCudyn,
+    /// The driver loaded it.
+    Loaded,
+    /// The driver refused it with an error status.
+    RefusedByDriver,
+}
+
+impl Outcome {
+    fn of(result: cudyn::Result<Library>) -> Outcome {
+        match result {
+            Ok(_) => Outcome::Loaded,
+            Err(Error::Cuda(_)) => Outcome::RefusedByDriver,
+            Err(_) => Outcome::RefusedByCudyn,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Outcome::RefusedByCudyn => "refused-by-cudyn",
+            Outcome::Loaded => "loaded",
+            Outcome::RefusedByDriver => "refused-by-driver",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Outcome> {
+        [
+            Outcome::RefusedByCudyn,
+            Outcome::Loaded,
+            Outcome::RefusedByDriver,
+        ]
+        .into_iter()
+        .find(|outcome| outcome.name() == name)
+    }
+}
+
+/// The worker: loads every image of its work file, announcing each before the load.
+fn work(file: &Path) {
+    let lines = std::fs::read_to_string(file).expect("the work file");
+    let mut out = std::io::stdout().lock();
+    for (index, line) in lines.lines().enumerate() {
+        writeln!(out, "{PREFIX} start {index}").unwrap();
+        out.flush().unwrap();
+        let outcome = Outcome::of(Library::load(Work::from_line(line).bytes()));
+        writeln!(out, "{PREFIX} done {index} {}", outcome.name()).unwrap();
+    }
+    writeln!(out, "{PREFIX} finished").unwrap();
+    out.flush().unwrap();
+}
+
+/// An image whose load killed or hung its worker.
+#[derive(Debug)]
+struct Crash {
+    work: Work,
+    how: String,
+}
+
+/// What one shard's workers reported.
+#[derive(Debug, Default)]
+struct ShardReport {
+    outcomes: BTreeMap<Outcome, usize>,
+    crashes: Vec<Crash>,
+    workers: usize,
+}
+
+/// Runs `items` through workers, one after another: a new worker resumes after an image on which
+/// the previous one died.
+fn run_shard(items: &[Work], dir: &Path, shard: usize) -> ShardReport {
+    let mut report = ShardReport::default();
+    let mut next = 0;
+    while next < items.len() {
+        let file = dir.join(format!("shard-{shard}-{next}.txt"));
+        let text: Vec<String> = items[next..].iter().map(Work::to_line).collect();
+        std::fs::write(&file, text.join("\n")).unwrap();
+        report.workers += 1;
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([TEST_NAME, "--exact", "--include-ignored", "--nocapture"])
+            .args(["--test-threads", "1"])
+            .env(WORK_ENV, &file)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot start a worker");
+        let (lines_tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if lines_tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut loading = None;
+        let mut finished = false;
+        let mut hung = false;
+        loop {
+            match lines.recv_timeout(LOAD_TIMEOUT) {
+                Ok(line) => {
+                    let Some(message) = line.strip_prefix(PREFIX) else {
+                        continue;
+                    };
+                    let words: Vec<&str> = message.split_whitespace().collect();
+                    match words[..] {
+                        ["start", index] => loading = Some(next + index.parse::<usize>().unwrap()),
+                        ["done", _, outcome] => {
+                            *report
+                                .outcomes
+                                .entry(Outcome::parse(outcome).unwrap())
+                                .or_default() += 1;
+                            loading = None;
+                        }
+                        ["finished"] => finished = true,
+                        _ => panic!("unexpected worker line {line:?}"),
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    hung = true;
+                    // The worker is this test's own child; it is stopped by its handle.
+                    let _ = child.kill();
+                    break;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        let status = child.wait().expect("cannot wait for a worker");
+        match loading {
+            Some(index) => {
+                let how = if hung {
+                    format!("no answer in {LOAD_TIMEOUT:?}")
+                } else {
+                    format!("worker died: {status}")
+                };
+                report.crashes.push(Crash {
+                    work: items[index].clone(),
+                    how,
+                });
+                next = index + 1;
+            }
+            None if finished && status.success() => next = items.len(),
+            None => panic!(
+                "a worker ended ({status}) between images, without finishing: is the test \
+                 filter {TEST_NAME:?} still this test's name?"
+            ),
+        }
+    }
+    report
+}
+
+/// Real images: (name, bytes); each must load undamaged.
+fn originals() -> Vec<(&'static str, Vec<u8>)> {
+    let cubin = fixtures::compile(&["-arch=sm_90"], Output::Cubin);
+    let ptx = fixtures::compile(&["-arch=compute_90"], Output::Ptx);
+    let ltoir = fixtures::compile(&["-arch=sm_90", "-dlto"], Output::LtoIr);
+    let cubins = [(90, &cubin[..])];
+    vec![
+        (
+            "plain.fatbin",
+            fixtures::fatbin(&cubins, &ptx, &ltoir, "none"),
+        ),
+        (
+            "zstd.fatbin",
+            fixtures::fatbin(&cubins, &ptx, &ltoir, "size"),
+        ),
+        ("lz4.fatbin", fixtures::lz4_fatbin(&cubins, &ptx, &ltoir)),
+        ("sm_90.cubin", cubin),
+        ("compute_90.ptx", ptx),
+    ]
+}
+
+#[test]
+#[ignore = "gpu: loads thousands of damaged images through the driver, in worker processes"]
+fn damaged_images_never_crash_the_driver() {
+    if let Some(file) = std::env::var_os(WORK_ENV) {
+        return work(Path::new(&file));
+    }
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let mut items = Vec::new();
+    for (name, bytes) in originals() {
+        Library::load(&bytes).unwrap_or_else(|error| panic!("the undamaged {name}: {error}"));
+        let original = dir.path().join(name);
+        std::fs::write(&original, &bytes).unwrap();
+        for damage in damages(&bytes, 53, Depth::Nested) {
+            items.push(Work {
+                original: original.clone(),
+                damage,
+            });
+        }
+    }
+    assert!(
+        items.len() >= MIN_IMAGES,
+        "only {} damaged images",
+        items.len()
+    );
+    let workers = std::thread::available_parallelism().map_or(8, |n| n.get().min(16));
+    let reports: Vec<ShardReport> = std::thread::scope(|scope| {
+        let shards: Vec<_> = (0..workers)
+            .map(|shard| {
+                let mine: Vec<Work> = items.iter().skip(shard).step_by(workers).cloned().collect();
+                let dir = dir.path();
+                scope.spawn(move || run_shard(&mine, dir, shard))
+            })
+            .collect();
+        shards.into_iter().map(|s| s.join().unwrap()).collect()
+    });
+    let mut outcomes: BTreeMap<Outcome, usize> = BTreeMap::new();
+    let mut crashes = Vec::new();
+    let mut worker_count = 0;
+    for report in reports {
+        for (outcome, count) in report.outcomes {
+            *outcomes.entry(outcome).or_default() += count;
+        }
+        crashes.extend(report.crashes);
+        worker_count += report.workers;
+    }
+    let count = |outcome| outcomes.get(&outcome).copied().unwrap_or(0);
+    eprintln!(
+        "{} damaged images in {:?} by {worker_count} workers: {} refused by cudyn, {} loaded, {} \
+         refused by the driver, {} crashed",
+        items.len(),
+        started.elapsed(),
+        count(Outcome::RefusedByCudyn),
+        count(Outcome::Loaded),
+        count(Outcome::RefusedByDriver),
+        crashes.len()
+    );
+    let out = std::env::var_os("OUT").map(PathBuf::from);
+    for (index, crash) in crashes.iter().enumerate() {
+        eprintln!("crash {index}: {} ({})", crash.work.to_line(), crash.how);
+        if let Some(out) = &out {
+            let name = crash.work.original.file_name().unwrap();
+            std::fs::copy(&crash.work.original, out.join(name)).unwrap();
+            std::fs::write(out.join(format!("crash-{index}.bin")), crash.work.bytes()).unwrap();
+            let line = Work {
+                original: out.join(name),
+                damage: crash.work.damage,
+            };
+            std::fs::write(out.join(format!("crash-{index}.work")), line.to_line()).unwrap();
+        }
+    }
+    assert_eq!(
+        count(Outcome::RefusedByCudyn)
+            + count(Outcome::Loaded)
+            + count(Outcome::RefusedByDriver)
+            + crashes.len(),
+        items.len(),
+        "every image has an outcome"
+    );
+    assert!(count(Outcome::Loaded) > 0, "no damaged image loaded at all");
+    assert!(
+        crashes.is_empty(),
+        "{} damaged images crashed or hung the driver (listed above; replay one with {WORK_ENV}=\
+         <its .work file>)",
+        crashes.len()
+    );
+}
