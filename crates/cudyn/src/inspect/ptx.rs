@@ -493,6 +493,59 @@ mod tests {
         );
     }
 
+    const HELLO: &str = ".version 9.0\n.target sm_90\n.address_size 64\n\
+        .visible .entry helloWorld()\n{\n  ret;\n}\n";
+
+    #[test]
+    fn an_entry_without_parameters_is_listed() {
+        let module = parse(HELLO.as_bytes()).unwrap();
+        let names: Vec<&str> = module.entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["helloWorld"]);
+        assert!(module.entries[0].params.is_empty());
+        assert_eq!(module.entries[0].layout(), Some(Vec::new()));
+    }
+
+    #[test]
+    fn a_parameter_of_an_unknown_type_keeps_its_entry_with_an_unknown_layout() {
+        let ptx = ".version 9.0\n.target sm_90\n\
+            .entry sample(.param .texref tex, .param .u32 n)\n{\n  ret;\n}\n\
+            .global .texref table;\n";
+        let module = parse(ptx.as_bytes()).unwrap();
+        assert_eq!(module.entries.len(), 1, "{module:?}");
+        let params = &module.entries[0].params;
+        let described: Vec<(&str, &str, Option<u64>)> = params
+            .iter()
+            .map(|p| (p.name.as_str(), p.ty.as_str(), p.size))
+            .collect();
+        assert_eq!(
+            described,
+            [("tex", ".texref", None), ("n", ".u32", Some(4))]
+        );
+        assert_eq!(module.entries[0].layout(), None);
+        // The same for module-scope variables.
+        assert_eq!(module.variables.len(), 1, "{module:?}");
+        assert_eq!(module.variables[0].size, None);
+    }
+
+    #[test]
+    fn ptx_cut_inside_an_entry_is_an_error() {
+        let cut = &PTX[..PTX.find("ret;").unwrap()];
+        let error = parse(cut.as_bytes()).unwrap_err();
+        assert!(error.problem.contains("never closed"), "{error}");
+        assert_eq!(error.place, "PTX line 13", "{error}");
+        let cut = &PTX[..PTX.find("k_param_1").unwrap()];
+        assert!(parse(cut.as_bytes()).is_err());
+        let cut = &PTX[..PTX.find("scale;").unwrap()];
+        let error = parse(cut.as_bytes()).unwrap_err();
+        assert!(error.problem.contains("inside this statement"), "{error}");
+    }
+
+    #[test]
+    fn ptx_ending_inside_a_comment_is_an_error() {
+        let error = parse(b".version 9.0\n.target sm_90\n/* cut").unwrap_err();
+        assert!(error.problem.contains("comment"), "{error}");
+    }
+
     #[test]
     fn text_with_a_nul_inside_is_not_ptx() {
         assert!(looks_like_ptx(b".version 9.0\n.target sm_90\n\0"));
