@@ -208,6 +208,32 @@ fn damaged_images_are_refused_or_whole() {
 }
 
 #[test]
+fn real_images_of_every_kind_and_architecture_are_accepted() {
+    let fixtures = fixtures::fixtures();
+    for path in fixtures.all_files() {
+        let image = Image::from_file(path).unwrap();
+        match image.kind() {
+            ImageKind::LtoIr | ImageKind::HostBinary => {
+                let error = image.validate().unwrap_err();
+                assert!(matches!(error, Error::NotLoadable { .. }), "{error:?}");
+            }
+            _ => image
+                .validate()
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display())),
+        }
+    }
+    let arch_specific = Image::from_file(&fixtures.arch_specific).unwrap();
+    arch_specific.validate().unwrap();
+    for fatbin in Image::from_file(&fixtures.host_object)
+        .unwrap()
+        .embedded_fatbins()
+        .unwrap()
+    {
+        Image::new(fatbin).unwrap().validate().unwrap();
+    }
+}
+
+#[test]
 fn the_first_half_of_a_cubin_in_its_own_buffer_is_refused() {
     let cubin = fixtures::compile(&["-arch=sm_90"], Output::Cubin);
     let half = cubin[..cubin.len() / 2].to_vec();

@@ -1,15 +1,17 @@
 //! Cubins: a 64-bit little-endian CUDA ELF executable whose program and section header tables,
 //! segments and sections (all but `SHT_NOBITS` ones) lie inside the bytes given; whose section
-//! names, symbol names, section links and symbol section indices all resolve; whose symbol and
-//! relocation tables have their standard entry sizes, with every relocation naming a symbol that
-//! exists and a place inside its section; and whose `.nv.info` and `.nv.compat` attribute lists
-//! read to their end. A relocatable cubin (`ET_REL`) must be linked first.
+//! names, symbol names, section links and symbol section indices all resolve; whose string
+//! tables end with a NUL; whose symbol and relocation tables have their standard entry sizes,
+//! with every relocation naming a symbol that exists and a place inside its section; whose
+//! defined symbols lie inside their sections; whose notes read to their end; and whose
+//! `.nv.info` and `.nv.compat` attribute lists read to their end. A relocatable cubin (`ET_REL`)
+//! must be linked first.
 
 use std::mem::size_of;
 
 use object::elf::{
     FileHeader64, Rel64, Rela64, SectionHeader64, Sym64, ET_EXEC, ET_REL, SHN_LORESERVE, SHN_UNDEF,
-    SHT_NOBITS, SHT_REL, SHT_RELA, SHT_SYMTAB,
+    SHT_DYNSYM, SHT_NOBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
 };
 use object::read::elf::{FileHeader, ProgramHeader, Rel, Rela, SectionHeader, Sym};
 use object::LittleEndian as LE;
@@ -116,7 +118,7 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
             ));
         }
         let entry_size = match kind {
-            SHT_SYMTAB => Some(size_of::<Sym64<LE>>()),
+            SHT_SYMTAB | SHT_DYNSYM => Some(size_of::<Sym64<LE>>()),
             SHT_REL => Some(size_of::<Rel64<LE>>()),
             SHT_RELA => Some(size_of::<Rela64<LE>>()),
             _ => None,
@@ -127,8 +129,25 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
         if matches!(kind, SHT_REL | SHT_RELA) {
             relocations(&sections, section, data, symbols.len(), &place)?;
         }
+        let contents = section.data(LE, data).unwrap_or_default();
+        if kind == SHT_STRTAB && contents.last().is_some_and(|&last| last != 0) {
+            return Err(ParseError::new(
+                place,
+                "its last string is not NUL-terminated",
+            ));
+        }
+        let mut notes = section
+            .notes(LE, data)
+            .map_err(|error| ParseError::new(place.clone(), error.to_string()))?;
+        while let Some(notes) = notes.as_mut() {
+            match notes.next() {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(error) => return Err(ParseError::new(place, error.to_string())),
+            }
+        }
         if name.starts_with(b".nv.info") || name == b".nv.compat" {
-            let mut attributes = Attributes::new(section.data(LE, data).unwrap_or_default());
+            let mut attributes = Attributes::new(contents);
             attributes.by_ref().for_each(drop);
             if let Some(offset) = attributes.damaged_at {
                 return Err(ParseError::new(
@@ -147,10 +166,26 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
             ));
         }
         let shndx = symbol.st_shndx(LE);
-        if shndx != SHN_UNDEF && shndx < SHN_LORESERVE && usize::from(shndx) >= count {
+        if shndx == SHN_UNDEF || shndx >= SHN_LORESERVE {
+            continue;
+        }
+        let Ok(section) = sections.section(object::SectionIndex(shndx.into())) else {
             return Err(ParseError::new(
                 place(),
                 format!("it lies in section {shndx} of {count}"),
+            ));
+        };
+        let (start, size) = (symbol.st_value(LE), symbol.st_size(LE));
+        if start
+            .checked_add(size)
+            .map_or(true, |end| end > section.sh_size(LE))
+        {
+            return Err(ParseError::new(
+                place(),
+                format!(
+                    "its {size} bytes at {start} run past the end of section {shndx} ({} bytes)",
+                    section.sh_size(LE)
+                ),
             ));
         }
     }
