@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 
 use cudyn::{Error, Library};
 use fixtures::damage::{damages, Damage, Depth};
-use fixtures::Output;
 
 /// Names a worker's work file; set only in workers.
 const WORK_ENV: &str = "CUDYN_DAMAGED_IMAGES_WORK";
@@ -237,27 +236,6 @@ fn run_shard(items: &[Work], dir: &Path, shard: usize) -> ShardReport {
     report
 }
 
-/// Real images: (name, bytes); each must load undamaged.
-fn originals() -> Vec<(&'static str, Vec<u8>)> {
-    let cubin = fixtures::compile(&["-arch=sm_90"], Output::Cubin);
-    let ptx = fixtures::compile(&["-arch=compute_90"], Output::Ptx);
-    let ltoir = fixtures::compile(&["-arch=sm_90", "-dlto"], Output::LtoIr);
-    let cubins = [(90, &cubin[..])];
-    vec![
-        (
-            "plain.fatbin",
-            fixtures::fatbin(&cubins, &ptx, &ltoir, "none"),
-        ),
-        (
-            "zstd.fatbin",
-            fixtures::fatbin(&cubins, &ptx, &ltoir, "size"),
-        ),
-        ("lz4.fatbin", fixtures::lz4_fatbin(&cubins, &ptx, &ltoir)),
-        ("sm_90.cubin", cubin),
-        ("compute_90.ptx", ptx),
-    ]
-}
-
 #[test]
 #[ignore = "gpu: loads thousands of damaged images through the driver, in worker processes"]
 fn damaged_images_never_crash_the_driver() {
@@ -267,7 +245,7 @@ fn damaged_images_never_crash_the_driver() {
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let mut items = Vec::new();
-    for (name, bytes) in originals() {
+    for (name, bytes) in fixtures::loadable_images() {
         Library::load(&bytes).unwrap_or_else(|error| panic!("the undamaged {name}: {error}"));
         let original = dir.path().join(name);
         std::fs::write(&original, &bytes).unwrap();

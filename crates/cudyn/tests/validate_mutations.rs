@@ -15,27 +15,6 @@ use fixtures::Output;
 use object::read::elf::ElfFile64;
 use object::{LittleEndian, Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind};
 
-/// Real images to damage: (name, bytes).
-fn originals() -> Vec<(&'static str, Vec<u8>)> {
-    let cubin = fixtures::compile(&["-arch=sm_90"], Output::Cubin);
-    let ptx = fixtures::compile(&["-arch=compute_90"], Output::Ptx);
-    let ltoir = fixtures::compile(&["-arch=sm_90", "-dlto"], Output::LtoIr);
-    let cubins = [(90, &cubin[..])];
-    vec![
-        (
-            "plain fatbin",
-            fixtures::fatbin(&cubins, &ptx, &ltoir, "none"),
-        ),
-        (
-            "zstd fatbin",
-            fixtures::fatbin(&cubins, &ptx, &ltoir, "size"),
-        ),
-        ("LZ4 fatbin", fixtures::lz4_fatbin(&cubins, &ptx, &ltoir)),
-        ("cubin", cubin),
-        ("PTX", ptx),
-    ]
-}
-
 fn u16_at(bytes: &[u8], at: usize) -> usize {
     u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap()).into()
 }
@@ -172,13 +151,13 @@ fn validate(bytes: &[u8]) -> cudyn::Result<ImageKind> {
 #[test]
 fn damaged_images_are_refused_or_whole() {
     let started = Instant::now();
-    for (name, original) in originals() {
+    for (name, original) in fixtures::loadable_images() {
         validate(&original).unwrap_or_else(|error| panic!("{name}: {error}"));
         whole(&original).unwrap_or_else(|reason| panic!("{name}: {reason}"));
         let (mut refused, mut accepted) = (0, 0);
         // Cubins and fatbins end with a structure their headers point at; PTX may end anywhere a
         // statement does.
-        let binary = name != "PTX";
+        let binary = !name.ends_with(".ptx");
         // The cubin and PTX inside the fatbins are damaged on their own; inside, they are
         // validated by the same code.
         let list = damages(&original, 61, Depth::Outer);

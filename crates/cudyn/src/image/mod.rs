@@ -3,8 +3,8 @@
 //! Everything that hands device code to CUDA goes through here first. The driver's
 //! `cuLibraryLoadData` takes no length: it believes the image's own headers, so a truncated or
 //! damaged image makes it read past the buffer. [`Image::validate`] checks, before any CUDA call,
-//! that every structure the headers describe lies inside the bytes given (see [`validate`] for
-//! the rules per kind); garbage is a cudyn [`Error::NotDeviceCode`] that says what the bytes look
+//! that every structure the headers describe lies inside the bytes given (the rules per kind are
+//! listed there); garbage is a cudyn [`Error::NotDeviceCode`] that says what the bytes look
 //! like, damage an [`Error::MalformedImage`] that says where, never a driver fault. Detection
 //! reads only headers and is cheap; [`Image::inspect`] goes further (see [`crate::inspect`]).
 //!
@@ -100,7 +100,18 @@ impl<'a> Image<'a> {
     /// Checks that the image is whole and loadable as it is, the check every load makes before
     /// any CUDA call: [`Error::MalformedImage`] when a structure its headers describe is damaged
     /// or lies outside the bytes, [`Error::NeedsLinking`] for relocatable device code,
-    /// [`Error::NotLoadable`] for LTO-IR and host binaries. See [`validate`] for what is checked.
+    /// [`Error::NotLoadable`] for LTO-IR and host binaries.
+    ///
+    /// - A cubin must be a 64-bit little-endian CUDA ELF executable whose program and section
+    ///   header tables, segments and sections lie inside the bytes; whose names, links, symbols,
+    ///   relocations, notes and `.nv.info` attribute lists all resolve inside them.
+    /// - A fatbin's header and every entry must lie inside the bytes, the entries filling the
+    ///   length the header declares; every cubin and PTX entry is decompressed (zstd or LZ4,
+    ///   bounded) and checked in turn. Entries that cannot be checked (obfuscated code, a kind
+    ///   cudyn does not know) are refused; LTO-IR entries, which the driver does not load, are
+    ///   only checked to lie inside.
+    /// - PTX must be text that reads to its end (no comment, string, bracket or statement left
+    ///   open) and declares its `.version` and `.target`.
     pub fn validate(&self) -> Result<()> {
         validate_kind(&self.bytes, self.kind, &|| bytes_given(&self.bytes))
     }

@@ -348,11 +348,12 @@ fn read_declaration(tokens: &[&str]) -> Option<Declaration> {
                 count = tokens.get(at + 1).and_then(|v| v.parse().ok());
                 at += 2;
             }
-            _ if token.starts_with('.') && !QUALIFIERS.contains(&token) => {
-                // A known type wins over other directives (e.g. `.v4` before `.f32`).
-                if !ty.is_some_and(|found| type_size(found).is_some()) {
-                    ty = Some(token);
-                }
+            // A known type wins over other directives (e.g. `.v4` before `.f32`).
+            _ if token.starts_with('.')
+                && !QUALIFIERS.contains(&token)
+                && !ty.is_some_and(|found| type_size(found).is_some()) =>
+            {
+                ty = Some(token)
             }
             _ if !token.starts_with('.') && is_identifier(token) => name = Some(token),
             _ => {}
