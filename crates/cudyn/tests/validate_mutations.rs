@@ -56,6 +56,20 @@ fn whole_fatbin(bytes: &[u8]) -> Result<(), String> {
         }
         let start = at + header;
         let stop = start + payload as usize;
+        let inside_header = |offset: usize, len: usize| offset + len <= header;
+        if !inside_header(u32_at(bytes, at + 32), u32_at(bytes, at + 36)) {
+            return Err(format!("entry at {at}: identifier outside its header"));
+        }
+        let options = u32_at(bytes, at + 20);
+        if options != 0 {
+            if !inside_header(options, 8) {
+                return Err(format!("entry at {at}: options pair outside its header"));
+            }
+            let (offset, len) = (u32_at(bytes, at + options), u32_at(bytes, at + options + 4));
+            if len != 0 && !inside_header(offset, len) {
+                return Err(format!("entry at {at}: options outside its header"));
+            }
+        }
         let flags = u64_at(bytes, at + 40);
         let kind = u16_at(bytes, at);
         if kind == 1 || kind == 2 {
@@ -72,6 +86,9 @@ fn whole_fatbin(bytes: &[u8]) -> Result<(), String> {
             } else {
                 bytes[start..stop].to_vec()
             };
+            if kind == 1 && code.last() != Some(&0) {
+                return Err(format!("entry at {at}: PTX without a terminating NUL"));
+            }
             whole(&code).map_err(|reason| format!("entry at {at}: {reason}"))?;
         }
         at = stop;

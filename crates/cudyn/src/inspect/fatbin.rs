@@ -48,8 +48,9 @@ pub struct EntryHeader {
     pub payload_size: U64<LE>,
     /// Bytes of compressed stream at the start of the payload (0 when not compressed).
     pub compressed_size: U32<LE>,
-    /// Reserved.
-    pub reserved0: U32<LE>,
+    /// Where, from the start of this header, the (offset, length) pair locating the entry's
+    /// ptxas options lies (in PTX entries); 0 when there is none.
+    pub options_offset: U32<LE>,
     /// Format version, minor.
     pub minor: U16<LE>,
     /// Format version, major.
@@ -119,6 +120,8 @@ pub struct Entry {
     pub version: (u16, u16),
     /// The identifier given when the entry was added (often the source file name).
     pub identifier: Option<String>,
+    /// The ptxas options recorded with a PTX entry, used when the driver compiles it.
+    pub ptxas_options: Option<String>,
     /// Whether the code is for a 64-bit address space.
     pub address_64bit: bool,
     /// How the payload is compressed.
@@ -392,7 +395,8 @@ fn describe(raw: &RawEntry<'_>) -> Entry {
         kind: header.entry_kind(),
         arch: header.arch.get(LE),
         version: (header.major.get(LE), header.minor.get(LE)),
-        identifier: identifier(raw),
+        identifier: text_in_header(identifier_bytes(raw)),
+        ptxas_options: text_in_header(options_bytes(raw).ok().flatten()),
         address_64bit: flags & FLAG_64BIT != 0,
         compression,
         obfuscated: header.obfuscated(),
@@ -410,18 +414,46 @@ fn describe(raw: &RawEntry<'_>) -> Entry {
     entry
 }
 
-/// The identifier string inside the entry header, if it lies inside it.
-fn identifier(raw: &RawEntry<'_>) -> Option<String> {
-    let raw_id = identifier_bytes(raw)?;
-    let raw_id = raw_id.split(|&b| b == 0).next().unwrap_or_default();
-    (!raw_id.is_empty()).then(|| String::from_utf8_lossy(raw_id).into_owned())
+/// A string stored in an entry header, up to its first NUL; `None` when empty or absent.
+fn text_in_header(raw: Option<&[u8]>) -> Option<String> {
+    let raw = raw?.split(|&b| b == 0).next().unwrap_or_default();
+    (!raw.is_empty()).then(|| String::from_utf8_lossy(raw).into_owned())
+}
+
+/// The bytes `len` long at `offset` of the entry header, `None` when they do not lie inside it.
+fn header_span<'a>(raw: &RawEntry<'a>, offset: u32, len: u32) -> Option<&'a [u8]> {
+    let start = usize::try_from(offset).ok()?;
+    let end = start.checked_add(usize::try_from(len).ok()?)?;
+    raw.header_bytes.get(start..end)
 }
 
 /// The identifier's bytes, `None` when they do not lie inside the entry header.
 pub(crate) fn identifier_bytes<'a>(raw: &RawEntry<'a>) -> Option<&'a [u8]> {
-    let start = usize::try_from(raw.header.identifier_offset.get(LE)).ok()?;
-    let end = start.checked_add(usize::try_from(raw.header.identifier_len.get(LE)).ok()?)?;
-    raw.header_bytes.get(start..end)
+    let header = raw.header;
+    header_span(
+        raw,
+        header.identifier_offset.get(LE),
+        header.identifier_len.get(LE),
+    )
+}
+
+/// The ptxas options' bytes: `Ok(None)` when the entry records none, an error when the header
+/// points outside itself.
+pub(crate) fn options_bytes<'a>(raw: &RawEntry<'a>) -> Result<Option<&'a [u8]>, String> {
+    let at = raw.header.options_offset.get(LE);
+    if at == 0 {
+        return Ok(None);
+    }
+    let outside = || format!("its ptxas options at byte {at} lie outside its header");
+    let pair = header_span(raw, at, 8).ok_or_else(outside)?;
+    let (offset, len) = pair.split_at(4);
+    let word = |bytes: &[u8]| u32::from_le_bytes(bytes.try_into().unwrap_or_default());
+    if word(len) == 0 {
+        return Ok(None);
+    }
+    header_span(raw, word(offset), word(len))
+        .map(Some)
+        .ok_or_else(outside)
 }
 
 fn decode(raw: &RawEntry<'_>) -> Result<EntryContents, String> {
@@ -554,6 +586,21 @@ mod tests {
         assert_eq!(entry.decompressed_size, Some(1 << 40));
         let note = entry.note.as_deref().unwrap();
         assert!(note.contains("more than cudyn believes"), "{note}");
+    }
+
+    #[test]
+    fn ptxas_options_are_read_from_inside_the_header_only() {
+        // A 96-byte header: the pair (72, 13) at byte 64, the options at byte 72.
+        let mut extension = [72u32.to_le_bytes(), 13u32.to_le_bytes()].concat();
+        extension.extend_from_slice(b"-O2 -lineinfo");
+        extension.resize(32, 0);
+        let options = |at: u64| {
+            let bytes = fatbin(&[(4, 96), (8, 0), (20, at)], &extension);
+            parse(&bytes).unwrap().entries[0].ptxas_options.clone()
+        };
+        assert_eq!(options(64).as_deref(), Some("-O2 -lineinfo"));
+        assert_eq!(options(0), None);
+        assert_eq!(options(92), None);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Fatbins: the header, then every entry inside the declared length, the entries tiling it
 //! exactly, and every cubin and PTX entry (decompressed when compressed) valid in turn.
 //!
-//! Entries whose code cannot be checked are refused: obfuscated cubins or PTX, and entries of a
-//! kind cudyn does not know. LTO-IR entries are only checked to lie inside the fatbin: the driver
+//! Identifiers and ptxas options must lie inside their entry header, and PTX must end with a NUL
+//! (the driver reads it as a C string). Entries whose code cannot be checked are refused:
+//! obfuscated cubins or PTX, and entries of a kind cudyn does not know. LTO-IR entries are only checked to lie inside the fatbin: the driver
 //! does not load them.
 
 use super::{cubin, ptx, Refusal};
@@ -21,6 +22,7 @@ pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
         {
             return Err(refuse("its identifier lies outside its header".into()));
         }
+        fatbin::options_bytes(&raw).map_err(refuse)?;
         let kind = raw.header.entry_kind();
         let compression = raw.header.compression().map_err(refuse)?;
         match kind {
@@ -44,6 +46,10 @@ pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
             .map_err(|problem| refuse(format!("{compression:?} payload: {problem}")))?;
         let checked = match kind {
             EntryKind::Sass => cubin::validate(&code),
+            // The driver reads an entry's PTX as a C string.
+            _ if code.last() != Some(&0) => {
+                return Err(refuse("its PTX text does not end with a NUL".into()))
+            }
             _ => ptx::validate(&code).map_err(Refusal::Malformed),
         };
         checked.map_err(|refusal| refusal.inside(&place))?;
