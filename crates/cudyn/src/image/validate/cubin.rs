@@ -1,7 +1,8 @@
 //! Cubins: a 64-bit little-endian CUDA ELF executable whose program and section header tables,
 //! segments and sections (all but `SHT_NOBITS` ones) lie inside the bytes given; whose section
 //! names, symbol names, section links and symbol section indices all resolve; whose string
-//! tables end with a NUL; whose symbol and relocation tables have their standard entry sizes,
+//! tables end with a NUL; whose loadable segments fit in the memory they ask for; whose symbol
+//! and relocation tables have their standard entry sizes,
 //! with every relocation naming a symbol that exists and a place inside its section; whose
 //! defined symbols lie inside their sections; whose notes read to their end; and whose
 //! `.nv.info` and `.nv.compat` attribute lists read to their end. A relocatable cubin (`ET_REL`)
@@ -10,8 +11,8 @@
 use std::mem::size_of;
 
 use object::elf::{
-    FileHeader64, Rel64, Rela64, SectionHeader64, Sym64, ET_EXEC, ET_REL, SHN_LORESERVE, SHN_UNDEF,
-    SHT_DYNSYM, SHT_NOBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
+    FileHeader64, Rel64, Rela64, SectionHeader64, Sym64, ET_EXEC, ET_REL, PT_LOAD, SHN_LORESERVE,
+    SHN_UNDEF, SHT_DYNSYM, SHT_NOBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
 };
 use object::read::elf::{FileHeader, ProgramHeader, Rel, Rela, SectionHeader, Sym};
 use object::LittleEndian as LE;
@@ -67,6 +68,14 @@ fn segments(header: &Header, data: &[u8]) -> Result<(), ParseError> {
         .program_headers(LE, data)
         .map_err(elf_error("program header table"))?;
     for (index, segment) in segments.iter().enumerate() {
+        let (file_size, memory_size) = (segment.p_filesz(LE), segment.p_memsz(LE));
+        // The loader copies the file bytes into the memory the segment asks for.
+        if segment.p_type(LE) == PT_LOAD && file_size > memory_size {
+            return Err(ParseError::new(
+                format!("program header {index}"),
+                format!("it loads {file_size} bytes into {memory_size}"),
+            ));
+        }
         if segment.data(LE, data).is_err() {
             return Err(outside(
                 format!("program header {index}"),
@@ -125,6 +134,18 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
         };
         if let Some(expected) = entry_size {
             check_table(section, expected, &place)?;
+        }
+        // A symbol table's sh_info is the index of its first global symbol.
+        if matches!(kind, SHT_SYMTAB | SHT_DYNSYM)
+            && u64::from(section.sh_info(LE)) > section.sh_size(LE) / size_of::<Sym64<LE>>() as u64
+        {
+            return Err(ParseError::new(
+                place,
+                format!(
+                    "its first global symbol, {}, is past its end",
+                    section.sh_info(LE)
+                ),
+            ));
         }
         if matches!(kind, SHT_REL | SHT_RELA) {
             relocations(&sections, section, data, symbols.len(), &place)?;
