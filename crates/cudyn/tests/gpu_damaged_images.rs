@@ -2,9 +2,10 @@
 //! the driver is counted rather than hidden: cudyn must refuse whatever the driver cannot take.
 //!
 //! The parent compiles real device code (NVRTC cubin and PTX, nvFatbin fatbins plain, zstd and
-//! LZ4), lists every damage of `fixtures::damage` (truncations, header byte flips, size fields
-//! enlarged, inside the fatbins' cubins too), and shares the list among worker processes: this
-//! test binary run again, filtered to this test, with [`WORK_ENV`] naming the worker's work file.
+//! LZ4, an nvcc fatbin and cubin), lists every damage of `fixtures::damage` (truncations, header
+//! byte flips, size fields enlarged, inside the fatbins' cubins too), and shares the list among
+//! worker processes: this test binary run again, filtered to this test, with [`WORK_ENV`] naming
+//! the worker's work file.
 //! A worker prints a line before each load and one after; when it dies, the parent records the
 //! image it was loading and starts a new worker after it. Images cudyn accepts are loaded and
 //! dropped, never launched.
@@ -12,6 +13,7 @@
 //! A crash can be replayed alone: write its line from the report (also under `$OUT`, with the
 //! original image) to a file and run this test with `CUDYN_DAMAGED_IMAGES_WORK=<that file>`.
 
+mod common;
 mod fixtures;
 
 use std::collections::BTreeMap;
@@ -245,7 +247,16 @@ fn damaged_images_never_crash_the_driver() {
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let mut items = Vec::new();
-    for (name, bytes) in fixtures::loadable_images() {
+    let mut originals = fixtures::loadable_images();
+    // nvcc's own containers too: a fatbin (SASS and PTX, compressed as nvcc does by default) and
+    // a cubin, of the same kernels.
+    for (name, output) in [
+        ("nvcc.fatbin", common::Output::Fatbin),
+        ("nvcc.cubin", common::Output::Cubin),
+    ] {
+        originals.push((name, common::compile(fixtures::SOURCE, output).bytes()));
+    }
+    for (name, bytes) in originals {
         Library::load(&bytes).unwrap_or_else(|error| panic!("the undamaged {name}: {error}"));
         let original = dir.path().join(name);
         std::fs::write(&original, &bytes).unwrap();
