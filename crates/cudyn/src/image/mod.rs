@@ -289,6 +289,22 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_without_parameters_has_an_empty_layout() {
+        use crate::compile::{Arch, Output, Program};
+        for output in [Output::Cubin, Output::Ptx] {
+            let compiled = Program::new(r#"extern "C" __global__ void helloWorld() {}"#)
+                .arch(Arch::new(9, 0))
+                .output(output)
+                .compile()
+                .expect("NVRTC compiles (run scripts/cuda-wheels and activate its venv)");
+            let image = Image::new(compiled.code()).unwrap();
+            image.validate().unwrap();
+            assert_eq!(image.param_layout("helloWorld").unwrap(), [], "{output:?}");
+            assert!(image.param_layout("goodbye").is_err(), "{output:?}");
+        }
+    }
+
+    #[test]
     fn missing_file_is_a_read_error() {
         let error = Image::from_file("/nonexistent/cudyn.cubin").unwrap_err();
         assert!(matches!(error, Error::ReadFile { .. }), "{error}");
