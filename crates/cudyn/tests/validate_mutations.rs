@@ -294,3 +294,30 @@ fn kinds_the_driver_cannot_load_say_what_to_do_without_contradiction() {
         "{text}"
     );
 }
+
+#[test]
+fn fatbin_entries_of_unknown_kinds_are_checked_by_what_they_hold() {
+    let (_, fatbin) = fixtures::loadable_images()
+        .into_iter()
+        .find(|(name, _)| *name == "plain.fatbin")
+        .unwrap();
+    // Entry offsets and kinds, walked by hand.
+    let mut entries = Vec::new();
+    let mut at = u16_at(&fatbin, 6);
+    while at < fatbin.len() {
+        entries.push((at, u16_at(&fatbin, at)));
+        at += u32_at(&fatbin, at + 4) + u64_at(&fatbin, at + 8) as usize;
+    }
+    let with_kind = |kind_now: usize, new_kind: u16| {
+        let (at, _) = entries.iter().find(|(_, kind)| *kind == kind_now).unwrap();
+        let mut bytes = fatbin.clone();
+        bytes[*at..at + 2].copy_from_slice(&new_kind.to_le_bytes());
+        validate(&bytes)
+    };
+    // A cubin or PTX under a kind number cudyn does not know is checked as what it is.
+    with_kind(2, 0x10).unwrap();
+    with_kind(1, 0x40).unwrap();
+    // LTO-IR (obfuscated by CUDA 13) under an unknown kind cannot be checked.
+    let error = with_kind(8, 0x40).unwrap_err();
+    assert!(matches!(error, Error::MalformedImage { .. }), "{error:?}");
+}

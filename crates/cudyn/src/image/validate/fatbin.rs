@@ -2,8 +2,9 @@
 //! exactly, and every cubin and PTX entry (decompressed when compressed) valid in turn.
 //!
 //! Identifiers and ptxas options must lie inside their entry header, and PTX must end with a NUL
-//! (the driver reads it as a C string). Entries whose code cannot be checked are refused:
-//! obfuscated cubins or PTX, and entries of a kind cudyn does not know. LTO-IR entries are only checked to lie inside the fatbin: the driver
+//! (the driver reads it as a C string). An entry of a kind cudyn does not know is checked as the
+//! cubin or PTX it holds. Entries whose code cannot be checked are refused: obfuscated cubins or
+//! PTX, and entries of an unknown kind holding neither. LTO-IR entries are only checked to lie inside the fatbin: the driver
 //! does not load them.
 
 use super::{cubin, ptx, Refusal};
@@ -25,15 +26,9 @@ pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
         fatbin::options_bytes(&raw).map_err(refuse)?;
         let kind = raw.header.entry_kind();
         let compression = raw.header.compression().map_err(refuse)?;
-        match kind {
-            EntryKind::Sass | EntryKind::Ptx => {}
-            EntryKind::LtoIr => continue,
-            EntryKind::Unknown(code) => {
-                return Err(refuse(format!(
-                    "its kind {code} is none cudyn knows (1 PTX, 2 SASS, 8 LTO-IR), so it cannot \
-                     be checked"
-                )))
-            }
+        if kind == EntryKind::LtoIr {
+            // The driver does not load LTO-IR; it only has to lie inside the fatbin.
+            continue;
         }
         if raw.header.obfuscated() {
             return Err(refuse(
@@ -46,11 +41,17 @@ pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
             .map_err(|problem| refuse(format!("{compression:?} payload: {problem}")))?;
         let checked = match kind {
             EntryKind::Sass => cubin::validate(&code),
-            // The driver reads an entry's PTX as a C string.
-            _ if code.last() != Some(&0) => {
-                return Err(refuse("its PTX text does not end with a NUL".into()))
+            EntryKind::Ptx => validate_ptx(&code),
+            // A kind newer than cudyn: checked by what it holds, refused when that is unknown.
+            _ if code.starts_with(b"\x7fELF") => cubin::validate(&code),
+            _ if ptx::looks_like(&code) => validate_ptx(&code),
+            _ => {
+                return Err(refuse(format!(
+                    "its kind {} is none cudyn knows (1 PTX, 2 SASS, 8 LTO-IR) and it holds \
+                     neither a cubin nor PTX, so it cannot be checked",
+                    raw.header.kind.get(object::LittleEndian)
+                )))
             }
-            _ => ptx::validate(&code).map_err(Refusal::Malformed),
         };
         checked.map_err(|refusal| refusal.inside(&place))?;
     }
@@ -58,4 +59,12 @@ pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
         return Err(ParseError::new("fatbin header", "it holds no entries").into());
     }
     Ok(())
+}
+
+/// An entry's PTX: the driver reads it as a C string, so it must end with a NUL.
+fn validate_ptx(code: &[u8]) -> Result<(), Refusal> {
+    if code.last() != Some(&0) {
+        return Err(ParseError::new("PTX text", "it does not end with a NUL").into());
+    }
+    ptx::validate(code).map_err(Refusal::Malformed)
 }

@@ -3,6 +3,11 @@
 
 use crate::inspect::{ptx, ParseError};
 
+/// Whether `bytes` look like PTX text (see [`ptx::looks_like_ptx`]).
+pub(super) fn looks_like(bytes: &[u8]) -> bool {
+    ptx::looks_like_ptx(bytes)
+}
+
 pub(super) fn validate(bytes: &[u8]) -> Result<(), ParseError> {
     let module = ptx::parse(bytes)?;
     if module.version.is_none() {
