@@ -220,6 +220,14 @@ fn real_images_of_every_kind_and_architecture_are_accepted() {
     }
     let arch_specific = Image::from_file(&fixtures.arch_specific).unwrap();
     arch_specific.validate().unwrap();
+    // Debug information: PTX with `.file` and `.section` directives, cubins with DWARF sections.
+    for options in [&["-G"][..], &["-lineinfo"][..]] {
+        for (arch, output) in [("compute_90", Output::Ptx), ("sm_90", Output::Cubin)] {
+            let arch = format!("-arch={arch}");
+            let code = fixtures::compile(&[&arch, options[0]], output);
+            validate(&code).unwrap_or_else(|error| panic!("{options:?} {arch}: {error}"));
+        }
+    }
     for fatbin in Image::from_file(&fixtures.host_object)
         .unwrap()
         .embedded_fatbins()

@@ -154,6 +154,14 @@ pub fn parse(bytes: &[u8]) -> Result<PtxModule, ParseError> {
                 module.address_size = tokens.get(at + 1).and_then(|v| v.parse().ok());
                 at += 2;
             }
+            // `.file 1 "name"[, timestamp, size]` (debug information), with no `;`; the
+            // tokenizer has dropped the string.
+            ".file" => {
+                at += 2;
+                while tokens.get(at) == Some(&",") {
+                    at += 2;
+                }
+            }
             _ => {
                 let end = statement_end(&tokens, at).ok_or_else(|| {
                     ParseError::new(
@@ -211,13 +219,14 @@ fn check_brackets(text: &str, tokens: &[&str]) -> Result<(), ParseError> {
 }
 
 /// Where the top-level statement starting at `at` ends: after its `;`, or after the balanced
-/// body of a function; a variable's `= { ... }` initializer does not end it. `None` when the
+/// body of a function or of a `.section` (debug information); a variable's `= { ... }`
+/// initializer does not end it. `None` when the
 /// tokens end first.
 fn statement_end(tokens: &[&str], mut at: usize) -> Option<usize> {
-    let is_function = tokens[at..]
+    let is_block = tokens[at..]
         .iter()
         .take_while(|&&t| t != ";" && t != "{")
-        .any(|&t| t == ".entry" || t == ".func");
+        .any(|&t| matches!(t, ".entry" | ".func" | ".section"));
     let mut depth = 0usize;
     while let Some(&token) = tokens.get(at) {
         at += 1;
@@ -225,7 +234,7 @@ fn statement_end(tokens: &[&str], mut at: usize) -> Option<usize> {
             "{" => depth += 1,
             "}" => {
                 depth = depth.saturating_sub(1);
-                if depth == 0 && is_function {
+                if depth == 0 && is_block {
                     return Some(at);
                 }
             }
@@ -539,6 +548,18 @@ mod tests {
         let cut = &PTX[..PTX.find("scale;").unwrap()];
         let error = parse(cut.as_bytes()).unwrap_err();
         assert!(error.problem.contains("inside this statement"), "{error}");
+    }
+
+    #[test]
+    fn debug_information_directives_are_whole_statements() {
+        let ptx = ".version 9.0\n.target sm_90\n.visible .entry k()\n{\n  ret;\n}\n\
+            .file 1 \"/src/k.cu\", 1700000000, 1234\n\
+            .section .debug_abbrev\n{\n.b8 17\n.b8 0\n}\n\
+            .section .debug_macinfo { .b8 0 }\n";
+        let module = parse(ptx.as_bytes()).unwrap();
+        assert_eq!(module.entries.len(), 1);
+        let cut = &ptx[..ptx.find(".b8 0\n}").unwrap()];
+        assert!(parse(cut.as_bytes()).is_err());
     }
 
     #[test]
