@@ -177,11 +177,16 @@ fn render_cubin(out: &mut String, cubin: &Cubin, depth: usize) {
     let pad = indent(depth);
     let _ = writeln!(
         out,
-        "{pad}cubin {} (ELF ABI {}, flags {:#x}), {} kernel(s)",
+        "{pad}cubin {} (ELF ABI {}, flags {:#x}), {} kernel(s){}",
         cubin.arch_name(),
         cubin.abi_version,
         cubin.flags,
-        cubin.kernels.len()
+        cubin.kernels.len(),
+        if cubin.relocatable {
+            ", relocatable: link it before loading"
+        } else {
+            ""
+        }
     );
     if !cubin.kernels.is_empty() {
         let _ = writeln!(

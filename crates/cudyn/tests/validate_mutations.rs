@@ -273,6 +273,13 @@ fn relocatable_device_code_is_refused_with_link_first() {
             "{what}: {text}"
         );
     }
+    // Inspection still reads it, and says so.
+    let inspection = Image::new(&relocatable[..]).unwrap().inspect().unwrap();
+    let cudyn::inspect::Contents::Cubin(cubin) = inspection.contents else {
+        panic!("not a cubin: {inspection:?}");
+    };
+    assert!(cubin.relocatable);
+    assert!(cubin.kernel("saxpy").is_some());
 }
 
 #[test]

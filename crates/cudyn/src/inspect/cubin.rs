@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use object::elf::{
-    FileHeader64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, SHT_SYMTAB, STT_FUNC, STT_OBJECT,
+    FileHeader64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_SYMTAB, STT_FUNC, STT_OBJECT,
 };
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::LittleEndian;
@@ -40,6 +40,9 @@ pub struct Cubin {
     pub arch_specific: bool,
     /// The CUDA ELF ABI version (`e_ident[EI_ABIVERSION]`).
     pub abi_version: u8,
+    /// Whether it is relocatable device code (ELF type `ET_REL`, from `-rdc` or `ptxas -c`),
+    /// which must be linked before it can be loaded.
+    pub relocatable: bool,
     /// The raw `e_flags`.
     pub flags: u32,
     /// Kernels (entry functions), in symbol-table order.
@@ -198,6 +201,7 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
     let endian = LittleEndian;
     let flags = header.e_flags(endian);
     let abi_version = header.e_ident().abi_version;
+    let relocatable = header.e_type(endian) == ET_REL;
     let arch = if abi_version >= ABI_WITH_SHIFTED_SM {
         (flags >> 8) & 0xff
     } else {
@@ -351,6 +355,7 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
         arch,
         arch_specific,
         abi_version,
+        relocatable,
         flags,
         kernels,
         variables,
