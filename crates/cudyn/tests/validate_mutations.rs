@@ -336,3 +336,20 @@ fn fatbin_entries_of_unknown_kinds_are_checked_by_what_they_hold() {
     let error = with_kind(8, 0x40).unwrap_err();
     assert!(matches!(error, Error::MalformedImage { .. }), "{error:?}");
 }
+
+#[test]
+fn sections_all_pointing_at_the_same_bytes_are_refused_quickly() {
+    let mut cubin = fixtures::compile(&["-arch=sm_90"], Output::Cubin);
+    let len = cubin.len();
+    let (shoff, shnum) = (u64_at(&cubin, 40) as usize, u16_at(&cubin, 60));
+    for index in 0..shnum {
+        let at = shoff + index * 64;
+        // Every SHT_PROGBITS section made to cover the whole file.
+        if u32_at(&cubin, at + 4) == 1 {
+            cubin[at + 24..at + 32].copy_from_slice(&0u64.to_le_bytes());
+            cubin[at + 32..at + 40].copy_from_slice(&(len as u64).to_le_bytes());
+        }
+    }
+    let error = validate(&cubin).unwrap_err().to_string();
+    assert!(error.contains("overlap"), "{error}");
+}

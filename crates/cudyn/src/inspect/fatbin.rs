@@ -87,10 +87,12 @@ const FLAG_LZ4: u64 = 0x2000;
 const FLAG_ZSTD: u64 = 0x8000;
 const FLAG_OBFUSCATED: u64 = 0x1_0000;
 
-/// Most bytes one entry may decompress to per compressed byte. zstd reaches about 20x on real
-/// device code and LZ4 at most 255x; the cap keeps a hostile "compression bomb" from exhausting
-/// memory.
+/// Most bytes one zstd entry may decompress to per compressed byte. zstd reaches about 20x on
+/// real device code; the cap keeps a hostile "compression bomb" from exhausting memory.
 const MAX_RATIO: u64 = 1024;
+
+/// LZ4 cannot do better than about 255 to 1 (a match length grows by 255 per byte).
+const MAX_LZ4_RATIO: u64 = 256;
 
 /// A zstd window this small is accepted whatever the content size.
 const MIN_WINDOW: u64 = 1 << 17;
@@ -470,10 +472,10 @@ fn decode(raw: &RawEntry<'_>) -> Result<EntryContents, String> {
     decoded.map_err(|error| error.to_string())
 }
 
-/// Refuses to decompress `stream` to `expected` bytes when that is more than [`MAX_RATIO`]
-/// times its size.
-fn check_ratio(stream: &[u8], expected: u64) -> Result<(), String> {
-    let limit = (stream.len() as u64).saturating_mul(MAX_RATIO);
+/// Refuses to decompress `stream` to `expected` bytes when that is more than `ratio` times its
+/// size.
+fn check_ratio(stream: &[u8], expected: u64, ratio: u64) -> Result<(), String> {
+    let limit = (stream.len() as u64).saturating_mul(ratio);
     if expected > limit {
         return Err(format!(
             "declares {expected} decompressed bytes from {} compressed ones, more than cudyn \
@@ -487,7 +489,7 @@ fn check_ratio(stream: &[u8], expected: u64) -> Result<(), String> {
 /// Decompresses a zstd stream that should give `expected` bytes, refusing to produce more than
 /// [`MAX_RATIO`] times the stream's size.
 fn zstd(stream: &[u8], expected: u64) -> Result<Vec<u8>, String> {
-    check_ratio(stream, expected)?;
+    check_ratio(stream, expected, MAX_RATIO)?;
     // The decoder allocates the window the frame header asks for; a real frame's window is no
     // bigger than its content, so a larger one is damage, refused before it costs memory.
     let (frame, _) = ruzstd::frame::read_frame_header(stream)
@@ -512,10 +514,11 @@ fn zstd(stream: &[u8], expected: u64) -> Result<Vec<u8>, String> {
     expect_len(out, expected)
 }
 
-/// Decompresses an LZ4 block (nvcc's fatbin framing: one raw block, no frame header) that should
-/// give `expected` bytes, with the same bound as [`zstd`].
+/// Decompresses an LZ4 block (the framing of nvcc's `fatbinary` and of nvFatbin: one raw block,
+/// no frame header) that should give `expected` bytes. The output is allocated whole before
+/// decoding, so the bound is LZ4's own largest ratio rather than [`MAX_RATIO`].
 fn lz4(stream: &[u8], expected: u64) -> Result<Vec<u8>, String> {
-    check_ratio(stream, expected)?;
+    check_ratio(stream, expected, MAX_LZ4_RATIO)?;
     let size = usize::try_from(expected).map_err(|_| "too large to decompress".to_string())?;
     let out = lz4_flex::block::decompress(stream, size)
         .map_err(|error| format!("LZ4 block is damaged: {error}"))?;

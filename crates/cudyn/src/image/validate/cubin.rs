@@ -24,6 +24,9 @@ use crate::inspect::ParseError;
 
 type Header = FileHeader64<LE>;
 
+/// How many times over the image's size the sections read may add up to.
+const READ_BUDGET_FACTOR: usize = 4;
+
 pub(super) fn validate(data: &[u8]) -> Result<(), Refusal> {
     let header = header(data)?;
     match header.e_type(LE) {
@@ -102,6 +105,9 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
     let symbols = sections
         .symbols(LE, data, SHT_SYMTAB)
         .map_err(elf_error("symbol table"))?;
+    // Section headers may all point at the same bytes; reading them over and over must not turn
+    // a small image into minutes of checking.
+    let mut budget = data.len().saturating_mul(READ_BUDGET_FACTOR);
     for (index, section) in sections.iter().enumerate() {
         let name = sections.section_name(LE, section).map_err(|_| {
             ParseError::new(
@@ -151,6 +157,12 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
             relocations(&sections, section, data, symbols.len(), &place)?;
         }
         let contents = section.data(LE, data).unwrap_or_default();
+        budget = budget.checked_sub(contents.len()).ok_or_else(|| {
+            ParseError::new(
+                place.clone(),
+                "the sections overlap each other many times over",
+            )
+        })?;
         if kind == SHT_STRTAB && contents.last().is_some_and(|&last| last != 0) {
             return Err(ParseError::new(
                 place,
