@@ -252,26 +252,65 @@ fn read_statement(statement: &[&str], module: &mut PtxModule) {
         }
         return;
     }
-    let head: Vec<&str> = statement
-        .iter()
-        .copied()
-        .take_while(|&t| t != "=" && t != ";")
-        .collect();
-    let Some(space) = head
+    let declarators = split_declarators(statement);
+    let Some(first) = declarators.first() else {
+        return;
+    };
+    let Some(space) = first
         .iter()
         .find(|&&t| t == ".global" || t == ".const")
-        .filter(|_| !head.contains(&".func") && !head.contains(&"("))
+        .filter(|_| !first.contains(&".func") && !first.contains(&"("))
     else {
         return;
     };
-    if let Some(declared) = read_declaration(&head) {
-        module.variables.push(PtxVariable {
-            name: declared.name,
-            space: space.to_string(),
-            size: declared.size,
-            ty: declared.ty,
-        });
+    // `.global .u32 a, b[4];` declares each name with the first one's qualifiers and type.
+    let qualifiers = first
+        .iter()
+        .position(|t| !t.starts_with('.') && is_identifier(t))
+        .map_or(&first[..], |name| &first[..name]);
+    for (index, declarator) in declarators.iter().enumerate() {
+        let tokens = if index == 0 {
+            declarator.clone()
+        } else {
+            [qualifiers, declarator].concat()
+        };
+        if let Some(declared) = read_declaration(&tokens) {
+            module.variables.push(PtxVariable {
+                name: declared.name,
+                space: space.to_string(),
+                size: declared.size,
+                ty: declared.ty,
+            });
+        }
     }
+}
+
+/// The declarators of a declaration, split at its top-level commas, each without its
+/// initializer or the closing `;`.
+fn split_declarators<'a>(statement: &[&'a str]) -> Vec<Vec<&'a str>> {
+    let mut out = vec![Vec::new()];
+    let mut depth = 0usize;
+    let mut initializer = false;
+    for &token in statement {
+        match token {
+            "{" => depth += 1,
+            "}" => depth = depth.saturating_sub(1),
+            "," if depth == 0 => {
+                out.push(Vec::new());
+                initializer = false;
+                continue;
+            }
+            ";" if depth == 0 => break,
+            "=" if depth == 0 => initializer = true,
+            _ => {}
+        }
+        if !initializer && depth == 0 {
+            if let Some(last) = out.last_mut() {
+                last.push(token);
+            }
+        }
+    }
+    out
 }
 
 /// Reads `.entry name(params)`; every declared parameter is kept, one of an unknown type with an
@@ -535,6 +574,22 @@ mod tests {
         // The same for module-scope variables.
         assert_eq!(module.variables.len(), 1, "{module:?}");
         assert_eq!(module.variables[0].size, None);
+    }
+
+    #[test]
+    fn every_name_of_a_declaration_list_is_a_variable() {
+        let ptx = ".version 9.0\n.target sm_90\n\
+            .global .align 4 .u32 first = 1, second[4] = {1, 2, 3, 4}, third;\n";
+        let module = parse(ptx.as_bytes()).unwrap();
+        let variables: Vec<(&str, Option<u64>)> = module
+            .variables
+            .iter()
+            .map(|v| (v.name.as_str(), v.size))
+            .collect();
+        assert_eq!(
+            variables,
+            [("first", Some(4)), ("second", Some(16)), ("third", Some(4))]
+        );
     }
 
     #[test]
