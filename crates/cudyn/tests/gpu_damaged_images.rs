@@ -188,7 +188,9 @@ fn run_shard(items: &[Work], dir: &Path, shard: usize) -> ShardReport {
         loop {
             match lines.recv_timeout(LOAD_TIMEOUT) {
                 Ok(line) => {
-                    let Some(message) = line.strip_prefix(PREFIX) else {
+                    // The test harness may print its own text on the same line first.
+                    let Some(message) = line.find(PREFIX).map(|at| &line[at + PREFIX.len()..])
+                    else {
                         continue;
                     };
                     let words: Vec<&str> = message.split_whitespace().collect();
