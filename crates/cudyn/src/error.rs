@@ -170,7 +170,7 @@ pub enum Error {
     /// Bytes handed to cudyn as device code are none of the kinds it knows.
     #[error("{what} is not device code: {reason}")]
     NotDeviceCode {
-        /// What was examined: a file name, or "the N bytes given".
+        /// What was examined: a file name, or "the N-byte image given".
         what: String,
         /// Why it is not device code, e.g. what its first bytes are.
         reason: String,
@@ -182,7 +182,7 @@ pub enum Error {
         "{what} is a damaged {kind}: {error}; rebuild it, or check that the file was copied whole"
     )]
     MalformedImage {
-        /// What was examined: a file name, or "the N bytes given".
+        /// What was examined: a file name, or "the N-byte image given".
         what: String,
         /// The kind the bytes were detected as.
         kind: ImageKind,
@@ -193,7 +193,7 @@ pub enum Error {
     /// Device code of a kind CUDA cannot load as it is (LTO-IR, a host binary).
     #[error("{what} is {kind}, which the CUDA driver cannot load as it is: {advice}")]
     NotLoadable {
-        /// What was examined: a file name, or "the N bytes given".
+        /// What was examined: a file name, or "the N-byte image given".
         what: String,
         /// The kind the bytes were detected as.
         kind: ImageKind,
@@ -209,7 +209,7 @@ pub enum Error {
          linked image"
     )]
     NeedsLinking {
-        /// What was examined: a file name, or "the N bytes given".
+        /// What was examined: a file name, or "the N-byte image given".
         what: String,
         /// Which part is relocatable, e.g. "it is a relocatable cubin (ELF type ET_REL)".
         reason: String,

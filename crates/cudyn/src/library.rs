@@ -207,8 +207,7 @@ impl LibraryLoader {
     /// mode says (lazily, by default).
     pub fn load(&self, image: impl AsRef<[u8]>) -> Result<Library> {
         let image = image.as_ref();
-        let kind =
-            crate::image::validate_loadable(image, &|| format!("the {} bytes given", image.len()))?;
+        let kind = crate::image::validate_loadable(image, &|| crate::image::bytes_given(image))?;
         let needs_nul = kind == ImageKind::Ptx && image.last() != Some(&0);
         let owned = (needs_nul || self.options.preserve_binary).then(|| {
             let mut owned = Vec::with_capacity(image.len() + 1);

@@ -192,12 +192,12 @@ impl Image<'static> {
 }
 
 /// Names bytes that came without a file name in errors.
-fn bytes_given(bytes: &[u8]) -> String {
-    format!("the {} bytes given", bytes.len())
+pub(crate) fn bytes_given(bytes: &[u8]) -> String {
+    format!("the {}-byte image given", bytes.len())
 }
 
 /// The kind of `bytes` once they are checked whole and loadable as they are (see
-/// [`Image::validate`]); `what` names them in errors (a file name, or "the N bytes given").
+/// [`Image::validate`]); `what` names them in errors (a file name, or "the N-byte image given").
 ///
 /// Library loading calls this before any CUDA call: the driver trusts an image's own headers.
 pub(crate) fn validate_loadable(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {

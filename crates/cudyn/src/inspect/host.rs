@@ -107,7 +107,7 @@ pub fn parse(bytes: &[u8]) -> Result<HostBinary, ParseError> {
 /// The fatbins embedded in a host binary, as byte slices ready to load.
 pub fn embedded_fatbins(bytes: &[u8]) -> crate::Result<Vec<&[u8]>> {
     fatbin_slices(bytes).map_err(|error| crate::Error::MalformedImage {
-        what: format!("the {} bytes given", bytes.len()),
+        what: crate::image::bytes_given(bytes),
         kind: crate::ImageKind::HostBinary,
         error,
     })

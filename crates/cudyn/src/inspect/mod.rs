@@ -187,7 +187,7 @@ pub(crate) fn inspect_kind(bytes: &[u8], kind: ImageKind) -> Result<Inspection> 
         ImageKind::HostBinary => host::parse(bytes).map(Contents::HostBinary),
     }
     .map_err(|error| Error::MalformedImage {
-        what: format!("the {} bytes given", bytes.len()),
+        what: crate::image::bytes_given(bytes),
         kind,
         error,
     })?;
