@@ -46,7 +46,7 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Result<(), String>> {
         Ok(())
     } else {
         Err(format!(
-            "it is a {:?} host binary for {:?} with no embedded device code (no {} section)",
+            "it is a host binary ({:?}, {:?}) with no embedded device code (no {} section)",
             file.format(),
             file.architecture(),
             FATBIN_SECTIONS.join(" or ")
