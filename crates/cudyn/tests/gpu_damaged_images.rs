@@ -159,6 +159,8 @@ struct ShardReport {
     workers: usize,
     /// Images not tried because the shard stopped after too many crashes.
     untried: usize,
+    /// Workers that finished every image and then died on the way out.
+    bad_exits: Vec<String>,
 }
 
 /// Runs `items` through workers, one after another: a new worker resumes after an image on which
@@ -171,12 +173,13 @@ fn run_shard(items: &[Work], dir: &Path, shard: usize) -> ShardReport {
         let text: Vec<String> = items[next..].iter().map(Work::to_line).collect();
         std::fs::write(&file, text.join("\n")).unwrap();
         report.workers += 1;
+        let errors = file.with_extension("stderr");
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([TEST_NAME, "--exact", "--include-ignored", "--nocapture"])
             .args(["--test-threads", "1"])
             .env(WORK_ENV, &file)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&errors).unwrap())
             .spawn()
             .expect("cannot start a worker");
         let (lines_tx, lines) = mpsc::channel();
@@ -223,12 +226,17 @@ fn run_shard(items: &[Work], dir: &Path, shard: usize) -> ShardReport {
             }
         }
         let status = child.wait().expect("cannot wait for a worker");
+        let stderr = std::fs::read_to_string(&errors).unwrap_or_default();
+        let tail_start = (stderr.len().saturating_sub(600)..stderr.len())
+            .find(|&at| stderr.is_char_boundary(at))
+            .unwrap_or(stderr.len());
+        let stderr_tail = stderr[tail_start..].trim();
         match loading {
             Some(index) => {
                 let how = if hung {
                     format!("no answer in {LOAD_TIMEOUT:?}")
                 } else {
-                    format!("worker died: {status}")
+                    format!("worker died: {status}; its stderr ends: {stderr_tail}")
                 };
                 report.crashes.push(Crash {
                     work: items[index].clone(),
@@ -240,7 +248,14 @@ fn run_shard(items: &[Work], dir: &Path, shard: usize) -> ShardReport {
                     break;
                 }
             }
-            None if finished && status.success() => next = items.len(),
+            None if finished => {
+                if !status.success() {
+                    report
+                        .bad_exits
+                        .push(format!("{status}; its stderr ends: {stderr_tail}"));
+                }
+                next = items.len();
+            }
             None => panic!(
                 "a worker ended ({status}) between images, without finishing: is the test \
                  filter {TEST_NAME:?} still this test's name?"
@@ -299,8 +314,10 @@ fn damaged_images_never_crash_the_driver() {
     let mut crashes = Vec::new();
     let mut worker_count = 0;
     let mut untried = 0;
+    let mut bad_exits = Vec::new();
     for report in reports {
         untried += report.untried;
+        bad_exits.extend(report.bad_exits);
         for (outcome, count) in report.outcomes {
             *outcomes.entry(outcome).or_default() += count;
         }
@@ -342,6 +359,10 @@ fn damaged_images_never_crash_the_driver() {
         "every image has an outcome"
     );
     assert!(count(Outcome::Loaded) > 0, "no damaged image loaded at all");
+    assert!(
+        bad_exits.is_empty(),
+        "workers died on the way out after their last image: {bad_exits:?}"
+    );
     assert!(
         crashes.is_empty(),
         "{} damaged images crashed or hung the driver (listed above; replay one with {WORK_ENV}=\
