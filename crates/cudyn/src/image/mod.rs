@@ -107,9 +107,10 @@ impl<'a> Image<'a> {
     ///   relocations, notes and `.nv.info` attribute lists all resolve inside them.
     /// - A fatbin's header and every entry must lie inside the bytes, the entries filling the
     ///   length the header declares; every cubin and PTX entry is decompressed (zstd or LZ4,
-    ///   bounded) and checked in turn. Entries that cannot be checked (obfuscated code, a kind
-    ///   cudyn does not know) are refused; LTO-IR entries, which the driver does not load, are
-    ///   only checked to lie inside.
+    ///   bounded) and checked in turn. Entries that cannot be checked are refused: a stream that
+    ///   does not decompress to its declared size, obfuscated code, an unknown kind holding
+    ///   neither a cubin nor PTX. LTO-IR entries, which the driver does not load, are only
+    ///   checked to lie inside.
     /// - PTX must be text that reads to its end (no comment, string, bracket or statement left
     ///   open) and declares its `.version` and `.target`.
     pub fn validate(&self) -> Result<()> {
