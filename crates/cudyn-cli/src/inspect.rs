@@ -177,11 +177,16 @@ fn render_cubin(out: &mut String, cubin: &Cubin, depth: usize) {
     let pad = indent(depth);
     let _ = writeln!(
         out,
-        "{pad}cubin {} (ELF ABI {}, flags {:#x}), {} kernel(s)",
+        "{pad}cubin {} (ELF ABI {}, flags {:#x}), {} kernel(s){}",
         cubin.arch_name(),
         cubin.abi_version,
         cubin.flags,
-        cubin.kernels.len()
+        cubin.kernels.len(),
+        if cubin.relocatable {
+            ", relocatable: link it before loading"
+        } else {
+            ""
+        }
     );
     if !cubin.kernels.is_empty() {
         let _ = writeln!(
@@ -191,7 +196,7 @@ fn render_cubin(out: &mut String, cubin: &Cubin, depth: usize) {
         );
     }
     for kernel in &cubin.kernels {
-        let param_bytes: u32 = kernel
+        let param_bytes: usize = kernel
             .params
             .iter()
             .map(|p| p.offset + p.size)
@@ -214,7 +219,8 @@ fn render_cubin(out: &mut String, cubin: &Cubin, depth: usize) {
         let params: Vec<String> = kernel
             .params
             .iter()
-            .map(|p| format!("#{} @{}+{}", p.index, p.offset, p.size))
+            .enumerate()
+            .map(|(index, p)| format!("#{index} @{}+{}", p.offset, p.size))
             .collect();
         if !params.is_empty() {
             let _ = writeln!(out, "{pad}{:>41}params: {}", "", params.join(" "));
@@ -250,12 +256,10 @@ fn render_ptx(out: &mut String, ptx: &PtxModule, depth: usize) {
         let params: Vec<String> = entry
             .params
             .iter()
-            .map(|p| {
-                if p.count > 1 {
-                    format!("{}[{}]", p.ty, p.count)
-                } else {
-                    p.ty.clone()
-                }
+            .map(|p| match p.count {
+                Some(1) => p.ty.clone(),
+                Some(count) => format!("{}[{count}]", p.ty),
+                None => format!("{}[?]", p.ty),
             })
             .collect();
         let _ = writeln!(

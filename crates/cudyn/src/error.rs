@@ -251,23 +251,50 @@ pub enum Error {
     },
 
     /// Bytes handed to cudyn as device code are none of the kinds it knows.
-    #[error(
-        "{what} is not device code: {reason}; expected PTX, a cubin, a fatbin, LTO-IR, or a host \
-         binary with embedded device code (a program or object built by nvcc)"
-    )]
+    #[error("{what} is not device code: {reason}")]
     NotDeviceCode {
-        /// What was examined: a file name, or "the N bytes given".
+        /// What was examined: a file name, or "the N-byte image given".
         what: String,
         /// Why it is not device code, e.g. what its first bytes are.
         reason: String,
     },
 
-    /// Device code of a known kind is damaged or truncated.
-    #[error("malformed {kind}: {reason}; rebuild it or check that the file was copied whole")]
+    /// Device code of a known kind is damaged or truncated: it was refused before any CUDA call,
+    /// because the driver trusts an image's own headers and would read past its end.
+    #[error(
+        "{what} is a damaged {kind}: {error}; rebuild it, or check that the file was copied whole"
+    )]
     MalformedImage {
+        /// What was examined: a file name, or "the N-byte image given".
+        what: String,
         /// The kind the bytes were detected as.
         kind: ImageKind,
         /// What is wrong and where.
+        error: crate::inspect::ParseError,
+    },
+
+    /// Device code of a kind CUDA cannot load as it is (LTO-IR, a host binary).
+    #[error("{what} is {kind}, which the CUDA driver cannot load as it is: {advice}")]
+    NotLoadable {
+        /// What was examined: a file name, or "the N-byte image given".
+        what: String,
+        /// The kind the bytes were detected as.
+        kind: ImageKind,
+        /// What to do instead.
+        advice: &'static str,
+    },
+
+    /// Relocatable device code (`-rdc`, or a cubin that is an object file) that must be linked
+    /// before the driver can load it.
+    #[error(
+        "{what} must be linked before it is loaded: {reason}. Link it first with cudyn::Linker \
+         (Linker::add, then Linker::finish) together with the device code it calls, and load the \
+         linked image"
+    )]
+    NeedsLinking {
+        /// What was examined: a file name, or "the N-byte image given".
+        what: String,
+        /// Which part is relocatable, e.g. "it is a relocatable cubin (ELF type ET_REL)".
         reason: String,
     },
 

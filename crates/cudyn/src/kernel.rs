@@ -300,15 +300,7 @@ impl Kernel {
 /// The parameter layout of `kernel` read offline from device code (a cubin's `.nv.info`, or PTX):
 /// what [`Kernel::params`] uses when the driver cannot be asked.
 pub(crate) fn params_from_image(image: &[u8], kernel: &str) -> Result<Box<[ParamLayout]>> {
-    let mut layout = Image::new(image)?.param_layout(kernel)?;
-    layout.sort_by_key(|param| param.index);
-    Ok(layout
-        .into_iter()
-        .map(|param| ParamLayout {
-            offset: param.offset as usize,
-            size: param.size as usize,
-        })
-        .collect())
+    Ok(Image::new(image)?.param_layout(kernel)?.into_boxed_slice())
 }
 
 #[cfg(test)]

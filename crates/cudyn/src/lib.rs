@@ -39,7 +39,7 @@ pub use context::{current_device, set_device, synchronize};
 pub use device::{Device, DeviceLimits};
 pub use error::{CallError, Error, Result};
 pub use image::{Image, ImageKind};
-pub use inspect::{Inspection, ParamInfo};
+pub use inspect::{Inspection, ParseError};
 pub use kernel::{Kernel, KernelAttribute};
 pub use launch::{
     ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig,

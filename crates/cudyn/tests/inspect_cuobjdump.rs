@@ -11,13 +11,13 @@ use std::process::Command;
 use cudyn::inspect::cubin::Cubin;
 use cudyn::inspect::fatbin::{EntryContents, EntryKind};
 use cudyn::inspect::{Contents, Module};
-use cudyn::{Image, ImageKind, ParamInfo};
+use cudyn::{Image, ImageKind, ParamLayout};
 
 /// One ELF as cuobjdump describes it.
 #[derive(Debug, Default)]
 struct RefElf {
     sm: String,
-    params: BTreeMap<String, Vec<ParamInfo>>,
+    params: BTreeMap<String, Vec<ParamLayout>>,
     objects: BTreeMap<String, u64>,
     resources: BTreeMap<String, [u64; 5]>,
 }
@@ -104,13 +104,16 @@ fn reference(file: &Path) -> Vec<RefElf> {
         }
         if let Some(kernel) = section.strip_prefix(".nv.info.") {
             if line.contains("Ordinal :") {
+                // cuobjdump lists parameters last to first; the ordinal says where each goes.
                 let params = current.params.entry(kernel.to_string()).or_default();
-                params.push(ParamInfo {
-                    index: field(line, "Ordinal"),
-                    offset: field(line, "Offset"),
-                    size: field(line, "Size"),
-                });
-                params.sort_by_key(|p| p.index);
+                let ordinal = field(line, "Ordinal") as usize;
+                if params.len() <= ordinal {
+                    params.resize(ordinal + 1, ParamLayout { offset: 0, size: 0 });
+                }
+                params[ordinal] = ParamLayout {
+                    offset: field(line, "Offset") as usize,
+                    size: field(line, "Size") as usize,
+                };
             } else {
                 current.params.entry(kernel.to_string()).or_default();
             }
@@ -179,7 +182,7 @@ fn assert_agrees(file: &Path) -> Vec<Cubin> {
         assert_eq!(reference.params.len(), 5, "{what}: {reference:?}");
         assert_eq!(reference.resources.len(), 5, "{what}: {reference:?}");
         assert_eq!(reference.objects.len(), 3, "{what}: {reference:?}");
-        let params: BTreeMap<String, Vec<ParamInfo>> = cubin
+        let params: BTreeMap<String, Vec<ParamLayout>> = cubin
             .kernels
             .iter()
             .map(|k| (k.name.clone(), k.params.clone()))
@@ -292,7 +295,7 @@ fn ptx_and_ltoir_agree_with_the_cubins_nvidia_reads() {
         "NVRTC 13 writes PTX ISA 9.x, got {version}"
     );
     // PTX parameter layout, computed from the declared types, is what ptxas laid out.
-    let layouts: BTreeMap<String, Vec<ParamInfo>> = module
+    let layouts: BTreeMap<String, Vec<ParamLayout>> = module
         .entries
         .iter()
         .map(|entry| (entry.name.clone(), entry.layout().unwrap()))

@@ -70,7 +70,7 @@ fn nvcc_program_lists_its_embedded_kernels() {
             cubin.arch
         );
         let scale = cubin.kernel("_Z5scalePffi").unwrap();
-        let layout: Vec<(u32, u32)> = scale.params.iter().map(|p| (p.offset, p.size)).collect();
+        let layout: Vec<(usize, usize)> = scale.params.iter().map(|p| (p.offset, p.size)).collect();
         assert_eq!(layout, [(0, 8), (8, 4), (12, 4)]);
         assert_eq!(
             scale.demangled.as_deref(),

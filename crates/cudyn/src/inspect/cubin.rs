@@ -10,12 +10,15 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 
-use object::elf::{FileHeader64, EM_CUDA, SHT_SYMTAB, STT_FUNC, STT_OBJECT};
+use object::elf::{
+    FileHeader64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_SYMTAB, STT_FUNC, STT_OBJECT,
+};
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::LittleEndian;
 
 use super::info::{attr, Attributes, Value};
-use super::{demangle, u16_at, u32_at, ParamInfo};
+use super::{demangle, u16_at, u32_at, ParseError};
+use crate::param::ParamLayout;
 
 /// `st_other` bit of a kernel entry point.
 const STO_CUDA_ENTRY: u8 = 0x10;
@@ -37,26 +40,29 @@ pub struct Cubin {
     pub arch_specific: bool,
     /// The CUDA ELF ABI version (`e_ident[EI_ABIVERSION]`).
     pub abi_version: u8,
+    /// Whether it is relocatable device code (ELF type `ET_REL`, from `-rdc` or `ptxas -c`),
+    /// which must be linked before it can be loaded.
+    pub relocatable: bool,
     /// The raw `e_flags`.
     pub flags: u32,
     /// Kernels (entry functions), in symbol-table order.
-    pub kernels: Vec<Kernel>,
+    pub kernels: Vec<CubinKernel>,
     /// `__device__` and `__constant__` variables.
     pub variables: Vec<Variable>,
     /// Parts of the cubin that could not be read, e.g. a damaged `.nv.info` section.
     pub notes: Vec<String>,
 }
 
-/// One kernel of a cubin.
+/// One kernel of a cubin, as inspection reads it (not a loaded [`crate::Kernel`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct Kernel {
+pub struct CubinKernel {
     /// The symbol name (mangled for C++ kernels).
     pub name: String,
     /// The C++ name, when `name` is mangled.
     pub demangled: Option<String>,
-    /// Parameters, by index.
-    pub params: Vec<ParamInfo>,
+    /// Parameters, in declaration order.
+    pub params: Vec<ParamLayout>,
     /// Bytes of parameter buffer the kernel declares (`EIATTR_CBANK_PARAM_SIZE`).
     pub param_bytes: Option<u32>,
     /// Registers per thread.
@@ -75,7 +81,7 @@ pub struct Kernel {
     pub constant0_bytes: u64,
     /// `__launch_bounds__` maximum threads per block (x, y, z).
     pub max_threads: Option<[u32; 3]>,
-    /// `__maxnreg__`/`.reqntid` required block size (x, y, z).
+    /// The block size the kernel requires (x, y, z): PTX's `.reqntid` directive.
     pub required_threads: Option<[u32; 3]>,
 }
 
@@ -112,7 +118,7 @@ impl Cubin {
     }
 
     /// The kernel named `name` (mangled), if this cubin defines it.
-    pub fn kernel(&self, name: &str) -> Option<&Kernel> {
+    pub fn kernel(&self, name: &str) -> Option<&CubinKernel> {
         self.kernels.iter().find(|kernel| kernel.name == name)
     }
 }
@@ -126,21 +132,76 @@ struct FunctionInfo {
     max_stack: HashMap<u32, u32>,
 }
 
-/// Reads a cubin.
-pub fn parse(data: &[u8]) -> Result<Cubin, String> {
-    if data.get(4) != Some(&2) {
-        return Err("only 64-bit cubins are supported (ELF class is not ELFCLASS64)".into());
-    }
-    let header = FileHeader64::<LittleEndian>::parse(data).map_err(elf_error("ELF header"))?;
-    let endian = header.endian().map_err(elf_error("ELF header"))?;
-    if header.e_machine(endian) != EM_CUDA {
-        return Err(format!(
-            "ELF machine is {}, not EM_CUDA ({EM_CUDA})",
-            header.e_machine(endian)
+/// The ELF header of a 64-bit little-endian CUDA ELF.
+pub(crate) fn header(data: &[u8]) -> Result<&FileHeader64<LittleEndian>, ParseError> {
+    let place = "ELF header";
+    if data.get(4) != Some(&ELFCLASS64) || data.get(5) != Some(&ELFDATA2LSB) {
+        return Err(ParseError::new(
+            place,
+            "only 64-bit little-endian cubins exist (ELF class or byte order differs)",
         ));
     }
+    let header = FileHeader64::<LittleEndian>::parse(data).map_err(elf_error(place))?;
+    let machine = header.e_machine(LittleEndian);
+    if machine != EM_CUDA {
+        return Err(ParseError::new(
+            place,
+            format!("ELF machine is {machine}, not EM_CUDA ({EM_CUDA})"),
+        ));
+    }
+    Ok(header)
+}
+
+/// The parameter layouts of the kernel `name` (mangled), reading only its `.nv.info.<name>`
+/// section; `None` when the cubin has no such section.
+pub fn kernel_params(data: &[u8], name: &str) -> Result<Option<Vec<ParamLayout>>, ParseError> {
+    let header = header(data)?;
+    let endian = LittleEndian;
+    let sections = header
+        .sections(endian, data)
+        .map_err(elf_error("section headers"))?;
+    let wanted = suffixed(b".nv.info.", name.as_bytes());
+    let Some(section) = sections
+        .iter()
+        .find(|section| sections.section_name(endian, section).ok() == Some(&wanted[..]))
+    else {
+        return Ok(None);
+    };
+    let info = section
+        .data(endian, data)
+        .map_err(elf_error(".nv.info section of the kernel"))?;
+    let mut attributes = Attributes::new(info);
+    let params = params_in(&mut attributes);
+    if let Some(offset) = attributes.damaged_at {
+        return Err(ParseError::new(
+            format!(".nv.info.{name}, byte {offset}"),
+            "damaged attribute",
+        ));
+    }
+    Ok(Some(params))
+}
+
+/// The `EIATTR_KPARAM_INFO` attributes of a kernel's info section, in parameter order.
+fn params_in(attributes: &mut Attributes<'_>) -> Vec<ParamLayout> {
+    let mut numbered: Vec<(u16, ParamLayout)> = attributes
+        .by_ref()
+        .filter_map(|(code, value)| match (code, value) {
+            (attr::KPARAM_INFO, Value::Bytes(bytes)) => param_info(bytes),
+            _ => None,
+        })
+        .collect();
+    // The compiler lists parameters last to first.
+    numbered.sort_by_key(|(ordinal, _)| *ordinal);
+    numbered.into_iter().map(|(_, layout)| layout).collect()
+}
+
+/// Reads a cubin.
+pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
+    let header = header(data)?;
+    let endian = LittleEndian;
     let flags = header.e_flags(endian);
     let abi_version = header.e_ident().abi_version;
+    let relocatable = header.e_type(endian) == ET_REL;
     let arch = if abi_version >= ABI_WITH_SHIFTED_SM {
         (flags >> 8) & 0xff
     } else {
@@ -236,7 +297,7 @@ pub fn parse(data: &[u8]) -> Result<Cubin, String> {
                 let Ok(index) = u32::try_from(index) else {
                     continue;
                 };
-                let mut kernel = Kernel {
+                let mut kernel = CubinKernel {
                     demangled: demangle(&name),
                     params: Vec::new(),
                     param_bytes: None,
@@ -294,6 +355,7 @@ pub fn parse(data: &[u8]) -> Result<Cubin, String> {
         arch,
         arch_specific,
         abi_version,
+        relocatable,
         flags,
         kernels,
         variables,
@@ -301,15 +363,10 @@ pub fn parse(data: &[u8]) -> Result<Cubin, String> {
     })
 }
 
-fn read_kernel_info(kernel: &mut Kernel, info: &[u8], notes: &mut Vec<String>) {
+fn read_kernel_info(kernel: &mut CubinKernel, info: &[u8], notes: &mut Vec<String>) {
     let mut attributes = Attributes::new(info);
     for (code, value) in attributes.by_ref() {
         match code {
-            attr::KPARAM_INFO => {
-                if let Value::Bytes(bytes) = value {
-                    kernel.params.extend(param_info(bytes));
-                }
-            }
             attr::CBANK_PARAM_SIZE => kernel.param_bytes = value.number(),
             attr::MAXREG_COUNT => kernel.max_registers = value.number(),
             attr::MAX_THREADS => kernel.max_threads = dims(value),
@@ -318,20 +375,23 @@ fn read_kernel_info(kernel: &mut Kernel, info: &[u8], notes: &mut Vec<String>) {
         }
     }
     note_damage(&attributes, &format!(".nv.info.{}", kernel.name), notes);
-    // The compiler lists parameters last to first.
-    kernel.params.sort_by_key(|param| param.index);
+    kernel.params = params_in(&mut Attributes::new(info));
 }
 
 /// `EIATTR_KPARAM_INFO`: u32 index, u16 ordinal, u16 offset, u32 whose bits 18.. are the size.
-fn param_info(bytes: &[u8]) -> Option<ParamInfo> {
+/// Returns the ordinal and the layout.
+fn param_info(bytes: &[u8]) -> Option<(u16, ParamLayout)> {
     let ordinal = u16_at(bytes, 4)?;
     let offset = u16_at(bytes, 6)?;
     let packed = u32_at(bytes, 8)?;
-    Some(ParamInfo {
-        index: ordinal.into(),
-        offset: offset.into(),
-        size: (packed >> 18) & 0x3fff,
-    })
+    let size = (packed >> 18) & 0x3fff;
+    Some((
+        ordinal,
+        ParamLayout {
+            offset: offset.into(),
+            size: usize::try_from(size).ok()?,
+        },
+    ))
 }
 
 fn dims(value: Value<'_>) -> Option<[u32; 3]> {
@@ -363,6 +423,6 @@ fn suffixed(prefix: &[u8], name: &[u8]) -> Vec<u8> {
     [prefix, name].concat()
 }
 
-fn elf_error(what: &'static str) -> impl Fn(object::read::Error) -> String {
-    move |error| format!("cannot read the {what}: {error}")
+pub(crate) fn elf_error(place: &'static str) -> impl Fn(object::read::Error) -> ParseError {
+    move |error| ParseError::new(place, error.to_string())
 }

@@ -5,6 +5,7 @@
 use object::{Object, ObjectSection};
 
 use super::fatbin::{self, Fatbin};
+use super::ParseError;
 
 /// Sections that hold fatbins: ELF, ELF with `-rdc`, PE (names cut to 8 bytes), Mach-O.
 const FATBIN_SECTIONS: [&str; 4] = [".nv_fatbin", "__nv_relfatbin", ".nv_fatb", "__nv_fatbin"];
@@ -45,7 +46,7 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Result<(), String>> {
         Ok(())
     } else {
         Err(format!(
-            "it is a {:?} host binary for {:?} with no embedded device code (no {} section)",
+            "it is a host binary ({:?}, {:?}) with no embedded device code (no {} section)",
             file.format(),
             file.architecture(),
             FATBIN_SECTIONS.join(" or ")
@@ -64,8 +65,9 @@ fn fatbin_sections<'a, 'file>(
 }
 
 /// Reads the embedded fatbins of a host binary.
-pub fn parse(bytes: &[u8]) -> Result<HostBinary, String> {
-    let file = object::File::parse(bytes).map_err(|error| error.to_string())?;
+pub fn parse(bytes: &[u8]) -> Result<HostBinary, ParseError> {
+    let file = object::File::parse(bytes)
+        .map_err(|error| ParseError::new("object file headers", error.to_string()))?;
     // Section headers may all point at the same bytes; reading them over and over must not turn
     // a small file into hours of work.
     let mut budget = bytes.len().saturating_mul(2);
@@ -83,7 +85,7 @@ pub fn parse(bytes: &[u8]) -> Result<HostBinary, String> {
                 for piece in split(data) {
                     match piece.and_then(fatbin::parse) {
                         Ok(fatbin) => fatbins.push(fatbin),
-                        Err(reason) => notes.push(reason),
+                        Err(error) => notes.push(error.to_string()),
                     }
                 }
             }
@@ -104,18 +106,24 @@ pub fn parse(bytes: &[u8]) -> Result<HostBinary, String> {
 
 /// The fatbins embedded in a host binary, as byte slices ready to load.
 pub fn embedded_fatbins(bytes: &[u8]) -> crate::Result<Vec<&[u8]>> {
-    let malformed = |reason: String| crate::Error::MalformedImage {
+    fatbin_slices(bytes).map_err(|error| crate::Error::MalformedImage {
+        what: crate::image::bytes_given(bytes),
         kind: crate::ImageKind::HostBinary,
-        reason,
-    };
-    let file = object::File::parse(bytes).map_err(|error| malformed(error.to_string()))?;
+        error,
+    })
+}
+
+pub(crate) fn fatbin_slices(bytes: &[u8]) -> Result<Vec<&[u8]>, ParseError> {
+    let file = object::File::parse(bytes)
+        .map_err(|error| ParseError::new("object file headers", error.to_string()))?;
     let mut out = Vec::new();
     for section in fatbin_sections(&file) {
+        let name = section.name().unwrap_or_default().to_string();
         let data = section
             .data()
-            .map_err(|error| malformed(format!("cannot read a fatbin section: {error}")))?;
+            .map_err(|error| ParseError::new(name, error.to_string()))?;
         for piece in split(data) {
-            out.push(piece.map_err(malformed)?);
+            out.push(piece?);
         }
     }
     Ok(out)
@@ -123,7 +131,7 @@ pub fn embedded_fatbins(bytes: &[u8]) -> crate::Result<Vec<&[u8]>> {
 
 /// Splits a section into its fatbins: each starts at an aligned offset, after the one before.
 /// Yields an error for bytes that are not a fatbin, and stops there.
-fn split(mut data: &[u8]) -> impl Iterator<Item = Result<&[u8], String>> {
+fn split(mut data: &[u8]) -> impl Iterator<Item = Result<&[u8], ParseError>> {
     let mut offset = 0usize;
     std::iter::from_fn(move || {
         let skip = data.iter().take_while(|&&b| b == 0).count() / FATBIN_ALIGN * FATBIN_ALIGN;
@@ -142,9 +150,9 @@ fn split(mut data: &[u8]) -> impl Iterator<Item = Result<&[u8], String>> {
                 offset += next;
                 Some(Ok(fatbin))
             }
-            Err(reason) => {
+            Err(error) => {
                 data = &[];
-                Some(Err(format!("bytes at offset {at}: {reason}")))
+                Some(Err(error.inside(&format!("bytes at offset {at}"))))
             }
         }
     })

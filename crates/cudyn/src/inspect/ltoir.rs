@@ -45,8 +45,9 @@ pub(crate) fn format(bytes: &[u8]) -> Option<LtoIrFormat> {
 }
 
 /// Reads an LTO-IR header.
-pub fn parse(bytes: &[u8]) -> Result<LtoIr, String> {
-    let format = format(bytes).ok_or("no LTO-IR magic number")?;
+pub fn parse(bytes: &[u8]) -> Result<LtoIr, super::ParseError> {
+    let format = format(bytes)
+        .ok_or_else(|| super::ParseError::new("LTO-IR header", "no LTO-IR magic number"))?;
     let arch = match format {
         LtoIrFormat::NvvmContainer => super::u16_at(bytes, NVVM_ARCH_OFFSET)
             .filter(|tenfold| *tenfold >= 100 && tenfold % 10 == 0)

@@ -4,30 +4,48 @@
 //!
 //! Every parser here reads untrusted bytes: offsets, counts and sizes are checked before use, and
 //! nothing is allocated in proportion to a number read from the input, only to the input's own
-//! size (decompressed fatbin entries are capped likewise). Malformed input is an
-//! [`Error::MalformedImage`] or, inside a container, a note on the
-//! damaged part; never a panic.
+//! size (decompressed fatbin entries are capped likewise). Malformed input is a [`ParseError`]
+//! (an [`Error::MalformedImage`] through [`Image`]) or, inside a container, a note on the damaged
+//! part; never a panic.
+//!
+//! Inspection describes what it can read of damaged input; whether an image is whole enough for
+//! the driver is [`Image::validate`]'s question.
 
 use crate::error::{Error, Result};
 use crate::image::{Image, ImageKind};
+use crate::param::ParamLayout;
 
 pub mod cubin;
 pub mod fatbin;
 pub mod host;
-mod info;
+pub(crate) mod info;
 pub mod ltoir;
 pub mod ptx;
 
-/// One kernel parameter as the compiled code lays it out in the parameter buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct ParamInfo {
-    /// Position in the parameter list, from 0.
-    pub index: u32,
-    /// Byte offset in the parameter buffer.
-    pub offset: u32,
-    /// Size in bytes.
-    pub size: u32,
+/// Why bytes of a known kind could not be read: where (which structure, at which byte) and what
+/// is wrong there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{place}: {problem}")]
+pub struct ParseError {
+    /// Where the damage is, e.g. "fatbin entry 2 (at byte 4096)" or "section header 7".
+    pub place: String,
+    /// What is wrong there.
+    pub problem: String,
+}
+
+impl ParseError {
+    pub(crate) fn new(place: impl Into<String>, problem: impl Into<String>) -> Self {
+        ParseError {
+            place: place.into(),
+            problem: problem.into(),
+        }
+    }
+
+    /// This error, found inside `outer` (e.g. the cubin of a fatbin entry).
+    pub(crate) fn inside(mut self, outer: &str) -> Self {
+        self.place = format!("{outer} > {}", self.place);
+        self
+    }
 }
 
 /// What inspecting one image found.
@@ -79,7 +97,7 @@ impl Inspection {
 
     /// The parameter layout of `kernel` (mangled name): from the first cubin that defines it,
     /// else from the first PTX module that does.
-    pub fn param_layout(&self, kernel: &str) -> Option<Vec<ParamInfo>> {
+    pub fn param_layout(&self, kernel: &str) -> Option<Vec<ParamLayout>> {
         let modules = self.modules();
         let from_cubin = modules.iter().find_map(|module| match module {
             Module::Cubin(cubin) => cubin.kernel(kernel).map(|k| k.params.clone()),
@@ -103,6 +121,58 @@ pub enum Module<'a> {
     Ptx(&'a ptx::PtxModule),
 }
 
+/// The parameter layout of `kernel` (mangled name) in `bytes` of `kind`, decoding no more than
+/// needed: the first cubin that defines it (of a cubin, only its `.nv.info.<kernel>` section),
+/// else the first PTX module.
+pub(crate) fn find_param_layout(
+    bytes: &[u8],
+    kind: ImageKind,
+    kernel: &str,
+) -> Result<Option<Vec<ParamLayout>>, ParseError> {
+    match kind {
+        ImageKind::Cubin => cubin::kernel_params(bytes, kernel),
+        ImageKind::Ptx => ptx_param_layout(bytes, kernel),
+        ImageKind::Fatbin => fatbin_param_layout(bytes, kernel),
+        ImageKind::HostBinary => {
+            for fatbin in host::fatbin_slices(bytes)? {
+                if let Some(layout) = fatbin_param_layout(fatbin, kernel)? {
+                    return Ok(Some(layout));
+                }
+            }
+            Ok(None)
+        }
+        ImageKind::LtoIr => Ok(None),
+    }
+}
+
+fn ptx_param_layout(bytes: &[u8], kernel: &str) -> Result<Option<Vec<ParamLayout>>, ParseError> {
+    Ok(ptx::parse(bytes)?
+        .entry(kernel)
+        .and_then(ptx::PtxEntry::layout))
+}
+
+/// Looks through the fatbin's SASS entries, then its PTX entries; entries that cannot be read
+/// are passed over, as inspection notes them.
+fn fatbin_param_layout(bytes: &[u8], kernel: &str) -> Result<Option<Vec<ParamLayout>>, ParseError> {
+    type Finder = fn(&[u8], &str) -> Result<Option<Vec<ParamLayout>>, ParseError>;
+    let passes: [(fatbin::EntryKind, Finder); 2] = [
+        (fatbin::EntryKind::Sass, cubin::kernel_params),
+        (fatbin::EntryKind::Ptx, ptx_param_layout),
+    ];
+    for (wanted, find) in passes {
+        for raw in fatbin::entries(bytes)?.map_while(Result::ok) {
+            if raw.header.entry_kind() != wanted || raw.header.obfuscated() {
+                continue;
+            }
+            let Ok(code) = raw.code() else { continue };
+            if let Ok(Some(layout)) = find(&code, kernel) {
+                return Ok(Some(layout));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// Detects the kind of `bytes` and inspects them.
 pub fn inspect(bytes: &[u8]) -> Result<Inspection> {
     Image::new(bytes)?.inspect()
@@ -110,21 +180,22 @@ pub fn inspect(bytes: &[u8]) -> Result<Inspection> {
 
 pub(crate) fn inspect_kind(bytes: &[u8], kind: ImageKind) -> Result<Inspection> {
     let contents = match kind {
-        ImageKind::Ptx => Contents::Ptx(ptx::parse(bytes).map_err(malformed(kind))?),
-        ImageKind::Cubin => Contents::Cubin(cubin::parse(bytes).map_err(malformed(kind))?),
-        ImageKind::Fatbin => Contents::Fatbin(fatbin::parse(bytes).map_err(malformed(kind))?),
-        ImageKind::LtoIr => Contents::LtoIr(ltoir::parse(bytes).map_err(malformed(kind))?),
-        ImageKind::HostBinary => Contents::HostBinary(host::parse(bytes).map_err(malformed(kind))?),
-    };
+        ImageKind::Ptx => ptx::parse(bytes).map(Contents::Ptx),
+        ImageKind::Cubin => cubin::parse(bytes).map(Contents::Cubin),
+        ImageKind::Fatbin => fatbin::parse(bytes).map(Contents::Fatbin),
+        ImageKind::LtoIr => ltoir::parse(bytes).map(Contents::LtoIr),
+        ImageKind::HostBinary => host::parse(bytes).map(Contents::HostBinary),
+    }
+    .map_err(|error| Error::MalformedImage {
+        what: crate::image::bytes_given(bytes),
+        kind,
+        error,
+    })?;
     Ok(Inspection {
         kind,
         size: bytes.len(),
         contents,
     })
-}
-
-fn malformed(kind: ImageKind) -> impl Fn(String) -> Error {
-    move |reason| Error::MalformedImage { kind, reason }
 }
 
 /// Longest symbol name handed to the demangler: real names are far shorter, and the demangler's
@@ -152,8 +223,4 @@ pub(crate) fn u16_at(data: &[u8], offset: usize) -> Option<u16> {
 
 pub(crate) fn u32_at(data: &[u8], offset: usize) -> Option<u32> {
     le(data, offset).map(u32::from_le_bytes)
-}
-
-pub(crate) fn u64_at(data: &[u8], offset: usize) -> Option<u64> {
-    le(data, offset).map(u64::from_le_bytes)
 }

@@ -3,9 +3,12 @@
 //!
 //! A small tokenizer skips comments and strings, then the module is read statement by statement at
 //! the top level; function bodies are skipped by matching braces. Unknown directives are skipped,
-//! so a newer PTX version still lists its entries.
+//! so a newer PTX version still lists its entries; a parameter or variable of a type cudyn does
+//! not know is listed with an unknown size. Text that ends inside a comment, a string, a
+//! bracket or a statement (a file cut short) is an error.
 
-use super::{demangle, ParamInfo};
+use super::{demangle, ParseError};
+use crate::param::ParamLayout;
 
 /// What a PTX module declares.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,13 +44,13 @@ pub struct PtxEntry {
 pub struct PtxParam {
     /// The parameter's name.
     pub name: String,
-    /// Its element type, e.g. ".u64" or ".b8".
+    /// Its element type, e.g. ".u64" or ".b8" (or one cudyn does not know, e.g. ".texref").
     pub ty: String,
-    /// The array length for `name[N]`, else 1.
-    pub count: u64,
+    /// The array length for `name[N]`, else 1; `None` when it is not a number.
+    pub count: Option<u64>,
     /// An explicit `.align`.
     pub align: Option<u32>,
-    /// Size in bytes, when the type has a known size.
+    /// Size in bytes, when the type and count are known.
     pub size: Option<u64>,
     /// The state space a `.ptr` parameter points into (e.g. ".global").
     pub pointee_space: Option<String>,
@@ -77,17 +80,16 @@ impl PtxModule {
 impl PtxEntry {
     /// The parameter buffer layout the PTX ABI gives these parameters: each at the next offset
     /// aligned to its `.align` (or its element size). `None` when a type's size is unknown.
-    pub fn layout(&self) -> Option<Vec<ParamInfo>> {
+    pub fn layout(&self) -> Option<Vec<ParamLayout>> {
         let mut offset: u64 = 0;
         let mut out = Vec::with_capacity(self.params.len());
-        for (index, param) in self.params.iter().enumerate() {
+        for param in &self.params {
             let size = param.size?;
             let align = u64::from(param.align.unwrap_or(0)).max(type_size(&param.ty)?);
             offset = offset.checked_next_multiple_of(align.max(1))?;
-            out.push(ParamInfo {
-                index: u32::try_from(index).ok()?,
-                offset: u32::try_from(offset).ok()?,
-                size: u32::try_from(size).ok()?,
+            out.push(ParamLayout {
+                offset: usize::try_from(offset).ok()?,
+                size: usize::try_from(size).ok()?,
             });
             offset = offset.checked_add(size)?;
         }
@@ -119,9 +121,15 @@ fn text(bytes: &[u8]) -> Option<&str> {
 }
 
 /// Reads a PTX module.
-pub fn parse(bytes: &[u8]) -> Result<PtxModule, String> {
-    let text = text(bytes).ok_or("PTX must be UTF-8 text with no NUL before its end")?;
-    let tokens = tokenize(text);
+pub fn parse(bytes: &[u8]) -> Result<PtxModule, ParseError> {
+    let text = text(bytes).ok_or_else(|| {
+        ParseError::new(
+            "PTX text",
+            "it must be UTF-8 text with no NUL before its end",
+        )
+    })?;
+    let tokens = tokenize(text)?;
+    check_brackets(text, &tokens)?;
     let mut module = PtxModule::default();
     let mut at = 0;
     while at < tokens.len() {
@@ -146,8 +154,21 @@ pub fn parse(bytes: &[u8]) -> Result<PtxModule, String> {
                 module.address_size = tokens.get(at + 1).and_then(|v| v.parse().ok());
                 at += 2;
             }
+            // `.file 1 "name"[, timestamp, size]` (debug information), with no `;`; the
+            // tokenizer has dropped the string.
+            ".file" => {
+                at += 2;
+                while tokens.get(at) == Some(&",") {
+                    at += 2;
+                }
+            }
             _ => {
-                let end = statement_end(&tokens, at);
+                let end = statement_end(&tokens, at).ok_or_else(|| {
+                    ParseError::new(
+                        format!("PTX line {}", line_of(text, tokens[at])),
+                        "the text ends inside this statement (is the file cut short?)",
+                    )
+                })?;
                 read_statement(&tokens[at..end], &mut module);
                 at = end;
             }
@@ -157,13 +178,55 @@ pub fn parse(bytes: &[u8]) -> Result<PtxModule, String> {
     Ok(module)
 }
 
+/// The line (from 1) where `token`, a slice of `text`, starts.
+fn line_of(text: &str, token: &str) -> usize {
+    let offset = (token.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+    1 + text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+}
+
+/// Checks that braces, parentheses and square brackets pair up: a file cut inside a function
+/// body still has its opening brace.
+fn check_brackets(text: &str, tokens: &[&str]) -> Result<(), ParseError> {
+    let mut open: Vec<&str> = Vec::new();
+    for &token in tokens {
+        let expected = match token {
+            "{" | "(" | "[" => {
+                open.push(token);
+                continue;
+            }
+            "}" => "{",
+            ")" => "(",
+            "]" => "[",
+            _ => continue,
+        };
+        if open.pop() != Some(expected) {
+            return Err(ParseError::new(
+                format!("PTX line {}", line_of(text, token)),
+                format!("`{token}` closes nothing"),
+            ));
+        }
+    }
+    match open.first() {
+        Some(first) => Err(ParseError::new(
+            format!("PTX line {}", line_of(text, first)),
+            format!("`{first}` is never closed: the text ends inside it (is the file cut short?)"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Where the top-level statement starting at `at` ends: after its `;`, or after the balanced
-/// body of a function; a variable's `= { ... }` initializer does not end it.
-fn statement_end(tokens: &[&str], mut at: usize) -> usize {
-    let is_function = tokens[at..]
+/// body of a function or of a `.section` (debug information); a variable's `= { ... }`
+/// initializer does not end it. `None` when the
+/// tokens end first.
+fn statement_end(tokens: &[&str], mut at: usize) -> Option<usize> {
+    let is_block = tokens[at..]
         .iter()
         .take_while(|&&t| t != ";" && t != "{")
-        .any(|&t| t == ".entry" || t == ".func");
+        .any(|&t| matches!(t, ".entry" | ".func" | ".section"));
     let mut depth = 0usize;
     while let Some(&token) = tokens.get(at) {
         at += 1;
@@ -171,15 +234,15 @@ fn statement_end(tokens: &[&str], mut at: usize) -> usize {
             "{" => depth += 1,
             "}" => {
                 depth = depth.saturating_sub(1);
-                if depth == 0 && is_function {
-                    return at;
+                if depth == 0 && is_block {
+                    return Some(at);
                 }
             }
-            ";" if depth == 0 => return at,
+            ";" if depth == 0 => return Some(at),
             _ => {}
         }
     }
-    at
+    None
 }
 
 fn read_statement(statement: &[&str], module: &mut PtxModule) {
@@ -189,35 +252,90 @@ fn read_statement(statement: &[&str], module: &mut PtxModule) {
         }
         return;
     }
-    let head: Vec<&str> = statement
-        .iter()
-        .copied()
-        .take_while(|&t| t != "=" && t != ";")
-        .collect();
-    let Some(space) = head
+    let declarators = split_declarators(statement);
+    let Some(first) = declarators.first() else {
+        return;
+    };
+    let Some(space) = first
         .iter()
         .find(|&&t| t == ".global" || t == ".const")
-        .filter(|_| !head.contains(&".func") && !head.contains(&"("))
+        .filter(|_| !first.contains(&".func") && !first.contains(&"("))
     else {
         return;
     };
-    if let Some(declared) = read_declaration(&head) {
-        module.variables.push(PtxVariable {
-            name: declared.name,
-            space: space.to_string(),
-            size: declared.size,
-            ty: declared.ty,
-        });
+    // `.global .u32 a, b[4];` declares each name with the first one's qualifiers and type.
+    let qualifiers = first
+        .iter()
+        .position(|t| !t.starts_with('.') && is_identifier(t))
+        .map_or(&first[..], |name| &first[..name]);
+    for (index, declarator) in declarators.iter().enumerate() {
+        let tokens = if index == 0 {
+            declarator.clone()
+        } else {
+            [qualifiers, declarator].concat()
+        };
+        if let Some(declared) = read_declaration(&tokens) {
+            module.variables.push(PtxVariable {
+                name: declared.name,
+                space: space.to_string(),
+                size: declared.size,
+                ty: declared.ty,
+            });
+        }
     }
 }
 
+/// The declarators of a declaration, split at its top-level commas, each without its
+/// initializer or the closing `;`.
+fn split_declarators<'a>(statement: &[&'a str]) -> Vec<Vec<&'a str>> {
+    let mut out = vec![Vec::new()];
+    let mut depth = 0usize;
+    let mut initializer = false;
+    for &token in statement {
+        match token {
+            "{" => depth += 1,
+            "}" => depth = depth.saturating_sub(1),
+            "," if depth == 0 => {
+                out.push(Vec::new());
+                initializer = false;
+                continue;
+            }
+            ";" if depth == 0 => break,
+            "=" if depth == 0 => initializer = true,
+            _ => {}
+        }
+        if !initializer && depth == 0 {
+            if let Some(last) = out.last_mut() {
+                last.push(token);
+            }
+        }
+    }
+    out
+}
+
+/// Reads `.entry name(params)`; every declared parameter is kept, one of an unknown type with an
+/// unknown size.
 fn read_entry(tokens: &[&str]) -> Option<PtxEntry> {
     let name = tokens.first()?.to_string();
     let mut params = Vec::new();
     if tokens.get(1) == Some(&"(") {
         let close = tokens.iter().position(|&t| t == ")")?;
-        for param in tokens[2..close].split(|&t| t == ",") {
-            let declared = read_declaration(param)?;
+        let declarations = tokens[2..close]
+            .split(|&t| t == ",")
+            .filter(|param| !param.is_empty());
+        for param in declarations {
+            let Some(declared) = read_declaration(param) else {
+                // No name at all: a declaration cudyn cannot read; its size is unknown.
+                params.push(PtxParam {
+                    name: String::new(),
+                    ty: String::new(),
+                    count: None,
+                    align: None,
+                    size: None,
+                    pointee_space: None,
+                });
+                continue;
+            };
             let pointee_space = param
                 .iter()
                 .position(|&t| t == ".ptr")
@@ -244,17 +362,24 @@ fn read_entry(tokens: &[&str]) -> Option<PtxEntry> {
 struct Declaration {
     name: String,
     ty: String,
-    count: u64,
+    count: Option<u64>,
     align: Option<u32>,
     size: Option<u64>,
 }
 
-/// `[.param|.global|...] [.align N] [.ptr .space .align N] .type name[N]`.
+/// Directives of a declaration that are not its type.
+const QUALIFIERS: [&str; 12] = [
+    ".param", ".global", ".const", ".shared", ".local", ".align", ".ptr", ".visible", ".extern",
+    ".weak", ".common", ".reg",
+];
+
+/// `[.param|.global|...] [.align N] [.ptr .space .align N] .type name[N]`; `None` without a
+/// name. A type cudyn does not know is kept, with no size.
 fn read_declaration(tokens: &[&str]) -> Option<Declaration> {
     let mut align = None;
     let mut ty = None;
     let mut name = None;
-    let mut count = 1u64;
+    let mut count = Some(1u64);
     let mut at = 0;
     while let Some(&token) = tokens.get(at) {
         match token {
@@ -268,22 +393,28 @@ fn read_declaration(tokens: &[&str]) -> Option<Declaration> {
                 at += 1;
             }
             "[" => {
-                count = tokens.get(at + 1).and_then(|v| v.parse().ok()).unwrap_or(0);
+                count = tokens.get(at + 1).and_then(|v| v.parse().ok());
                 at += 2;
             }
-            _ if type_size(token).is_some() || token == ".pred" => ty = Some(token),
+            // A known type wins over other directives (e.g. `.v4` before `.f32`).
+            _ if token.starts_with('.')
+                && !QUALIFIERS.contains(&token)
+                && !ty.is_some_and(|found| type_size(found).is_some()) =>
+            {
+                ty = Some(token)
+            }
             _ if !token.starts_with('.') && is_identifier(token) => name = Some(token),
             _ => {}
         }
         at += 1;
     }
-    let ty = ty?;
+    let ty = ty.unwrap_or_default();
     Some(Declaration {
         name: name?.to_string(),
         ty: ty.to_string(),
         count,
         align,
-        size: type_size(ty).and_then(|size| size.checked_mul(count)),
+        size: type_size(ty).and_then(|size| size.checked_mul(count?)),
     })
 }
 
@@ -324,8 +455,14 @@ fn type_size(ty: &str) -> Option<u64> {
 }
 
 /// Splits PTX into tokens: words (directives, names, numbers) and single punctuation characters;
-/// comments and string literals are dropped.
-fn tokenize(text: &str) -> Vec<&str> {
+/// comments and string literals are dropped. An error when the text ends inside one of them.
+fn tokenize(text: &str) -> Result<Vec<&str>, ParseError> {
+    let unterminated = |at: usize, what: &str| {
+        ParseError::new(
+            format!("PTX line {}", line_of(text, &text[at..])),
+            format!("the text ends inside this {what} (is the file cut short?)"),
+        )
+    };
     let bytes = text.as_bytes();
     let mut tokens = Vec::new();
     let mut at = 0;
@@ -340,12 +477,13 @@ fn tokenize(text: &str) -> Vec<&str> {
             at += rest
                 .windows(2)
                 .position(|w| w == b"*/")
-                .map_or(rest.len(), |i| i + 2);
+                .ok_or_else(|| unterminated(at, "comment"))?
+                + 2;
         } else if c == b'"' {
-            at += 1 + rest[1..]
+            at += 2 + rest[1..]
                 .iter()
                 .position(|&b| b == b'"')
-                .map_or(rest.len() - 1, |i| i + 1);
+                .ok_or_else(|| unterminated(at, "string"))?;
         } else if is_word_byte(c) {
             let len = rest
                 .iter()
@@ -359,7 +497,7 @@ fn tokenize(text: &str) -> Vec<&str> {
             at += len;
         }
     }
-    tokens
+    Ok(tokens)
 }
 
 fn is_word_byte(b: u8) -> bool {
@@ -402,6 +540,87 @@ mod tests {
             variables,
             [("table", ".global", Some(12)), ("scale", ".const", Some(8))]
         );
+    }
+
+    const HELLO: &str = ".version 9.0\n.target sm_90\n.address_size 64\n\
+        .visible .entry helloWorld()\n{\n  ret;\n}\n";
+
+    #[test]
+    fn an_entry_without_parameters_is_listed() {
+        let module = parse(HELLO.as_bytes()).unwrap();
+        let names: Vec<&str> = module.entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["helloWorld"]);
+        assert!(module.entries[0].params.is_empty());
+        assert_eq!(module.entries[0].layout(), Some(Vec::new()));
+    }
+
+    #[test]
+    fn a_parameter_of_an_unknown_type_keeps_its_entry_with_an_unknown_layout() {
+        let ptx = ".version 9.0\n.target sm_90\n\
+            .entry sample(.param .texref tex, .param .u32 n)\n{\n  ret;\n}\n\
+            .global .texref table;\n";
+        let module = parse(ptx.as_bytes()).unwrap();
+        assert_eq!(module.entries.len(), 1, "{module:?}");
+        let params = &module.entries[0].params;
+        let described: Vec<(&str, &str, Option<u64>)> = params
+            .iter()
+            .map(|p| (p.name.as_str(), p.ty.as_str(), p.size))
+            .collect();
+        assert_eq!(
+            described,
+            [("tex", ".texref", None), ("n", ".u32", Some(4))]
+        );
+        assert_eq!(module.entries[0].layout(), None);
+        // The same for module-scope variables.
+        assert_eq!(module.variables.len(), 1, "{module:?}");
+        assert_eq!(module.variables[0].size, None);
+    }
+
+    #[test]
+    fn every_name_of_a_declaration_list_is_a_variable() {
+        let ptx = ".version 9.0\n.target sm_90\n\
+            .global .align 4 .u32 first = 1, second[4] = {1, 2, 3, 4}, third;\n";
+        let module = parse(ptx.as_bytes()).unwrap();
+        let variables: Vec<(&str, Option<u64>)> = module
+            .variables
+            .iter()
+            .map(|v| (v.name.as_str(), v.size))
+            .collect();
+        assert_eq!(
+            variables,
+            [("first", Some(4)), ("second", Some(16)), ("third", Some(4))]
+        );
+    }
+
+    #[test]
+    fn ptx_cut_inside_an_entry_is_an_error() {
+        let cut = &PTX[..PTX.find("ret;").unwrap()];
+        let error = parse(cut.as_bytes()).unwrap_err();
+        assert!(error.problem.contains("never closed"), "{error}");
+        assert_eq!(error.place, "PTX line 13", "{error}");
+        let cut = &PTX[..PTX.find("k_param_1").unwrap()];
+        assert!(parse(cut.as_bytes()).is_err());
+        let cut = &PTX[..PTX.find("scale;").unwrap()];
+        let error = parse(cut.as_bytes()).unwrap_err();
+        assert!(error.problem.contains("inside this statement"), "{error}");
+    }
+
+    #[test]
+    fn debug_information_directives_are_whole_statements() {
+        let ptx = ".version 9.0\n.target sm_90\n.visible .entry k()\n{\n  ret;\n}\n\
+            .file 1 \"/src/k.cu\", 1700000000, 1234\n\
+            .section .debug_abbrev\n{\n.b8 17\n.b8 0\n}\n\
+            .section .debug_macinfo { .b8 0 }\n";
+        let module = parse(ptx.as_bytes()).unwrap();
+        assert_eq!(module.entries.len(), 1);
+        let cut = &ptx[..ptx.find(".b8 0\n}").unwrap()];
+        assert!(parse(cut.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn ptx_ending_inside_a_comment_is_an_error() {
+        let error = parse(b".version 9.0\n.target sm_90\n/* cut").unwrap_err();
+        assert!(error.problem.contains("comment"), "{error}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::api::library::{LibraryApi, LoadOptions};
 use crate::compile::Compiled;
 use crate::context;
 use crate::error::{Error, Result};
-use crate::image::{Image, ImageKind};
+use crate::image::ImageKind;
 use crate::sys::driver;
 
 /// Options for the JIT compiler, used when the library holds PTX that must be compiled for the
@@ -155,12 +155,14 @@ impl LibraryLoader {
     /// mode says (lazily, by default).
     pub fn load(&self, image: impl AsRef<[u8]>) -> Result<Library> {
         let image = image.as_ref();
-        self.load_checked(image, &|| format!("the {} bytes given", image.len()))
+        self.load_checked(image, &|| crate::image::bytes_given(image))
     }
 
     /// Checks `image` (named by `what` in errors) and loads it.
     fn load_checked(&self, image: &[u8], what: &dyn Fn() -> String) -> Result<Library> {
-        let kind = require_loadable(image, what)?;
+        // The driver believes the image's own headers (the load call takes no length): only
+        // bytes checked whole and loadable reach it.
+        let kind = crate::image::validate_loadable(image, what)?;
         let needs_nul = kind == ImageKind::Ptx && image.last() != Some(&0);
         let owned = (needs_nul || self.options.preserve_binary).then(|| {
             let mut owned = Vec::with_capacity(image.len() + 1);
@@ -233,34 +235,6 @@ fn load_into_current_context(library: driver::CUlibrary) -> Result<()> {
 /// arguments against layouts read offline from the device code.
 fn driver_lacks_param_info() -> bool {
     crate::sys::driver().is_ok_and(|driver| driver.api.cuKernelGetParamInfo.is_none())
-}
-
-/// The kind of `image`, or an error when it is not device code the driver can load. `what` names
-/// the image in the error.
-///
-/// This is the one check every image passes before the driver sees it.
-fn require_loadable(image: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
-    let kind = Image::detect(image).map_err(|error| match error {
-        Error::NotDeviceCode { reason, .. } => Error::NotDeviceCode {
-            what: what(),
-            reason,
-        },
-        other => other,
-    })?;
-    if kind.is_loadable() {
-        return Ok(kind);
-    }
-    let advice = match kind {
-        ImageKind::LtoIr => "LTO-IR must be linked first: cudyn::compile::link_lto or Linker",
-        _ => {
-            "a host program is not loaded as a library; load its device code from \
-              Image::embedded_fatbins"
-        }
-    };
-    Err(Error::NotDeviceCode {
-        what: what(),
-        reason: format!("it is {kind}, which the driver cannot load: {advice}"),
-    })
 }
 
 /// The JIT option arrays of one load, with the log buffers they point into.
@@ -355,17 +329,28 @@ mod tests {
     fn only_loadable_device_code_reaches_the_driver() {
         let ptx = b"//\n.version 9.0\n.target sm_90\n.address_size 64\n";
         assert_eq!(
-            require_loadable(ptx, &|| "ptx".into()).unwrap(),
+            crate::image::validate_loadable(ptx, &|| "ptx".into()).unwrap(),
             ImageKind::Ptx
         );
-        let garbage = require_loadable(b"hello, world", &|| "greeting.bin".into()).unwrap_err();
+        let garbage = crate::image::validate_loadable(b"hello, world", &|| "greeting.bin".into())
+            .unwrap_err();
         assert!(
             matches!(&garbage, Error::NotDeviceCode { what, .. } if what == "greeting.bin"),
             "{garbage:?}"
         );
         // The NVVM container magic of LTO-IR, which needs nvJitLink before it can load.
         let ltoir = [0xed, 0x43, 0x4e, 0x7f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        let error = require_loadable(&ltoir, &|| "piece.ltoir".into()).unwrap_err();
+        let error = crate::image::validate_loadable(&ltoir, &|| "piece.ltoir".into()).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                Error::NotLoadable {
+                    kind: ImageKind::LtoIr,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
         assert!(error.to_string().contains("link"), "{error}");
         // Refused before any CUDA library is needed: this runs without a GPU.
         let refused = Library::load(b"not device code").unwrap_err();

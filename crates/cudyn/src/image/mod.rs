@@ -1,7 +1,11 @@
-//! Device code as bytes, and which kind it is.
+//! Device code as bytes, which kind it is, and whether it is whole.
 //!
-//! Everything that hands device code to CUDA goes through [`Image`] first, so garbage is a cudyn
-//! [`Error::NotDeviceCode`] that says what the bytes look like, never a driver fault. Detection
+//! Everything that hands device code to CUDA goes through here first. The driver's
+//! `cuLibraryLoadData` takes no length: it believes the image's own headers, so a truncated or
+//! damaged image makes it read past the buffer. [`Image::validate`] checks, before any CUDA call,
+//! that every structure the headers describe lies inside the bytes given (the rules per kind are
+//! listed there); garbage is a cudyn [`Error::NotDeviceCode`] that says what the bytes look
+//! like, damage an [`Error::MalformedImage`] that says where, never a driver fault. Detection
 //! reads only headers and is cheap; [`Image::inspect`] goes further (see [`crate::inspect`]).
 //!
 //! ```
@@ -17,7 +21,10 @@ use std::fmt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::inspect::{self, fatbin, host, ltoir, ptx, Inspection, ParamInfo};
+use crate::inspect::{self, fatbin, host, ltoir, ptx, Inspection};
+use crate::param::ParamLayout;
+
+mod validate;
 
 /// The kinds of device code cudyn recognises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,7 +49,22 @@ impl ImageKind {
     /// LTO-IR must be linked with nvJitLink first; a host binary's embedded fatbins can be
     /// extracted with [`Image::embedded_fatbins`].
     pub fn is_loadable(self) -> bool {
-        matches!(self, ImageKind::Ptx | ImageKind::Cubin | ImageKind::Fatbin)
+        self.unloadable_advice().is_none()
+    }
+
+    /// What to do with an image of this kind instead of loading it; `None` when it loads.
+    fn unloadable_advice(self) -> Option<&'static str> {
+        match self {
+            ImageKind::Ptx | ImageKind::Cubin | ImageKind::Fatbin => None,
+            ImageKind::LtoIr => Some(
+                "link it first with cudyn::Linker (LinkOptions::lto) or cudyn::compile::link_lto, \
+                 then load the linked image",
+            ),
+            ImageKind::HostBinary => Some(
+                "a host program or object is not a library of device code; load its embedded \
+                 fatbins (Image::embedded_fatbins) instead",
+            ),
+        }
     }
 }
 
@@ -70,9 +92,29 @@ impl<'a> Image<'a> {
     /// of the kinds cudyn knows.
     pub fn detect(bytes: &[u8]) -> Result<ImageKind> {
         detect(bytes).map_err(|reason| Error::NotDeviceCode {
-            what: format!("the {} bytes given", bytes.len()),
+            what: bytes_given(bytes),
             reason,
         })
+    }
+
+    /// Checks that the image is whole and loadable as it is, the check every load makes before
+    /// any CUDA call: [`Error::MalformedImage`] when a structure its headers describe is damaged
+    /// or lies outside the bytes, [`Error::NeedsLinking`] for relocatable device code,
+    /// [`Error::NotLoadable`] for LTO-IR and host binaries.
+    ///
+    /// - A cubin must be a 64-bit little-endian CUDA ELF executable whose program and section
+    ///   header tables, segments and sections lie inside the bytes; whose names, links, symbols,
+    ///   relocations, notes and `.nv.info` attribute lists all resolve inside them.
+    /// - A fatbin's header and every entry must lie inside the bytes, the entries filling the
+    ///   length the header declares; every cubin and PTX entry is decompressed (zstd or LZ4,
+    ///   bounded) and checked in turn. Entries that cannot be checked are refused: a stream that
+    ///   does not decompress to its declared size, obfuscated code, an unknown kind holding
+    ///   neither a cubin nor PTX. LTO-IR entries, which the driver does not load, are only
+    ///   checked to lie inside.
+    /// - PTX must be text that reads to its end (no comment, string, bracket or statement left
+    ///   open) and declares its `.version` and `.target`.
+    pub fn validate(&self) -> Result<()> {
+        validate_kind(&self.bytes, self.kind, &|| bytes_given(&self.bytes))
     }
 
     /// Wraps `bytes` (borrowed or owned) after detecting their kind.
@@ -101,15 +143,23 @@ impl<'a> Image<'a> {
     /// The parameter layout of `kernel` (its mangled name, as the driver knows it) from the
     /// compiled code: the first cubin (or, failing that, PTX) that defines it.
     ///
-    /// This is the layout the driver's `cuKernelGetParamInfo` reports, available offline.
-    /// [`Error::InvalidArgument`] when no part of the image defines `kernel`.
-    pub fn param_layout(&self, kernel: &str) -> Result<Vec<ParamInfo>> {
-        self.inspect()?.param_layout(kernel).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "this {} defines no kernel named `{kernel}` with a known parameter layout",
-                self.kind
-            ))
-        })
+    /// This is the layout the driver's `cuKernelGetParamInfo` reports, available offline. Only
+    /// what is needed is decoded: the modules up to the first that defines `kernel`, and of a
+    /// cubin only that kernel's `.nv.info` section.
+    /// [`Error::InvalidArgument`] when no part of the image defines `kernel` with a known layout.
+    pub fn param_layout(&self, kernel: &str) -> Result<Vec<ParamLayout>> {
+        inspect::find_param_layout(&self.bytes, self.kind, kernel)
+            .map_err(|error| Error::MalformedImage {
+                what: bytes_given(&self.bytes),
+                kind: self.kind,
+                error,
+            })?
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "this {} defines no kernel named `{kernel}` with a known parameter layout",
+                    self.kind
+                ))
+            })
     }
 
     /// The fatbins embedded in a host binary, ready to load; the image itself when it is a
@@ -139,6 +189,35 @@ impl Image<'static> {
     }
 }
 
+/// Names bytes that came without a file name in errors.
+pub(crate) fn bytes_given(bytes: &[u8]) -> String {
+    format!("the {}-byte image given", bytes.len())
+}
+
+/// The kind of `bytes` once they are checked whole and loadable as they are (see
+/// [`Image::validate`]); `what` names them in errors (a file name, or "the N-byte image given").
+///
+/// Library loading calls this before any CUDA call: the driver trusts an image's own headers.
+pub(crate) fn validate_loadable(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
+    let kind = detect(bytes).map_err(|reason| Error::NotDeviceCode {
+        what: what(),
+        reason,
+    })?;
+    validate_kind(bytes, kind, what)?;
+    Ok(kind)
+}
+
+fn validate_kind(bytes: &[u8], kind: ImageKind, what: &dyn Fn() -> String) -> Result<()> {
+    if let Some(advice) = kind.unloadable_advice() {
+        return Err(Error::NotLoadable {
+            what: what(),
+            kind,
+            advice,
+        });
+    }
+    validate::image(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))
+}
+
 const ELF_MAGIC: &[u8] = b"\x7fELF";
 
 /// The kind of `bytes`, or why they are none.
@@ -163,7 +242,8 @@ fn detect(bytes: &[u8]) -> std::result::Result<ImageKind, String> {
     }
     let head: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
     Err(format!(
-        "it starts with the bytes {}, the header of none of them",
+        "it starts with the bytes {}, the header of none of the kinds cudyn knows (PTX, a \
+         cubin, a fatbin, LTO-IR, or a host binary with embedded device code built by nvcc)",
         head.join(" ")
     ))
 }
@@ -204,6 +284,22 @@ mod tests {
             error.to_string().contains("no embedded device code"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_kernel_without_parameters_has_an_empty_layout() {
+        use crate::compile::{Arch, Output, Program};
+        for output in [Output::Cubin, Output::Ptx] {
+            let compiled = Program::new(r#"extern "C" __global__ void helloWorld() {}"#)
+                .arch(Arch::new(9, 0))
+                .output(output)
+                .compile()
+                .expect("NVRTC compiles (run scripts/cuda-wheels and activate its venv)");
+            let image = Image::new(compiled.code()).unwrap();
+            image.validate().unwrap();
+            assert_eq!(image.param_layout("helloWorld").unwrap(), [], "{output:?}");
+            assert!(image.param_layout("goodbye").is_err(), "{output:?}");
+        }
     }
 
     #[test]

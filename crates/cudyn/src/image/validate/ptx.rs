@@ -1,0 +1,23 @@
+//! PTX: text that reads to its end (no comment, string, bracket or statement left open) and
+//! declares its `.version` and `.target`.
+
+use crate::inspect::{ptx, ParseError};
+
+/// Whether `bytes` look like PTX text (see [`ptx::looks_like_ptx`]).
+pub(super) fn looks_like(bytes: &[u8]) -> bool {
+    ptx::looks_like_ptx(bytes)
+}
+
+pub(super) fn validate(bytes: &[u8]) -> Result<(), ParseError> {
+    let module = ptx::parse(bytes)?;
+    if module.version.is_none() {
+        return Err(ParseError::new(
+            "PTX text",
+            "it has no `.version` directive",
+        ));
+    }
+    if module.target.is_empty() {
+        return Err(ParseError::new("PTX text", "it has no `.target` directive"));
+    }
+    Ok(())
+}
