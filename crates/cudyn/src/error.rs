@@ -109,9 +109,17 @@ pub enum Error {
         opened: Component,
     },
 
-    /// An argument given to cudyn is invalid; the message says which and why.
-    #[error("{0}")]
-    InvalidArgument(String),
+    /// Device code has no kernel of the name asked for whose parameter layout it records.
+    #[error(
+        "this {kind} defines no kernel named `{name}` with a known parameter layout (names are \
+         the symbols as the driver knows them: mangled for kernels without C linkage)"
+    )]
+    KernelNotInImage {
+        /// The kind of device code searched.
+        kind: ImageKind,
+        /// The name asked for.
+        name: String,
+    },
 
     /// A library has no kernel of the name asked for.
     #[error("{}", kernel_not_found_message(name, available, log.as_deref()))]
@@ -296,15 +304,6 @@ pub enum Error {
         what: String,
         /// Which part is relocatable, e.g. "it is a relocatable cubin (ELF type ET_REL)".
         reason: String,
-    },
-
-    /// A name or path handed to a C API holds a NUL byte, which would cut it short.
-    #[error("the {what} {text:?} contains a NUL byte: remove it")]
-    NulInName {
-        /// What the text is: "kernel name", "variable name", "path", ...
-        what: &'static str,
-        /// The text.
-        text: String,
     },
 
     /// A kernel name matches several kernels of a library (an overload set, or several template

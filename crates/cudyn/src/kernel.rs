@@ -324,14 +324,19 @@ mod tests {
             fetches.set(fetches.get() + 1);
             outcome
         };
-        let failure =
-            cache.get_or_fetch(|| fetch(Err(Error::InvalidArgument("no context".into()))));
-        assert!(matches!(failure, Err(Error::InvalidArgument(message)) if message == "no context"));
+        let failure = cache.get_or_fetch(|| {
+            fetch(Err(Error::SearchPathFrozen {
+                opened: crate::Component::Driver,
+            }))
+        });
+        assert!(matches!(failure, Err(Error::SearchPathFrozen { .. })));
         assert_eq!(cache.get_or_fetch(|| fetch(Ok(7))).ok(), Some(&7));
         // Kept now: a later failure of the source is not even asked about.
         assert_eq!(
             cache
-                .get_or_fetch(|| fetch(Err(Error::InvalidArgument("gone".into()))))
+                .get_or_fetch(|| fetch(Err(Error::SearchPathFrozen {
+                    opened: crate::Component::Driver,
+                })))
                 .ok(),
             Some(&7)
         );

@@ -7,7 +7,38 @@
 //! pointer the library writes through) is an `unsafe fn` whose `# Safety` section says what the
 //! caller vouches for.
 
+use std::ffi::CString;
+
+use crate::error::{Error, Result};
+
 pub(crate) mod driver;
 pub(crate) mod library;
 pub(crate) mod nvjitlink;
 pub(crate) mod nvrtc;
+
+/// `text` as a C string for a C call; [`Error::NulByte`] naming `what` ("kernel name", "NVRTC
+/// option", ...) when it holds a NUL, which would cut it short.
+pub(crate) fn c_string(what: &'static str, text: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| Error::NulByte {
+        what,
+        text: text.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_with_a_nul_is_refused_naming_what_it_is() {
+        let error = c_string("kernel name", "sax\0py").unwrap_err();
+        assert!(
+            matches!(&error, Error::NulByte { what: "kernel name", text } if text == "sax\0py"),
+            "{error:?}"
+        );
+        assert_eq!(
+            c_string("kernel name", "saxpy").unwrap().as_bytes(),
+            b"saxpy"
+        );
+    }
+}

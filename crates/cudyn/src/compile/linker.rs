@@ -5,7 +5,8 @@ use std::path::Path;
 
 use super::compiled::Output;
 use super::target::{Arch, PtxVerdict};
-use super::{c_string, c_strings, text_of};
+use super::{c_strings, text_of};
+use crate::api::c_string;
 use crate::api::nvjitlink as api;
 use crate::error::{Error, Result};
 use crate::library::Library;

@@ -65,7 +65,7 @@ pub use target::{Arch, ArchVariant, PtxVerdict};
 
 use std::ffi::CString;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Links several LTO-IR pieces into one cubin with link-time optimization, for `arch` (the
 /// current device's when `None`).
@@ -96,19 +96,11 @@ fn options_for(arch: Option<Arch>) -> LinkOptions {
     }
 }
 
-/// `text` as a C string; [`Error::NulByte`] naming `what` when it holds a NUL.
-fn c_string(what: &'static str, text: &str) -> Result<CString> {
-    CString::new(text).map_err(|_| Error::NulByte {
-        what,
-        text: text.to_owned(),
-    })
-}
-
 /// Compiler or linker options as C strings, in order.
 fn c_strings(what: &'static str, options: &[String]) -> Result<Vec<CString>> {
     options
         .iter()
-        .map(|option| c_string(what, option))
+        .map(|option| crate::api::c_string(what, option))
         .collect()
 }
 
@@ -123,6 +115,7 @@ fn text_of(mut bytes: Vec<u8>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn logs_end_at_their_nul() {

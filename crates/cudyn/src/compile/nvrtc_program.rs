@@ -4,7 +4,8 @@ use std::ffi::CString;
 
 use super::compiled::Output;
 use super::target::Arch;
-use super::{c_string, text_of};
+use super::text_of;
+use crate::api::c_string;
 use crate::api::nvrtc as api;
 use crate::error::{Error, Result};
 use crate::sys::locate::Component;

@@ -146,7 +146,7 @@ impl<'a> Image<'a> {
     /// This is the layout the driver's `cuKernelGetParamInfo` reports, available offline. Only
     /// what is needed is decoded: the modules up to the first that defines `kernel`, and of a
     /// cubin only that kernel's `.nv.info` section.
-    /// [`Error::InvalidArgument`] when no part of the image defines `kernel` with a known layout.
+    /// [`Error::KernelNotInImage`] when no part of the image defines `kernel` with a known layout.
     pub fn param_layout(&self, kernel: &str) -> Result<Vec<ParamLayout>> {
         inspect::find_param_layout(&self.bytes, self.kind, kernel)
             .map_err(|error| Error::MalformedImage {
@@ -154,11 +154,9 @@ impl<'a> Image<'a> {
                 kind: self.kind,
                 error,
             })?
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "this {} defines no kernel named `{kernel}` with a known parameter layout",
-                    self.kind
-                ))
+            .ok_or_else(|| Error::KernelNotInImage {
+                kind: self.kind,
+                name: kernel.to_owned(),
             })
     }
 

@@ -2,7 +2,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::{lookup, Library};
+use super::Library;
 use crate::context;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceRepr, DeviceSlice, DeviceSliceMut};
@@ -21,7 +21,7 @@ impl Library {
     }
 
     fn variable<T: DeviceRepr>(&self, name: &str, managed: bool) -> Result<Global<T>> {
-        let c_name = lookup::c_name("variable name", name)?;
+        let c_name = crate::api::c_string("variable name", name)?;
         // Variables live in a context: the library is loaded into the current one if needed.
         context::current()?;
         // SAFETY: the library is loaded while `self` lives.

@@ -5,11 +5,7 @@
 //! demangling every symbol of the library, so the same lookup serves code compiled by nvcc or by
 //! NVRTC, loaded from memory or from a file.
 
-use std::ffi::CString;
-
 use cpp_demangle::{DemangleOptions, Symbol};
-
-use crate::error::{Error, Result};
 
 /// What a name fits among a library's kernel symbols.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,14 +122,6 @@ pub(super) fn nearest_first(wanted: &str, mut names: Vec<String>) -> Vec<String>
     names
 }
 
-/// `text` as a C string for a lookup; `what` names it in the error ("kernel name", ...).
-pub(super) fn c_name(what: &'static str, text: &str) -> Result<CString> {
-    CString::new(text).map_err(|_| Error::NulInName {
-        what,
-        text: text.to_owned(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,15 +144,6 @@ mod tests {
         assert_eq!(strip_template_arguments("axpy<float>"), "axpy");
         assert_eq!(strip_template_arguments("ns::f<a<b>, 3>"), "ns::f");
         assert_eq!(strip_template_arguments("helloWorld"), "helloWorld");
-    }
-
-    #[test]
-    fn names_with_a_nul_are_refused() {
-        let error = c_name("kernel name", "sax\0py").unwrap_err();
-        assert!(
-            matches!(&error, Error::NulInName { what: "kernel name", text } if text == "sax\0py"),
-            "{error:?}"
-        );
     }
 
     #[test]

@@ -240,7 +240,7 @@ impl Library {
 
     /// The kernel whose symbol is exactly `symbol`.
     fn kernel_exact(&self, symbol: &str) -> Result<Kernel> {
-        let c_symbol = lookup::c_name("kernel name", symbol)?;
+        let c_symbol = crate::api::c_string("kernel name", symbol)?;
         // SAFETY: the library is loaded while `self` lives.
         let raw = self
             .api()

@@ -37,10 +37,14 @@ macro_rules! rt {
 /// A cubin of `source` for `arch` (e.g. `sm_90`), straight from NVRTC: the raw side of the
 /// benchmark's comparison.
 pub fn raw_nvrtc_cubin(source: &str, arch: &str) -> Result<Vec<u8>> {
-    let source =
-        CString::new(source).map_err(|_| Error::InvalidArgument("NUL in source".into()))?;
-    let option =
-        CString::new(format!("-arch={arch}")).map_err(|_| Error::InvalidArgument(arch.into()))?;
+    let source = CString::new(source).map_err(|_| Error::NulByte {
+        what: "source",
+        text: source.into(),
+    })?;
+    let option = CString::new(format!("-arch={arch}")).map_err(|_| Error::NulByte {
+        what: "arch",
+        text: arch.into(),
+    })?;
     let options = [option.as_ptr()];
     let mut program = std::ptr::null_mut();
     // SAFETY: live C strings; the program is destroyed below whatever happens in between.
@@ -102,7 +106,10 @@ impl RawLibrary {
 
     /// `cudaLibraryGetKernel`.
     pub fn kernel(&self, name: &str) -> Result<cudaKernel_t> {
-        let name = CString::new(name).map_err(|_| Error::InvalidArgument(name.into()))?;
+        let name = CString::new(name).map_err(|_| Error::NulByte {
+            what: "kernel name",
+            text: name.into(),
+        })?;
         let mut kernel = std::ptr::null_mut();
         // SAFETY: the library is loaded and the name is a C string.
         unsafe { rt!(cudaLibraryGetKernel(&mut kernel, self.raw, name.as_ptr())) }?;
