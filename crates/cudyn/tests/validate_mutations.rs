@@ -360,3 +360,88 @@ fn sections_all_pointing_at_the_same_bytes_are_refused_quickly() {
     let error = validate(&cubin).unwrap_err().to_string();
     assert!(error.contains("overlap"), "{error}");
 }
+
+/// Offset of field `field` (bytes into a 64-byte section header) of the section named `name`.
+fn section_field(cubin: &[u8], name: &str, field: usize) -> usize {
+    let elf = ElfFile64::<LittleEndian>::parse(cubin).unwrap();
+    let index = elf.section_by_name(name).unwrap().index().0;
+    u64_at(cubin, 40) as usize + index * 64 + field
+}
+
+/// Damage that lies inside the bytes given yet crashed the H200's driver (CUDA 13.0) in
+/// `cuLibraryLoadData`, one case per kind found by the GPU test `gpu_damaged_images`: each must
+/// be refused before the driver sees it.
+#[test]
+fn damage_that_crashed_the_driver_is_refused() {
+    let cubin = fixtures::compile(&["-arch=sm_90"], Output::Cubin);
+    let (sh_offset, sh_type, sh_info) = (24, 4, 44);
+    let cases: Vec<(&str, Damage)> = vec![
+        (
+            "the null section's offset",
+            Damage::Flip {
+                at: u64_at(&cubin, 40) as usize + sh_offset + 5,
+                mask: 1,
+            },
+        ),
+        (
+            "the section-name table's type",
+            Damage::Flip {
+                at: section_field(&cubin, ".shstrtab", sh_type),
+                mask: 1,
+            },
+        ),
+        (
+            "sh_info of .nv.info",
+            Damage::Write {
+                at: section_field(&cubin, ".nv.info", sh_info),
+                width: 4,
+                value: 0x8000,
+            },
+        ),
+        (
+            "an empty section's offset past the end",
+            Damage::Write {
+                at: section_field(&cubin, ".rela.text.bystruct", sh_offset),
+                width: 8,
+                value: cubin.len() as u64 + 1,
+            },
+        ),
+        (
+            "e_phnum of extended numbering",
+            Damage::Write {
+                at: 56,
+                width: 2,
+                value: 0xffff,
+            },
+        ),
+        ("bit 0 of e_flags", Damage::Flip { at: 48, mask: 1 }),
+    ];
+    for (what, damage) in cases {
+        let error = validate(&damage.apply(&cubin)).unwrap_err();
+        assert!(
+            matches!(error, Error::MalformedImage { .. }),
+            "{what}: {error:?}"
+        );
+    }
+    // A fatbin entry's identifier offset is followed even when its length is 0.
+    let (_, fatbin) = fixtures::loadable_images()
+        .into_iter()
+        .find(|(name, _)| *name == "plain.fatbin")
+        .unwrap();
+    let first_entry = u16_at(&fatbin, 6);
+    let empty = Damage::Write {
+        at: first_entry + 36,
+        width: 4,
+        value: 0,
+    }
+    .apply(&fatbin);
+    validate(&empty).expect("an empty identifier inside the header is fine");
+    let damaged = Damage::Write {
+        at: first_entry + 32,
+        width: 4,
+        value: 0x8000_0000,
+    }
+    .apply(&empty);
+    let error = validate(&damaged).unwrap_err();
+    assert!(error.to_string().contains("identifier"), "{error}");
+}

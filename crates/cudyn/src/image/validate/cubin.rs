@@ -7,12 +7,22 @@
 //! defined symbols lie inside their sections; whose notes read to their end; and whose
 //! `.nv.info` and `.nv.compat` attribute lists read to their end. A relocatable cubin (`ET_REL`)
 //! must be linked first.
+//!
+//! Beyond lying inside the bytes, an image must have the shape every compiler's cubin has (NVRTC,
+//! nvcc, ptxas, nvJitLink): the ELF header's fixed fields hold their only values, section 0 is
+//! the null section, sections have no address and do not overlap each other or the header
+//! tables, section indices in `sh_link` and `sh_info` point where their kind says, and segments
+//! have no address and cover their program header table. The driver reads these fields as
+//! indices and offsets without checking them: a cubin with one of them damaged has crashed the
+//! driver's loader, so cudyn refuses what no compiler writes rather than guess which damage the
+//! driver survives.
 
 use std::mem::size_of;
 
 use object::elf::{
-    FileHeader64, Rel64, Rela64, SectionHeader64, Sym64, ET_EXEC, ET_REL, PT_LOAD, SHN_LORESERVE,
-    SHN_UNDEF, SHT_DYNSYM, SHT_NOBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
+    FileHeader64, ProgramHeader64, Rel64, Rela64, SectionHeader64, Sym64, ET_EXEC, ET_REL,
+    EV_CURRENT, PN_XNUM, PT_LOAD, PT_PHDR, SHF_EXECINSTR, SHF_INFO_LINK, SHN_LORESERVE, SHN_UNDEF,
+    SHT_DYNSYM, SHT_NOBITS, SHT_NULL, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB, STT_FUNC,
 };
 use object::read::elf::{FileHeader, ProgramHeader, Rel, Rela, SectionHeader, Sym};
 use object::LittleEndian as LE;
@@ -26,6 +36,15 @@ type Header = FileHeader64<LE>;
 
 /// How many times over the image's size the sections read may add up to.
 const READ_BUDGET_FACTOR: usize = 4;
+
+/// The bits of `e_flags`' low byte that compilers set in cubins of ELF ABI 8 and later, where the
+/// architecture moved to the bytes above (CUDA 13.0's ptxas: 0x04 for sm_75 to sm_90a, 0x02 for
+/// sm_100 to sm_121). The H200's driver crashed on a cubin with bit 0 set, so the other bits are
+/// refused until a compiler is seen to set them.
+const KNOWN_LOW_FLAGS: u32 = 0x0e;
+
+/// The largest section or segment alignment accepted; compilers use at most 128.
+const MAX_ALIGN: u64 = 4096;
 
 pub(super) fn validate(data: &[u8]) -> Result<(), Refusal> {
     let header = header(data)?;
@@ -54,9 +73,91 @@ pub(super) fn validate(data: &[u8]) -> Result<(), Refusal> {
         )
         .into());
     }
+    fixed_fields(header)?;
     segments(header, data)?;
     sections(header, data)?;
     Ok(())
+}
+
+/// The ELF header fields that have one value in every cubin.
+fn fixed_fields(header: &Header) -> Result<(), ParseError> {
+    let ident = header.e_ident();
+    let problem = if ident.version != EV_CURRENT || header.e_version(LE) != u32::from(EV_CURRENT) {
+        Some("its ELF version is not 1".to_string())
+    } else if ident.padding.iter().any(|&byte| byte != 0) {
+        Some("the padding of its identification bytes is not zero".into())
+    } else if header.e_entry(LE) != 0 {
+        Some(format!(
+            "it has an entry address ({:#x}); cubins have none",
+            header.e_entry(LE)
+        ))
+    } else if header.e_phnum(LE) != 0
+        && usize::from(header.e_phentsize(LE)) != size_of::<ProgramHeader64<LE>>()
+    {
+        Some(format!(
+            "its program headers are {} bytes, not 56",
+            header.e_phentsize(LE)
+        ))
+    } else if usize::from(header.e_shentsize(LE)) != size_of::<SectionHeader64<LE>>() {
+        Some(format!(
+            "its section headers are {} bytes, not 64",
+            header.e_shentsize(LE)
+        ))
+    } else if ident.abi_version >= 8 && header.e_flags(LE) & 0xff & !KNOWN_LOW_FLAGS != 0 {
+        Some(format!(
+            "its flags {:#x} set bits no compiler sets",
+            header.e_flags(LE)
+        ))
+    } else if header.e_phnum(LE) == PN_XNUM
+        || header.e_shnum(LE) == 0
+        || header.e_shstrndx(LE) >= SHN_LORESERVE
+    {
+        // Extended numbering keeps the real counts in section 0, which no compiler needs for a
+        // cubin; the driver takes the header's fields as they are.
+        Some("it uses extended section or segment numbering, which no cubin needs".into())
+    } else {
+        None
+    };
+    problem.map_or(Ok(()), |problem| {
+        Err(ParseError::new("ELF header", problem))
+    })
+}
+
+/// `align` is a power of two (or 0) no larger than [`MAX_ALIGN`].
+fn check_align(align: u64, place: &str) -> Result<(), ParseError> {
+    if align > 1 && (!align.is_power_of_two() || align > MAX_ALIGN) {
+        return Err(ParseError::new(
+            place,
+            format!("its alignment {align} is not a power of two up to {MAX_ALIGN}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The byte ranges of the file that belong to one structure each: the headers, then sections.
+#[derive(Default)]
+struct Ranges(Vec<(u64, u64, String)>);
+
+impl Ranges {
+    /// Claims `size` bytes at `offset` for `place`; overlapping an earlier claim is damage.
+    fn claim(&mut self, offset: u64, size: u64, place: &str) -> Result<(), ParseError> {
+        if size == 0 {
+            return Ok(());
+        }
+        let end = offset.saturating_add(size);
+        if let Some((_, _, other)) = self
+            .0
+            .iter()
+            .find(|(start, stop, _)| offset < *stop && *start < end)
+        {
+            return Err(ParseError::new(
+                place,
+                format!("its bytes {offset}..{end} overlap {other}"),
+            ));
+        }
+        self.0.push((offset, end, place.to_owned()));
+        Ok(())
+    }
 }
 
 fn outside(place: String, offset: u64, size: u64, len: usize) -> ParseError {
@@ -71,6 +172,24 @@ fn segments(header: &Header, data: &[u8]) -> Result<(), ParseError> {
         .program_headers(LE, data)
         .map_err(elf_error("program header table"))?;
     for (index, segment) in segments.iter().enumerate() {
+        let place = format!("program header {index}");
+        if segment.p_vaddr(LE) != 0 || segment.p_paddr(LE) != 0 {
+            return Err(ParseError::new(
+                place,
+                "it has an address; a cubin's segments have none",
+            ));
+        }
+        check_align(segment.p_align(LE), &place)?;
+        if segment.p_type(LE) == PT_PHDR
+            && (segment.p_offset(LE) != header.e_phoff(LE)
+                || segment.p_filesz(LE)
+                    != u64::from(header.e_phnum(LE)) * size_of::<ProgramHeader64<LE>>() as u64)
+        {
+            return Err(ParseError::new(
+                place,
+                "it does not cover the program header table it describes",
+            ));
+        }
         let (file_size, memory_size) = (segment.p_filesz(LE), segment.p_memsz(LE));
         // The loader copies the file bytes into the memory the segment asks for.
         if segment.p_type(LE) == PT_LOAD && file_size > memory_size {
@@ -105,6 +224,37 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
     let symbols = sections
         .symbols(LE, data, SHT_SYMTAB)
         .map_err(elf_error("symbol table"))?;
+    // `SectionTable::section` refuses index 0, so the null section is read as the first header.
+    let null = sections.iter().next();
+    if null.is_some_and(|null| {
+        null.sh_type(LE) != SHT_NULL
+            || null.sh_name(LE) != 0
+            || null.sh_flags(LE) != 0
+            || null.sh_addr(LE) != 0
+            || null.sh_offset(LE) != 0
+            || null.sh_size(LE) != 0
+            || null.sh_link(LE) != 0
+            || null.sh_info(LE) != 0
+            || null.sh_addralign(LE) != 0
+            || null.sh_entsize(LE) != 0
+    }) {
+        return Err(ParseError::new(
+            "section header 0",
+            "it is not the all-zero null section",
+        ));
+    }
+    let mut ranges = Ranges::default();
+    ranges.claim(0, size_of::<Header>() as u64, "the ELF header")?;
+    ranges.claim(
+        header.e_shoff(LE),
+        count as u64 * size_of::<SectionHeader64<LE>>() as u64,
+        "the section header table",
+    )?;
+    ranges.claim(
+        header.e_phoff(LE),
+        u64::from(header.e_phnum(LE)) * size_of::<ProgramHeader64<LE>>() as u64,
+        "the program header table",
+    )?;
     // Section headers may all point at the same bytes; reading them over and over must not turn
     // a small image into minutes of checking.
     let mut budget = data.len().saturating_mul(READ_BUDGET_FACTOR);
@@ -125,13 +275,40 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
                 data.len(),
             ));
         }
-        let link = section.sh_link(LE);
-        if usize::try_from(link).map_or(true, |link| link >= count) {
+        if section.sh_offset(LE) > data.len() as u64 {
+            // Even an empty section's offset is read by the driver.
+            return Err(outside(place, section.sh_offset(LE), 0, data.len()));
+        }
+        if index == 0 {
+            continue;
+        }
+        if index == usize::from(header.e_shstrndx(LE)) && kind != SHT_STRTAB {
             return Err(ParseError::new(
                 place,
-                format!("it links to section {link} of {count}"),
+                "it holds the section names (e_shstrndx) but is not a string table",
             ));
         }
+        if section.sh_addr(LE) != 0 {
+            return Err(ParseError::new(
+                place,
+                "it has an address; a cubin's sections have none",
+            ));
+        }
+        let align = section.sh_addralign(LE);
+        check_align(align, &place)?;
+        if kind != SHT_NOBITS {
+            if section.sh_offset(LE) % align.max(1) != 0 {
+                return Err(ParseError::new(
+                    place,
+                    format!(
+                        "its offset {} is not {align}-byte aligned",
+                        section.sh_offset(LE)
+                    ),
+                ));
+            }
+            ranges.claim(section.sh_offset(LE), section.sh_size(LE), &place)?;
+        }
+        links(&sections, section, symbols.len(), &place)?;
         let entry_size = match kind {
             SHT_SYMTAB | SHT_DYNSYM => Some(size_of::<Sym64<LE>>()),
             SHT_REL => Some(size_of::<Rel64<LE>>()),
@@ -156,7 +333,11 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
         if matches!(kind, SHT_REL | SHT_RELA) {
             relocations(&sections, section, data, symbols.len(), &place)?;
         }
-        let contents = section.data(LE, data).unwrap_or_default();
+        let contents = if kind == SHT_NOBITS {
+            &[][..]
+        } else {
+            section.data(LE, data).unwrap_or_default()
+        };
         budget = budget.checked_sub(contents.len()).ok_or_else(|| {
             ParseError::new(
                 place.clone(),
@@ -208,6 +389,12 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
                 format!("it lies in section {shndx} of {count}"),
             ));
         };
+        if symbol.st_type() == STT_FUNC && section.sh_flags(LE) & u64::from(SHF_EXECINSTR) == 0 {
+            return Err(ParseError::new(
+                place(),
+                format!("it is a function in section {shndx}, which holds no code"),
+            ));
+        }
         let (start, size) = (symbol.st_value(LE), symbol.st_size(LE));
         if start
             .checked_add(size)
@@ -221,6 +408,67 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// The sections `sh_link` and `sh_info` name exist and are of the kind the field's meaning needs:
+/// a symbol table links to a string table, a relocation table and the `.nv.info` lists to the
+/// symbol table; an `SHF_INFO_LINK` section's `sh_info` is another section, and a code
+/// section's holds its function's symbol index in its low 24 bits (the register count above).
+fn links(
+    sections: &object::read::elf::SectionTable<'_, Header>,
+    section: &SectionHeader64<LE>,
+    symbol_count: usize,
+    place: &str,
+) -> Result<(), ParseError> {
+    let count = sections.len();
+    let kind_of = |index: u32| {
+        usize::try_from(index)
+            .ok()
+            .filter(|&index| index < count)
+            .and_then(|index| sections.section(object::SectionIndex(index)).ok())
+            .map(|section| section.sh_type(LE))
+    };
+    let link = section.sh_link(LE);
+    let linked = kind_of(link);
+    let expected_link = match section.sh_type(LE) {
+        SHT_SYMTAB | SHT_DYNSYM => Some(SHT_STRTAB),
+        SHT_REL | SHT_RELA => Some(SHT_SYMTAB),
+        _ => None,
+    };
+    let link_ok = match (linked, expected_link) {
+        (_, None) if link == 0 => true,
+        (None, _) => false,
+        (Some(found), Some(expected)) => found == expected,
+        (Some(_), None) => true,
+    };
+    if !link_ok {
+        return Err(ParseError::new(
+            place,
+            format!("its sh_link names section {link}, which is missing or of the wrong kind"),
+        ));
+    }
+    let info = section.sh_info(LE);
+    let flags = section.sh_flags(LE);
+    let info_ok = if flags & u64::from(SHF_INFO_LINK) != 0 {
+        info != 0 && kind_of(info).is_some()
+    } else if flags & u64::from(SHF_EXECINSTR) != 0 {
+        usize::try_from(info & 0x00ff_ffff).is_ok_and(|symbol| symbol < symbol_count)
+    } else {
+        // Symbol and relocation tables' sh_info is checked with their entries. Elsewhere it is 0
+        // or, in the sections sm_100 and later add, a section or symbol index: never more than
+        // both counts (the driver crashed on `.nv.info` and `.nv.constant3` with 32768 there).
+        matches!(
+            section.sh_type(LE),
+            SHT_SYMTAB | SHT_DYNSYM | SHT_REL | SHT_RELA
+        ) || usize::try_from(info).is_ok_and(|info| info < count.max(symbol_count))
+    };
+    if !info_ok {
+        return Err(ParseError::new(
+            place,
+            format!("its sh_info ({info:#x}) names no section or symbol that exists"),
+        ));
     }
     Ok(())
 }

@@ -10,6 +10,7 @@
 use super::{cubin, ptx, Refusal};
 use crate::inspect::fatbin::{self, EntryKind};
 use crate::inspect::ParseError;
+use object::LittleEndian as LE;
 
 pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
     let mut count = 0;
@@ -18,8 +19,11 @@ pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
         count += 1;
         let place = raw.place(index);
         let refuse = |problem: String| Refusal::Malformed(ParseError::new(place.clone(), problem));
-        if raw.header.identifier_len.get(object::LittleEndian) != 0
-            && fatbin::identifier_bytes(&raw).is_none()
+        // The identifier's offset is followed even when its length is 0: it must lie inside
+        // the header whatever the length says.
+        let header = &raw.header;
+        if header.identifier_offset.get(LE) > header.header_size.get(LE)
+            || (header.identifier_len.get(LE) != 0 && fatbin::identifier_bytes(&raw).is_none())
         {
             return Err(refuse("its identifier lies outside its header".into()));
         }
@@ -49,7 +53,7 @@ pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
                 return Err(refuse(format!(
                     "its kind {} is none cudyn knows (1 PTX, 2 SASS, 8 LTO-IR) and it holds \
                      neither a cubin nor PTX, so it cannot be checked",
-                    raw.header.kind.get(object::LittleEndian)
+                    raw.header.kind.get(LE)
                 )))
             }
         };
