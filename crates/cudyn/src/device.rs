@@ -113,6 +113,18 @@ pub struct DeviceLimits {
 }
 
 impl DeviceLimits {
+    /// What every GPU of compute capability 9.0 (H100, H200) reports: launch configurations
+    /// can be checked against it without a GPU ([`crate::launch::check_config`]).
+    pub const SM_90: DeviceLimits = DeviceLimits {
+        max_threads_per_block: 1024,
+        max_block: [1024, 1024, 64],
+        max_grid: [i32::MAX as u32, 65535, 65535],
+        max_shared_per_block: 48 * 1024,
+        max_shared_per_block_optin: 227 * 1024,
+        cooperative_launch: true,
+        cluster_launch: true,
+    };
+
     fn query(device: &Device) -> Result<DeviceLimits> {
         let get = |attribute| -> Result<u32> { Ok(device.attribute(attribute)?.max(0) as u32) };
         Ok(DeviceLimits {

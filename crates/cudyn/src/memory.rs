@@ -104,21 +104,6 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         Ok(buffer)
     }
 
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The device address (0 for an empty buffer).
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
     /// The device the buffer was allocated on; `None` for an empty buffer, which has no
     /// allocation.
     pub fn device(&self) -> Option<Device> {
@@ -225,7 +210,30 @@ pub struct DeviceSliceMut<'a, T: DeviceRepr> {
     _buffer: PhantomData<&'a mut DeviceBuffer<T>>,
 }
 
-/// What both views have: construction from raw parts, length and address.
+/// What a buffer and both views have: a length and a device address (0 for an empty buffer).
+macro_rules! extent {
+    ($($holder:ty),*) => { $(
+        impl<T: DeviceRepr> $holder {
+            /// The number of elements.
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// Whether it holds no element.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The device address of the first element.
+            pub fn as_raw(&self) -> CUdeviceptr {
+                self.ptr
+            }
+        }
+    )* };
+}
+extent!(DeviceBuffer<T>, DeviceSlice<'_, T>, DeviceSliceMut<'_, T>);
+
+/// What both views have: construction from raw parts.
 macro_rules! view_basics {
     ($($view:ident),*) => { $(
         impl<T: DeviceRepr> $view<'_, T> {
@@ -239,21 +247,6 @@ macro_rules! view_basics {
                     len,
                     _buffer: PhantomData,
                 }
-            }
-
-            /// The number of elements.
-            pub fn len(&self) -> usize {
-                self.len
-            }
-
-            /// Whether the view holds no element.
-            pub fn is_empty(&self) -> bool {
-                self.len == 0
-            }
-
-            /// The device address of the first element.
-            pub fn as_raw(&self) -> CUdeviceptr {
-                self.ptr
             }
         }
     )* };

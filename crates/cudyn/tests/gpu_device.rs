@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use cudyn::sys::driver::CUcontext;
 use cudyn::sys::{self, call, runtime};
-use cudyn::{Device, DeviceBuffer, Error, Event, Stream};
+use cudyn::{Device, DeviceBuffer, DeviceLimits, Error, Event, Stream};
 
 #[test]
 #[ignore = "gpu: needs the NVIDIA driver and a GPU"]
@@ -59,6 +59,19 @@ fn devices_agree_with_the_runtime() {
 }
 
 /// The calling thread's current context, straight from the driver.
+#[test]
+#[ignore = "gpu: compares the driver's limits with the offline table"]
+fn the_offline_sm_90_limits_are_what_a_compute_9_0_gpu_reports() {
+    let mut checked = 0;
+    for device in Device::all().unwrap() {
+        if device.compute_capability().unwrap() == (9, 0) {
+            assert_eq!(*device.limits().unwrap(), DeviceLimits::SM_90);
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "this test needs a GPU of compute capability 9.0");
+}
+
 fn current_context() -> CUcontext {
     let driver = sys::driver().unwrap();
     let mut context: CUcontext = std::ptr::null_mut();

@@ -107,15 +107,7 @@ fn layout_of_32() -> Vec<ParamLayout> {
         .collect()
 }
 
-const LIMITS: DeviceLimits = DeviceLimits {
-    max_threads_per_block: 1024,
-    max_block: [1024, 1024, 64],
-    max_grid: [i32::MAX as u32, 65535, 65535],
-    max_shared_per_block: 48 * 1024,
-    max_shared_per_block_optin: 227 * 1024,
-    cooperative_launch: true,
-    cluster_launch: true,
-};
+const LIMITS: DeviceLimits = DeviceLimits::SM_90;
 
 #[test]
 fn the_counter_sees_allocations() {

@@ -363,15 +363,7 @@ mod tests {
         }
     }
 
-    const H200: DeviceLimits = DeviceLimits {
-        max_threads_per_block: 1024,
-        max_block: [1024, 1024, 64],
-        max_grid: [i32::MAX as u32, 65535, 65535],
-        max_shared_per_block: 48 * 1024,
-        max_shared_per_block_optin: 227 * 1024,
-        cooperative_launch: true,
-        cluster_launch: true,
-    };
+    const H200: DeviceLimits = DeviceLimits::SM_90;
 
     #[test]
     fn configurations_within_the_limits_pass() {
