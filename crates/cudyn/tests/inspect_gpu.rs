@@ -1,4 +1,4 @@
-//! On the GPU machine: a program built there by nvcc lists its embedded kernels.
+//! On a machine with the CUDA toolkit: a program built there by nvcc lists its embedded kernels.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -20,7 +20,7 @@ int main() {
 "#;
 
 #[test]
-#[ignore = "gpu: needs nvcc from the CUDA toolkit ($CUDA_HOME) on the GPU machine"]
+#[ignore = "gpu: needs nvcc from the CUDA toolkit ($CUDA_HOME)"]
 fn nvcc_program_lists_its_embedded_kernels() {
     let cuda_home = std::env::var_os("CUDA_HOME")
         .map_or_else(|| PathBuf::from("/usr/local/cuda"), PathBuf::from);
