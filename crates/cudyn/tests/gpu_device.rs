@@ -69,7 +69,10 @@ fn the_offline_sm_90_limits_are_what_a_compute_9_0_gpu_reports() {
             checked += 1;
         }
     }
-    assert!(checked > 0, "this test needs a GPU of compute capability 9.0");
+    assert!(
+        checked > 0,
+        "this test needs a GPU of compute capability 9.0"
+    );
 }
 
 fn current_context() -> CUcontext {

@@ -1,5 +1,5 @@
 //! The CUDA libraries, opened at run time: their raw entry points, under the one-call-per-function
-//! layer of [`crate::api`].
+//! layer inside cudyn (its `api` module, one function per C call).
 //!
 //! Each library (driver, runtime, NVRTC, nvJitLink, nvFatbin) is found by [`locate`], opened on
 //! first use, and kept open for the life of the process. Its entry points are resolved by name into
