@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 
 pub(crate) mod driver;
 pub(crate) mod library;
+pub(crate) mod nvfatbin;
 pub(crate) mod nvjitlink;
 pub(crate) mod nvrtc;
 

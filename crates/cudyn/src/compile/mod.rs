@@ -51,6 +51,7 @@ macro_rules! setters {
 mod batch;
 mod compiled;
 mod diagnostic;
+mod fatbin;
 mod linker;
 mod nvrtc_program;
 mod program;
@@ -58,6 +59,7 @@ pub mod target;
 
 pub use batch::{compile_all, compile_all_on};
 pub use compiled::{Compiled, Output};
+pub use fatbin::FatbinBuilder;
 pub use linker::{InputKind, LinkOptions, Linked, Linker};
 pub use nvrtc_program::supported_archs;
 pub use program::{CppStandard, Program};
