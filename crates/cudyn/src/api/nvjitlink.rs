@@ -39,8 +39,9 @@ pub unsafe fn destroy(handle: &mut nvJitLinkHandle) -> Result<()> {
 /// `nvJitLinkAddData`: adds an input of `kind` from memory; `name` is what the logs call it.
 ///
 /// # Safety
-/// `handle` is live, and `data` stays alive and unchanged until the link is completed or
-/// destroyed: nvJitLink may read it as late as [`complete`].
+/// `handle` is live, and `data` and `name` stay alive and unchanged until the link is completed
+/// or destroyed: nvJitLink may read them as late as [`complete`] (it keeps the name for its
+/// logs).
 pub unsafe fn add_data(
     handle: nvJitLinkHandle,
     kind: nvJitLinkInputType,
@@ -48,7 +49,7 @@ pub unsafe fn add_data(
     name: &CStr,
 ) -> Result<()> {
     let nvjitlink = sys::nvjitlink()?;
-    // SAFETY: the caller's contract; nvJitLink copies the name.
+    // SAFETY: the caller's contract.
     unsafe {
         call!(
             nvjitlink,

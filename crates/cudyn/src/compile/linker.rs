@@ -170,6 +170,10 @@ pub struct Linker<'a> {
     raw: nvjitlink::nvJitLinkHandle,
     arch: Arch,
     ptx: bool,
+    /// The inputs' names: nvJitLink keeps the pointers and reads them when it writes its logs
+    /// (measured with nvJitLink 13.0: a name freed after `nvJitLinkAddData` came out as garbage
+    /// in an undefined-reference error).
+    names: Vec<std::ffi::CString>,
     inputs: PhantomData<&'a [u8]>,
 }
 
@@ -202,6 +206,7 @@ impl<'a> Linker<'a> {
             raw,
             arch,
             ptx: options.ptx,
+            names: Vec::new(),
             inputs: PhantomData,
         };
         linker.with_logs(created)?;
@@ -211,9 +216,11 @@ impl<'a> Linker<'a> {
     /// Adds an input from memory; `name` is what the logs call it.
     pub fn add(&mut self, kind: InputKind, bytes: &'a [u8], name: &str) -> Result<&mut Self> {
         let name = c_string("input name", name)?;
-        // SAFETY: the handle is live, and `bytes` stays borrowed for the linker's life ('a),
-        // which outlasts the link.
+        // SAFETY: the handle is live; `bytes` stays borrowed for the linker's life ('a), which
+        // outlasts the link, and the name is kept in `self.names` until the handle is destroyed.
         let added = unsafe { api::add_data(self.raw, kind.raw(), bytes, &name) };
+        // The heap bytes of a CString do not move with it.
+        self.names.push(name);
         self.with_logs(added)?;
         Ok(self)
     }
@@ -229,6 +236,8 @@ impl<'a> Linker<'a> {
         let file = c_string("file name", text)?;
         // SAFETY: the handle is live; nvJitLink reads the file during the call.
         let added = unsafe { api::add_file(self.raw, kind.raw(), &file) };
+        // Kept for the logs, as the names of inputs from memory are.
+        self.names.push(file);
         self.with_logs(added)?;
         Ok(self)
     }
@@ -376,5 +385,25 @@ mod tests {
             LinkOptions::new().nvjitlink_options(Arch::new(8, 6)),
             ["-arch=sm_86"]
         );
+    }
+
+    #[test]
+    fn an_undefined_reference_names_the_input_it_is_in() {
+        let piece = crate::compile::Program::new(
+            "__device__ float step(float);\n\
+             extern \"C\" __global__ void k(float *p) { *p = step(*p); }",
+        )
+        .arch(Arch::new(9, 0))
+        .relocatable(true)
+        .compile()
+        .unwrap();
+        let mut linker = LinkOptions::new().arch(Arch::new(9, 0)).linker().unwrap();
+        linker
+            .add(InputKind::Cubin, piece.code(), "kernel_piece.cubin")
+            .unwrap();
+        let error = linker.finish().unwrap_err();
+        let log = error.log().unwrap_or_default();
+        assert!(log.contains("Undefined reference"), "{log}");
+        assert!(log.contains("'kernel_piece.cubin'"), "{log}");
     }
 }
