@@ -1,28 +1,59 @@
-//! `cudyn compile`: CUDA C++ to a cubin, PTX or LTO-IR with NVRTC.
+//! `cudyn compile`: CUDA C++ files to cubins, PTX, LTO-IR or fat binaries with NVRTC (and
+//! nvFatbin), several files in parallel.
 
-use std::path::PathBuf;
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cudyn::compile::{Arch, Output, Program};
+use cudyn::compile::{Arch, Compiled, FatbinBuilder, Output, Program};
+use rayon::prelude::*;
+
+use crate::output::{self, CliError, Destination};
+
+/// The text after `cudyn compile --help`'s options.
+const AFTER_HELP: &str = "\
+Output naming:
+  One file, no -o        beside the source: kernel.cu -> kernel.cubin (.ptx, .ltoir, .fatbin)
+  One file, -o PATH      PATH; -o - writes the code to standard output (refused on a terminal
+                         for binary code), and the report then goes to standard error
+  Several files          each beside its source, or with -o FOLDER as FOLDER/<stem>.<ext>;
+                         -o FILE and -o - are refused, and so are two sources with one stem
+  An output that is one of the inputs (same file by any path) is refused.
+
+Targets (--arch, comma-separated or repeated):
+  sm_90, 90, 9.0         SASS for that GPU (a cubin)
+  compute_90             PTX for that virtual architecture, JIT-compiled by the driver
+  Several targets, or any compute_ target, make one fat binary (--emit fatbin) holding SASS
+  per sm_ target and PTX per compute_ target. Without --arch: the current GPU's architecture.
+
+Exit status:
+  0  every file compiled and was written
+  1  a file did not compile, could not be read or written, or no target was known
+  2  usage error (bad option or value)
+
+Examples:
+  cudyn compile saxpy.cu --arch sm_90                     # saxpy.cubin
+  cudyn compile saxpy.cu --arch sm_80,sm_90,compute_90    # saxpy.fatbin
+  cudyn compile saxpy.cu --arch sm_90 --emit ptx -o -     # PTX on standard output
+  cudyn compile a.cu b.cu c.cu --arch sm_90 -o build/     # build/a.cubin, build/b.cubin, ...
+  cudyn compile piece.cu --arch sm_90 --emit ltoir --rdc  # piece.ltoir, for cudyn link --lto
+  cudyn compile scale.cu --arch 90 -D FACTOR=2.0f --json";
 
 /// Options of `cudyn compile`.
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The CUDA C++ source file.
-    file: PathBuf,
-    /// Produce SASS in a cubin (the default).
-    #[arg(long, group = "kind")]
-    cubin: bool,
-    /// Produce PTX.
-    #[arg(long, group = "kind")]
-    ptx: bool,
-    /// Produce LTO-IR, for linking with link-time optimization.
-    #[arg(long, group = "kind")]
-    ltoir: bool,
-    /// The GPU architecture (sm_90, 90 or 9.0); the current GPU's (device 0, as CUDA numbers
-    /// them) when left out.
-    #[arg(long)]
-    arch: Option<Arch>,
+    /// The CUDA C++ source files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// What to produce: cubin (SASS, the default for one sm_ target), ptx, ltoir (for
+    /// `cudyn link --lto`) or fatbin (the default for several targets).
+    #[arg(long, value_enum)]
+    emit: Option<Emit>,
+    /// Target architectures, comma-separated: sm_90 (or 90, 9.0) for SASS, compute_90 for
+    /// PTX. The current GPU's (device 0, as CUDA numbers them) when left out.
+    #[arg(long, value_delimiter = ',', value_name = "ARCH,...")]
+    arch: Vec<Target>,
     /// Define a macro: NAME or NAME=VALUE (repeatable).
     #[arg(short = 'D', value_name = "NAME[=VALUE]")]
     define: Vec<String>,
@@ -38,43 +69,288 @@ pub struct Args {
     /// Pass an NVRTC option as is (repeatable), e.g. -X=--use_fast_math.
     #[arg(short = 'X', value_name = "OPTION", allow_hyphen_values = true)]
     option: Vec<String>,
-    /// Where to write the output; FILE with the output's extension when left out.
+    /// Where to write: a file for one source (- for standard output), a folder for several.
+    /// Beside each source when left out (see "Output naming" below).
     #[arg(short = 'o', value_name = "PATH")]
     output: Option<PathBuf>,
+    /// Print a JSON array, an object per file: file, output, emit, targets, bytes, kernels,
+    /// log, warnings, and error when it failed.
+    #[arg(long)]
+    json: bool,
 }
 
-pub fn run(args: &Args) -> ExitCode {
-    match compile(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("cudyn compile: {message}");
-            ExitCode::FAILURE
+/// The kinds of output `cudyn compile` writes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Emit {
+    /// SASS for one architecture, in an ELF cubin.
+    Cubin,
+    /// PTX text for one virtual architecture.
+    Ptx,
+    /// LTO-IR for link-time optimization.
+    Ltoir,
+    /// A fat binary: SASS per sm_ target, PTX per compute_ target.
+    Fatbin,
+}
+
+impl Emit {
+    fn extension(self) -> &'static str {
+        match self {
+            Emit::Cubin => "cubin",
+            Emit::Ptx => "ptx",
+            Emit::Ltoir => "ltoir",
+            Emit::Fatbin => "fatbin",
         }
     }
 }
 
-fn compile(args: &Args) -> Result<(), String> {
-    let source = std::fs::read_to_string(&args.file)
-        .map_err(|error| format!("cannot read {}: {error}", args.file.display()))?;
-    let output = if args.ptx {
-        Output::Ptx
-    } else if args.ltoir {
-        Output::LtoIr
-    } else {
-        Output::Cubin
+/// One `--arch` item: SASS for a real architecture or PTX for a virtual one.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Target {
+    Sass(Arch),
+    Ptx(Arch),
+}
+
+impl std::str::FromStr for Target {
+    type Err = cudyn::Error;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let arch = text.parse()?;
+        Ok(if text.trim().starts_with("compute_") {
+            Target::Ptx(arch)
+        } else {
+            Target::Sass(arch)
+        })
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Sass(arch) => f.write_str(&arch.sm()),
+            Target::Ptx(arch) => f.write_str(&arch.compute()),
+        }
+    }
+}
+
+/// What was made of one file, as `--json` prints it.
+#[derive(serde::Serialize)]
+struct FileReport {
+    file: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<String>,
+    emit: Emit,
+    targets: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernels: Option<usize>,
+    log: String,
+    warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// Exit status: 0 when every file compiled and was written, 1 otherwise (see `AFTER_HELP`).
+pub fn run(args: &Args) -> ExitCode {
+    let plan = match Plan::new(args) {
+        Ok(plan) => plan,
+        Err(error) => {
+            output::print_error("compile", &error);
+            return ExitCode::FAILURE;
+        }
     };
-    let name = args
-        .file
+    let reports = compile_all(args, &plan);
+    let failed = reports.iter().any(|report| report.error.is_some());
+    if args.json {
+        output::print_json("compile", &reports);
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// What to make and where, decided before any file is compiled.
+struct Plan {
+    emit: Emit,
+    targets: Vec<Target>,
+    destinations: Vec<Destination>,
+}
+
+impl Plan {
+    fn new(args: &Args) -> Result<Plan, CliError> {
+        let targets = match args.arch.as_slice() {
+            [] => {
+                vec![Target::Sass(Arch::current().map_err(|error| {
+                    output::arch_fix_first(error, "compiles")
+                })?)]
+            }
+            named => named.to_vec(),
+        };
+        let emit = args.emit.unwrap_or(match targets.as_slice() {
+            [Target::Sass(_)] => Emit::Cubin,
+            _ => Emit::Fatbin,
+        });
+        if emit != Emit::Fatbin && targets.len() > 1 {
+            return Err(CliError::new(format!(
+                "--emit {} makes code for one architecture, and --arch names {}: use --emit \
+                 fatbin for one file holding them all, or one --arch",
+                emit.extension(),
+                targets.len()
+            )));
+        }
+        if let (Emit::Cubin | Emit::Ltoir, [Target::Ptx(arch)]) = (emit, targets.as_slice()) {
+            return Err(CliError::new(format!(
+                "--emit {} makes SASS for a real architecture, and {} is a virtual one: pass \
+                 --arch {} or --emit ptx",
+                emit.extension(),
+                arch.compute(),
+                arch.sm()
+            )));
+        }
+        // PTX is for a virtual architecture, whichever way --arch spelled it.
+        let targets = match emit {
+            Emit::Ptx => targets
+                .into_iter()
+                .map(|(Target::Sass(arch) | Target::Ptx(arch))| Target::Ptx(arch))
+                .collect(),
+            _ => targets,
+        };
+        let destinations = output::destinations(
+            &args.files,
+            args.output.as_deref(),
+            emit.extension(),
+            emit != Emit::Ptx,
+        )?;
+        if args.json && destinations.contains(&Destination::Stdout) {
+            return Err(CliError::new(
+                "--json and -o - both want standard output: write the code to a file with -o",
+            ));
+        }
+        Ok(Plan {
+            emit,
+            targets,
+            destinations,
+        })
+    }
+}
+
+/// Compiles every file on rayon's threads (NVRTC is thread-safe), with a progress bar on a
+/// terminal, writing each output as it is done.
+fn compile_all(args: &Args, plan: &Plan) -> Vec<FileReport> {
+    let progress = progress_bar(args.files.len(), args.json);
+    let reports: Vec<FileReport> = args
+        .files
+        .par_iter()
+        .zip(&plan.destinations)
+        .map(|(file, destination)| {
+            let report = compile_one(args, plan, file, destination);
+            progress.inc(1);
+            if !args.json {
+                progress.suspend(|| print_report(&report, destination));
+            }
+            report
+        })
+        .collect();
+    progress.finish_and_clear();
+    reports
+}
+
+/// A bar on standard error when it is a terminal and there is more than one file; hidden
+/// otherwise, so that logs and pipes get no control characters.
+fn progress_bar(files: usize, json: bool) -> indicatif::ProgressBar {
+    if files < 2 || json || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(files as u64);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("compiling {bar:30} {pos}/{len} {elapsed}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn compile_one(args: &Args, plan: &Plan, file: &Path, destination: &Destination) -> FileReport {
+    let mut report = FileReport {
+        file: file.to_owned(),
+        output: None,
+        emit: plan.emit,
+        targets: plan.targets.iter().map(Target::to_string).collect(),
+        bytes: None,
+        kernels: None,
+        log: String::new(),
+        warnings: Vec::new(),
+        error: None,
+    };
+    match build(args, plan, file) {
+        Ok((code, log)) => {
+            report.log = log;
+            report.kernels = output::count_kernels(&code);
+            // A piece for linking (--rdc) may rightly hold only device functions.
+            if report.kernels == Some(0) && !args.rdc {
+                report.warnings.push(format!(
+                    "{} defines no kernel: the output holds none (is the source empty, or are its \
+                     kernels templates never instantiated?)",
+                    file.display()
+                ));
+            }
+            match destination.write(&code) {
+                Ok(()) => {
+                    report.output = Some(destination.to_string());
+                    report.bytes = Some(code.len());
+                }
+                Err(error) => report.error = Some(output::chain(&error)),
+            }
+        }
+        Err(error) => report.error = Some(output::chain(&error)),
+    }
+    report
+}
+
+/// The code for `file` and the compiler's logs.
+fn build(args: &Args, plan: &Plan, file: &Path) -> Result<(Vec<u8>, String), CliError> {
+    let source = std::fs::read_to_string(file)
+        .map_err(|error| CliError::new(format!("cannot read {}", file.display())).source(error))?;
+    let program = program(args, file, source);
+    let compile = |target: Target| -> Result<Compiled, CliError> {
+        let (arch, kind) = match target {
+            Target::Sass(arch) if plan.emit == Emit::Ltoir => (arch, Output::LtoIr),
+            Target::Sass(arch) => (arch, Output::Cubin),
+            Target::Ptx(arch) => (arch, Output::Ptx),
+        };
+        Ok(program.clone().arch(arch).output(kind).compile()?)
+    };
+    if plan.emit != Emit::Fatbin {
+        let compiled = compile(plan.targets[0])?;
+        let log = compiled.log().to_owned();
+        return Ok((compiled.into_code(), log));
+    }
+    let mut fatbin = FatbinBuilder::new()?;
+    let mut logs = String::new();
+    let identifier = file.file_name().unwrap_or_default().to_string_lossy();
+    for &target in &plan.targets {
+        let compiled = compile(target)?;
+        logs.push_str(compiled.log());
+        match target {
+            Target::Sass(arch) => fatbin.add_cubin(compiled.code(), arch, &identifier)?,
+            Target::Ptx(arch) => fatbin.add_ptx(compiled.code(), arch, &identifier)?,
+        };
+    }
+    Ok((fatbin.finish()?, logs))
+}
+
+/// The NVRTC program for `file`, every option but the target set.
+fn program(args: &Args, file: &Path, source: String) -> Program {
+    let name = file
         .file_name()
         .map_or_else(|| "program.cu".into(), |name| name.to_string_lossy());
     let mut program = Program::new(source)
         .name(name)
-        .output(output)
         .relocatable(args.rdc)
         .allow_newer_ptx(args.allow_newer_ptx);
-    if let Some(arch) = args.arch {
-        program = program.arch(arch);
-    }
     for define in &args.define {
         program = match define.split_once('=') {
             Some((name, value)) => program.define_value(name, value),
@@ -87,30 +363,35 @@ fn compile(args: &Args) -> Result<(), String> {
     for option in &args.option {
         program = program.option(option);
     }
-    let compiled = program.compile().map_err(|error| match error {
-        // The library's text names its own setters; here the fix is a flag.
-        cudyn::Error::ArchRequired { reason, .. } => format!(
-            "no target architecture: pass one with --arch (e.g. --arch sm_90). Without it cudyn \
-             compiles for the current GPU, but {reason}; `cudyn doctor` shows what CUDA is \
-             installed"
-        ),
-        other => other.to_string(),
-    })?;
-    if !compiled.log().trim().is_empty() {
-        eprintln!("{}", compiled.log().trim_end());
+    program
+}
+
+/// The table form of a report: the compiler's log and warnings on standard error, the summary on
+/// standard output unless the code went there.
+fn print_report(report: &FileReport, destination: &Destination) {
+    if !report.log.trim().is_empty() {
+        eprintln!("{}", report.log.trim_end());
     }
-    let path = args
-        .output
-        .clone()
-        .unwrap_or_else(|| args.file.with_extension(output.extension()));
-    std::fs::write(&path, compiled.code())
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-    println!(
-        "wrote {} ({} bytes of {} for {})",
-        path.display(),
-        compiled.code().len(),
-        output.extension(),
-        compiled.arch()
+    for warning in &report.warnings {
+        eprintln!("cudyn compile: warning: {warning}");
+    }
+    if let Some(error) = &report.error {
+        eprintln!("cudyn compile: {error}");
+        return;
+    }
+    let summary = format!(
+        "wrote {} ({} bytes of {} for {}, {} kernel(s))",
+        destination,
+        report.bytes.unwrap_or_default(),
+        report.emit.extension(),
+        report.targets.join(", "),
+        report
+            .kernels
+            .map_or_else(|| "unknown".to_owned(), |n| n.to_string())
     );
-    Ok(())
+    if *destination == Destination::Stdout {
+        eprintln!("{summary}");
+    } else {
+        println!("{summary}");
+    }
 }

@@ -1,6 +1,9 @@
-//! `cudyn compile`, run as a user would. Needs NVRTC (scripts/cuda-wheels, then activate the venv).
+//! `cudyn compile`, run as a user would. Needs NVRTC and nvFatbin (scripts/cuda-wheels, then
+//! activate the venv).
 
 mod common;
+
+use std::path::Path;
 
 use common::cudyn;
 
@@ -57,12 +60,15 @@ fn compiles_a_file_to_each_output_kind() {
     assert!(stdout.contains("sm_80"), "{stdout}");
 
     // Without -o the output lands beside the source, named by its kind.
-    compile_ok(&["--ptx", "--arch", "90", "-D", "FACTOR=2.0f"], &source);
+    compile_ok(
+        &["--emit", "ptx", "--arch", "90", "-D", "FACTOR=2.0f"],
+        &source,
+    );
     let ptx = std::fs::read_to_string(folder.path().join("scale.ptx")).unwrap();
     assert!(ptx.contains(".target sm_90"), "{ptx}");
 
     compile_ok(
-        &["--ltoir", "--arch", "sm_90", "-D", "FACTOR=2.0f"],
+        &["--emit", "ltoir", "--arch", "sm_90", "-D", "FACTOR=2.0f"],
         &source,
     );
     let ltoir = std::fs::read(folder.path().join("scale.ltoir")).unwrap();
@@ -123,4 +129,218 @@ fn without_a_driver_or_arch_the_error_is_one_line_that_says_the_fix_first() {
     assert!(stderr.contains("no CUDA driver was found"), "{stderr}");
     assert!(stderr.contains("cudyn doctor"), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+}
+
+/// Runs `cudyn ARGS...` in `folder`; returns the exit code, standard output and standard error.
+fn run_in(folder: &Path, args: &[&str]) -> (Option<i32>, Vec<u8>, String) {
+    let run = cudyn().current_dir(folder).args(args).output().unwrap();
+    (
+        run.status.code(),
+        run.stdout,
+        String::from_utf8_lossy(&run.stderr).into_owned(),
+    )
+}
+
+/// A folder holding CUDA sources by name.
+fn sources(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let folder = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(folder.path().join(name), text).unwrap();
+    }
+    folder
+}
+
+const FILL: &str = "extern \"C\" __global__ void fill(float *p) { p[threadIdx.x] = 1; }\n";
+
+#[test]
+fn several_targets_make_one_fatbin_with_sass_per_sm_and_ptx_per_compute() {
+    let folder = sources(&[("fill.cu", FILL)]);
+    let (code, stdout, stderr) = run_in(
+        folder.path(),
+        &["compile", "fill.cu", "--arch", "sm_80,sm_90,compute_90"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let stdout = String::from_utf8(stdout).unwrap();
+    assert!(
+        stdout.starts_with("wrote fill.fatbin (") && stdout.contains("1 kernel(s)"),
+        "{stdout}"
+    );
+    let bytes = std::fs::read(folder.path().join("fill.fatbin")).unwrap();
+    let inspection = cudyn::Image::new(bytes).unwrap().inspect().unwrap();
+    let cudyn::inspect::Contents::Fatbin(fatbin) = inspection.contents else {
+        panic!("not a fatbin: {:?}", inspection.kind);
+    };
+    let mut entries: Vec<String> = fatbin
+        .entries
+        .iter()
+        .map(|entry| format!("{:?} {}", entry.kind, entry.arch))
+        .collect();
+    entries.sort();
+    assert_eq!(entries, ["Ptx 90", "Sass 80", "Sass 90"]);
+}
+
+#[test]
+fn several_files_compile_into_a_folder_named_by_their_stems() {
+    let folder = sources(&[
+        ("one.cu", FILL),
+        ("two.cu", &FILL.replace("fill", "fill_two")),
+    ]);
+    std::fs::create_dir(folder.path().join("build")).unwrap();
+    let (code, stdout, stderr) = run_in(
+        folder.path(),
+        &[
+            "compile", "one.cu", "two.cu", "--arch", "sm_90", "-o", "build", "--json",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
+    let reports = json.as_array().unwrap();
+    assert_eq!(reports.len(), 2);
+    for (report, stem) in reports.iter().zip(["one", "two"]) {
+        let output = format!("build/{stem}.cubin");
+        assert_eq!(report["file"], format!("{stem}.cu"));
+        assert_eq!(report["output"], output.as_str());
+        assert_eq!(report["emit"], "cubin");
+        assert_eq!(report["targets"], serde_json::json!(["sm_90"]));
+        assert_eq!(report["kernels"], 1);
+        assert_eq!(report["warnings"], serde_json::json!([]));
+        let written = std::fs::read(folder.path().join(&output)).unwrap();
+        assert_eq!(report["bytes"], written.len());
+        assert_eq!(&written[..4], b"\x7fELF");
+    }
+
+    // Several outputs cannot share one file, nor standard output.
+    for output in ["one.cubin", "-"] {
+        let (code, stdout, stderr) = run_in(
+            folder.path(),
+            &["compile", "one.cu", "two.cu", "--arch", "90", "-o", output],
+        );
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(stdout.is_empty());
+        assert!(
+            stderr.contains("name an existing folder") || stderr.contains("name a folder"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn an_output_that_is_the_input_is_refused_by_any_path() {
+    let folder = sources(&[("fill.cu", FILL)]);
+    std::os::unix::fs::symlink("fill.cu", folder.path().join("link.cu")).unwrap();
+    std::fs::hard_link(folder.path().join("fill.cu"), folder.path().join("hard.cu")).unwrap();
+    for output in ["fill.cu", "./fill.cu", "link.cu", "hard.cu"] {
+        let (code, _, stderr) = run_in(
+            folder.path(),
+            &["compile", "fill.cu", "--arch", "sm_90", "-o", output],
+        );
+        assert_eq!(code, Some(1), "-o {output}: {stderr}");
+        assert!(stderr.contains("would destroy the source"), "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(folder.path().join("fill.cu")).unwrap(),
+            FILL,
+            "-o {output} overwrote the source"
+        );
+    }
+}
+
+#[test]
+fn dash_writes_the_code_to_standard_output_and_the_report_to_standard_error() {
+    let folder = sources(&[("fill.cu", FILL)]);
+    let (code, stdout, stderr) = run_in(
+        folder.path(),
+        &[
+            "compile", "fill.cu", "--arch", "90", "--emit", "ptx", "-o", "-",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let ptx = String::from_utf8_lossy(&stdout);
+    assert!(
+        ptx.contains(".target sm_90") && ptx.contains(".entry fill"),
+        "{ptx}"
+    );
+    assert!(stderr.contains("wrote standard output"), "{stderr}");
+    assert!(
+        !folder.path().join("-").exists(),
+        "a file named - was written"
+    );
+
+    let (code, stdout, stderr) = run_in(
+        folder.path(),
+        &["compile", "fill.cu", "--arch", "90", "-o", "-"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        &stdout[..4],
+        b"\x7fELF",
+        "the cubin goes to standard output when asked"
+    );
+}
+
+#[test]
+fn a_source_without_kernels_compiles_with_a_warning() {
+    let folder = sources(&[("empty.cu", "")]);
+    let (code, stdout, stderr) = run_in(folder.path(), &["compile", "empty.cu", "--arch", "sm_90"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with("cudyn compile: warning: empty.cu defines no kernel"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&stdout).contains("0 kernel(s)"));
+    assert!(folder.path().join("empty.cubin").exists());
+}
+
+#[test]
+fn contradictory_targets_are_refused_saying_what_to_pass() {
+    let folder = sources(&[("fill.cu", FILL)]);
+    for (args, expected) in [
+        (
+            &["--arch", "sm_80,sm_90", "--emit", "cubin"][..],
+            "use --emit fatbin",
+        ),
+        (
+            &["--arch", "compute_90", "--emit", "cubin"][..],
+            "pass --arch sm_90",
+        ),
+        (&["--arch", "sm_9x"][..], "sm_9x"),
+    ] {
+        let (code, stdout, stderr) =
+            run_in(folder.path(), &[&["compile", "fill.cu"], args].concat());
+        assert_ne!(code, Some(0), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    assert!(!folder.path().join("fill.cubin").exists());
+}
+
+#[test]
+fn a_missing_file_is_an_error_with_its_cause() {
+    let folder = sources(&[]);
+    let (code, _, stderr) = run_in(folder.path(), &["compile", "gone.cu", "--arch", "90"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr.lines().collect::<Vec<_>>(),
+        [
+            "cudyn compile: cannot read gone.cu",
+            "  caused by: No such file or directory (os error 2)"
+        ]
+    );
+}
+
+#[test]
+fn help_ends_with_examples_and_documents_exit_status_and_naming() {
+    let (code, stdout, _) = run_in(Path::new("."), &["compile", "--help"]);
+    assert_eq!(code, Some(0));
+    let help = String::from_utf8(stdout).unwrap();
+    for section in ["Output naming:", "Exit status:", "Examples:"] {
+        assert!(help.contains(section), "{help}");
+    }
+    let examples = help.split("Examples:").nth(1).unwrap();
+    assert!(
+        examples
+            .trim()
+            .lines()
+            .all(|line| line.trim_start().starts_with("cudyn ")),
+        "{examples}"
+    );
 }

@@ -1,0 +1,269 @@
+//! What the commands that write device code share: where an output goes (a file, or standard
+//! output for `-o -`), the refusal to overwrite an input, errors with their causes, JSON.
+
+use std::collections::HashSet;
+use std::error::Error;
+use std::fmt;
+use std::io::{IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use cudyn::inspect::Module;
+use cudyn::Image;
+
+/// An error of a command: a message of its own with an optional cause, or cudyn's.
+#[derive(Debug)]
+pub enum CliError {
+    /// Said by the command.
+    Message {
+        /// What went wrong and what to do.
+        message: String,
+        /// The failure behind it.
+        cause: Option<Box<dyn Error + Send + Sync>>,
+    },
+    /// Said by the library.
+    Library(cudyn::Error),
+}
+
+impl CliError {
+    /// An error with no cause behind it.
+    pub fn new(message: impl Into<String>) -> Self {
+        CliError::Message {
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// This error, caused by `cause`.
+    pub fn source(self, cause: impl Error + Send + Sync + 'static) -> Self {
+        match self {
+            CliError::Message { message, .. } => CliError::Message {
+                message,
+                cause: Some(Box::new(cause)),
+            },
+            library => library,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Message { message, .. } => f.write_str(message),
+            CliError::Library(error) => error.fmt(f),
+        }
+    }
+}
+
+impl Error for CliError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            CliError::Message { cause, .. } => cause.as_deref().map(|cause| cause as _),
+            CliError::Library(error) => error.source(),
+        }
+    }
+}
+
+impl From<cudyn::Error> for CliError {
+    fn from(error: cudyn::Error) -> Self {
+        CliError::Library(error)
+    }
+}
+
+/// `error` and each of its causes (`Error::source`), one per line; a cause whose text the
+/// message already holds is not repeated.
+pub fn chain(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let said = next.to_string();
+        if !text.contains(&said) {
+            text.push_str("\n  caused by: ");
+            text.push_str(&said);
+        }
+        cause = next.source();
+    }
+    text
+}
+
+/// `error`, or, when it is that no target architecture is known (no GPU, no `--arch`), the
+/// fix first in the command's terms: the library's text names its own setters. `verb` says what
+/// the command does for the current GPU ("compiles").
+pub fn arch_fix_first(error: cudyn::Error, verb: &str) -> CliError {
+    match error {
+        cudyn::Error::ArchRequired { reason, .. } => CliError::new(format!(
+            "no target architecture: pass one with --arch (e.g. --arch sm_90). Without it cudyn \
+             {verb} for the current GPU, but {reason}; `cudyn doctor` shows what CUDA is \
+             installed"
+        )),
+        other => other.into(),
+    }
+}
+
+/// Prints `error` with its causes on standard error, headed by the command's name.
+pub fn print_error(command: &str, error: &dyn Error) {
+    eprintln!("cudyn {command}: {}", chain(error));
+}
+
+/// Prints `value` as pretty JSON on standard output (a failure to serialize on standard error).
+pub fn print_json(command: &str, value: &impl serde::Serialize) {
+    match serde_json::to_string_pretty(value) {
+        Ok(json) => println!("{json}"),
+        Err(error) => print_error(command, &error),
+    }
+}
+
+/// Where one output goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// Standard output (`-o -`).
+    Stdout,
+    /// A file.
+    File(PathBuf),
+}
+
+impl Destination {
+    /// Writes `code` there.
+    pub fn write(&self, code: &[u8]) -> Result<(), CliError> {
+        let written = match self {
+            Destination::Stdout => {
+                let mut stdout = std::io::stdout().lock();
+                stdout.write_all(code).and_then(|()| stdout.flush())
+            }
+            Destination::File(path) => std::fs::write(path, code),
+        };
+        written.map_err(|error| CliError::new(format!("cannot write {self}")).source(error))
+    }
+}
+
+impl fmt::Display for Destination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Destination::Stdout => f.write_str("standard output"),
+            Destination::File(path) => path.display().fmt(f),
+        }
+    }
+}
+
+/// Where the output of each of `inputs` goes, given `-o` (`output`) and the output's
+/// `extension`; `binary` output is refused on a terminal. The naming rules are those of `cudyn
+/// compile --help`; an output that would overwrite an input, or another output, is refused.
+pub fn destinations(
+    inputs: &[PathBuf],
+    output: Option<&Path>,
+    extension: &str,
+    binary: bool,
+) -> Result<Vec<Destination>, CliError> {
+    let beside = |folder: Option<&Path>, input: &Path| {
+        let named = input.with_extension(extension);
+        Destination::File(match (folder, named.file_name()) {
+            (Some(folder), Some(name)) => folder.join(name),
+            _ => named,
+        })
+    };
+    let destinations = match output {
+        None => inputs.iter().map(|input| beside(None, input)).collect(),
+        Some(path) if path == Path::new("-") => {
+            if inputs.len() > 1 {
+                return Err(CliError::new(format!(
+                    "-o - writes one output to standard output, and there are {} inputs: name \
+                     a folder instead (-o build/)",
+                    inputs.len()
+                )));
+            }
+            vec![stdout(extension, binary)?]
+        }
+        Some(folder) if folder.is_dir() => inputs
+            .iter()
+            .map(|input| beside(Some(folder), input))
+            .collect(),
+        Some(path) if inputs.len() > 1 => {
+            return Err(CliError::new(format!(
+                "-o {} is not a folder, and {} inputs make {} outputs: name an existing folder \
+                 (-o build/), or leave -o out to write each output beside its source",
+                path.display(),
+                inputs.len(),
+                inputs.len()
+            )))
+        }
+        Some(path) => vec![Destination::File(path.to_owned())],
+    };
+    refuse_clashes(inputs, &destinations)?;
+    Ok(destinations)
+}
+
+/// Standard output as a destination, unless binary code would go to a terminal.
+pub fn stdout(extension: &str, binary: bool) -> Result<Destination, CliError> {
+    if binary && std::io::stdout().is_terminal() {
+        return Err(CliError::new(format!(
+            "-o - would print a binary {extension} on the terminal: redirect standard output \
+             (-o - > file) or pipe it into another program"
+        )));
+    }
+    Ok(Destination::Stdout)
+}
+
+/// Refuses an output that is one of the inputs (by any path: a link, `./x`, another spelling),
+/// and two outputs that are one file.
+pub fn refuse_clashes(inputs: &[PathBuf], destinations: &[Destination]) -> Result<(), CliError> {
+    let mut seen: Vec<&Path> = Vec::new();
+    for destination in destinations {
+        let Destination::File(path) = destination else {
+            continue;
+        };
+        if let Some(input) = inputs.iter().find(|input| same_file(input, path)) {
+            return Err(CliError::new(format!(
+                "the output {} is the input {}: writing it would destroy the source; choose \
+                 another output with -o",
+                path.display(),
+                input.display()
+            )));
+        }
+        if let Some(earlier) = seen.iter().find(|earlier| **earlier == path) {
+            return Err(CliError::new(format!(
+                "two inputs would both be written to {}: compile them into different folders, \
+                 or rename one",
+                earlier.display()
+            )));
+        }
+        seen.push(path);
+    }
+    Ok(())
+}
+
+/// Whether `a` and `b` name one existing file: the same inode on Unix (hard links too), the
+/// same canonical path elsewhere.
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// How many distinct kernels device code defines (a fatbin's SASS and PTX of one kernel count
+/// once); `None` when its kind does not list kernels (LTO-IR) or it cannot be read.
+pub fn count_kernels(code: &[u8]) -> Option<usize> {
+    let inspection = Image::new(code).ok()?.inspect().ok()?;
+    let modules = inspection.modules();
+    if modules.is_empty() {
+        return None;
+    }
+    let mut names = HashSet::new();
+    for module in modules {
+        match module {
+            Module::Cubin(cubin) => names.extend(cubin.kernels.iter().map(|k| k.name.clone())),
+            Module::Ptx(ptx) => names.extend(ptx.entries.iter().map(|e| e.name.clone())),
+        }
+    }
+    Some(names.len())
+}
