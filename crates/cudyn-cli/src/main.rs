@@ -8,6 +8,8 @@ mod compile;
 mod demo;
 mod doctor;
 mod inspect;
+mod link;
+mod output;
 
 /// Dynamic loading of CUDA device code, runtime-style.
 #[derive(Parser)]
@@ -33,9 +35,14 @@ enum Command {
     /// launch them and check every element against the CPU. Without a GPU the GPU step says why
     /// it is skipped. Exit status 1 when any step that ran failed.
     Demo(demo::Args),
-    /// Compile a CUDA C++ file with NVRTC to a cubin (default), PTX or LTO-IR, and report the
-    /// compiler's log and the output's size. Exit status 1 when it does not compile.
+    /// Compile CUDA C++ files with NVRTC to cubins (default), PTX, LTO-IR, or fat binaries for
+    /// several architectures, in parallel; report the compiler's logs and each output. Exit
+    /// status 1 when a file does not compile.
     Compile(compile::Args),
+
+    /// Link cubins, PTX, LTO-IR, fatbins, nvcc objects and static libraries with nvJitLink into
+    /// one cubin, with the linker's logs. Exit status 1 when the link fails.
+    Link(link::Args),
 
     /// Show what device code files hold, with no GPU: kind, architectures, fatbin entries,
     /// kernels with their parameter layout and resources, variables (names demangled).
@@ -50,6 +57,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Compile(args) => compile::run(&args),
+        Command::Link(args) => link::run(&args),
         Command::Inspect(args) => inspect::run(&args),
     }
 }

@@ -1,0 +1,223 @@
+//! `cudyn link`: device code linked by nvJitLink into one cubin.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cudyn::compile::{Arch, InputKind, LinkOptions, Linked};
+use cudyn::{Image, ImageKind};
+
+use crate::output::{self, CliError, Destination};
+
+/// The text after `cudyn link --help`'s options.
+const AFTER_HELP: &str = "\
+Inputs, told apart by their contents:
+  cubin (relocatable, from -rdc), PTX, LTO-IR (needs --lto), fatbin, host objects built by
+  nvcc with device code (.o) and static libraries of them (.a, e.g. libcudadevrt.a).
+
+Output: one cubin, linked.cubin in the current folder unless -o names it; -o - writes it to
+standard output (refused on a terminal). An output that is one of the inputs is refused.
+nvJitLink's info log goes to standard error (--json puts it in the report instead).
+
+Exit status:
+  0  linked and written
+  1  an input could not be read or is not device code, the link failed (its log follows), or
+     no target was known
+  2  usage error (bad option or value)
+
+Examples:
+  cudyn compile kernel.cu step.cu --arch sm_90 --emit ltoir --rdc
+  cudyn link kernel.ltoir step.ltoir --lto --arch sm_90 -o iterate.cubin
+  cudyn link kernel.cubin step.cubin --arch sm_90 -o iterate.cubin
+  cudyn link app.o libdevice_helpers.a --arch sm_90 --json
+  cudyn inspect iterate.cubin";
+
+/// Options of `cudyn link`.
+#[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// The inputs: cubin, PTX, LTO-IR, fatbin, host objects and static libraries.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Link-time optimization: LTO-IR inputs are optimized together (calls across them can
+    /// be inlined). Needed for LTO-IR inputs.
+    #[arg(long)]
+    lto: bool,
+    /// The GPU architecture to link for (sm_90, 90 or 9.0); the current GPU's when left out.
+    #[arg(long)]
+    arch: Option<Arch>,
+    /// Optimization level of link-time code generation (0 to 3).
+    #[arg(short = 'O', value_name = "LEVEL", value_parser = clap::value_parser!(u8).range(0..=3))]
+    optimization: Option<u8>,
+    /// Detailed information in nvJitLink's info log (registers, spills, ...).
+    #[arg(long)]
+    verbose: bool,
+    /// Where to write the cubin (- for standard output).
+    #[arg(short = 'o', value_name = "PATH", default_value = "linked.cubin")]
+    output: PathBuf,
+    /// Print a JSON object: inputs (file, kind), output, arch, lto, bytes, kernels, info_log,
+    /// and error when it failed.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What a link did, as `--json` prints it.
+#[derive(serde::Serialize)]
+struct LinkReport {
+    inputs: Vec<InputReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arch: Option<String>,
+    lto: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernels: Option<usize>,
+    info_log: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(serde::Serialize)]
+struct InputReport {
+    file: PathBuf,
+    kind: &'static str,
+}
+
+/// Exit status: 0 when linked and written, 1 otherwise.
+pub fn run(args: &Args) -> ExitCode {
+    let mut report = LinkReport {
+        inputs: Vec::new(),
+        output: None,
+        arch: None,
+        lto: args.lto,
+        bytes: None,
+        kernels: None,
+        info_log: String::new(),
+        error: None,
+    };
+    let outcome = link(args, &mut report);
+    if let Err(error) = &outcome {
+        report.error = Some(output::chain(error));
+    }
+    if args.json {
+        output::print_json("link", &report);
+    } else {
+        if !report.info_log.trim().is_empty() {
+            eprintln!("{}", report.info_log.trim_end());
+        }
+        match (&outcome, &report.output) {
+            (Err(error), _) => output::print_error("link", error),
+            (Ok(destination), Some(shown)) => {
+                let summary = format!(
+                    "wrote {shown} ({} bytes of cubin for {}, {} kernel(s))",
+                    report.bytes.unwrap_or_default(),
+                    report.arch.as_deref().unwrap_or_default(),
+                    report
+                        .kernels
+                        .map_or_else(|| "unknown".to_owned(), |n| n.to_string())
+                );
+                if *destination == Destination::Stdout {
+                    eprintln!("{summary}");
+                } else {
+                    println!("{summary}");
+                }
+            }
+            (Ok(_), None) => {}
+        }
+    }
+    if outcome.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn link(args: &Args, report: &mut LinkReport) -> Result<Destination, CliError> {
+    let destination = if args.output == Path::new("-") {
+        if args.json {
+            return Err(CliError::new(
+                "--json and -o - both want standard output: write the cubin to a file with -o",
+            ));
+        }
+        output::stdout("cubin", true)?
+    } else {
+        Destination::File(args.output.clone())
+    };
+    output::refuse_clashes(&args.inputs, std::slice::from_ref(&destination))?;
+    let mut inputs = Vec::with_capacity(args.inputs.len());
+    for file in &args.inputs {
+        let bytes = std::fs::read(file).map_err(|error| {
+            CliError::new(format!("cannot read {}", file.display())).source(error)
+        })?;
+        let kind = input_kind(file, &bytes)?;
+        if kind == InputKind::LtoIr && !args.lto {
+            return Err(CliError::new(format!(
+                "pass --lto: {} is LTO-IR, which nvJitLink links only with link-time \
+                 optimization",
+                file.display()
+            )));
+        }
+        report.inputs.push(InputReport {
+            file: file.clone(),
+            kind: kind_name(kind),
+        });
+        inputs.push((file, kind, bytes));
+    }
+    let mut options = LinkOptions::new().lto(args.lto).verbose(args.verbose);
+    if let Some(arch) = args.arch {
+        options = options.arch(arch);
+    }
+    if let Some(level) = args.optimization {
+        options = options.optimization(level);
+    }
+    let mut linker = options
+        .linker()
+        .map_err(|error| output::arch_fix_first(error, "links"))?;
+    for (file, kind, bytes) in &inputs {
+        linker.add(*kind, bytes, &file.display().to_string())?;
+    }
+    let linked: Linked = linker.finish()?;
+    report.info_log = linked.info_log().to_owned();
+    report.arch = Some(linked.arch().sm());
+    report.kernels = output::count_kernels(linked.code());
+    destination.write(linked.code())?;
+    report.bytes = Some(linked.code().len());
+    report.output = Some(destination.to_string());
+    Ok(destination)
+}
+
+/// The kind nvJitLink is told, from the bytes (not the name): an archive, or what
+/// [`Image::detect`] finds.
+fn input_kind(file: &Path, bytes: &[u8]) -> Result<InputKind, CliError> {
+    if bytes.starts_with(b"!<arch>\n") {
+        return Ok(InputKind::Library);
+    }
+    let kind = Image::detect(bytes).map_err(|error| {
+        CliError::new(format!(
+            "{} is not an input nvJitLink links: give cubin, PTX, LTO-IR, fatbin, a host object \
+             or a static library",
+            file.display()
+        ))
+        .source(error)
+    })?;
+    Ok(match kind {
+        ImageKind::Ptx => InputKind::Ptx,
+        ImageKind::Cubin => InputKind::Cubin,
+        ImageKind::Fatbin => InputKind::Fatbin,
+        ImageKind::LtoIr => InputKind::LtoIr,
+        ImageKind::HostBinary => InputKind::Object,
+    })
+}
+
+fn kind_name(kind: InputKind) -> &'static str {
+    match kind {
+        InputKind::Cubin => "cubin",
+        InputKind::Ptx => "ptx",
+        InputKind::LtoIr => "ltoir",
+        InputKind::Fatbin => "fatbin",
+        InputKind::Object => "object",
+        InputKind::Library => "library",
+        InputKind::Any => "any",
+    }
+}

@@ -1,0 +1,230 @@
+//! `cudyn link`, run as a user would, on pieces compiled by `cudyn compile` from the library's
+//! test kernels. Needs NVRTC and nvJitLink (scripts/cuda-wheels, then activate the venv).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::cudyn;
+
+const ITERATE_KERNEL: &str = include_str!("../../cudyn/tests/kernels/iterate_kernel.cu");
+const ITERATE_STEP: &str = include_str!("../../cudyn/tests/kernels/iterate_step.cu");
+
+/// Runs `cudyn ARGS...` in `folder`; returns the exit code, standard output and standard error.
+fn run_in(folder: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let run = cudyn().current_dir(folder).args(args).output().unwrap();
+    (
+        run.status.code(),
+        String::from_utf8_lossy(&run.stdout).into_owned(),
+        String::from_utf8_lossy(&run.stderr).into_owned(),
+    )
+}
+
+/// A folder with the two iterate pieces compiled by `cudyn compile` as `emit` (relocatable).
+fn pieces(emit: &str) -> tempfile::TempDir {
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(folder.path().join("iterate_kernel.cu"), ITERATE_KERNEL).unwrap();
+    std::fs::write(folder.path().join("iterate_step.cu"), ITERATE_STEP).unwrap();
+    let (code, _, stderr) = run_in(
+        folder.path(),
+        &[
+            "compile",
+            "iterate_kernel.cu",
+            "iterate_step.cu",
+            "--arch",
+            "sm_90",
+            "--rdc",
+            "--emit",
+            emit,
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    folder
+}
+
+/// The kernels `cudyn inspect --json` lists in a cubin.
+fn kernels_in(cubin: &Path) -> Vec<String> {
+    let (code, stdout, stderr) = run_in(
+        Path::new("."),
+        &["inspect", "--json", cubin.to_str().unwrap()],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let cubin = &json[0]["inspection"]["contents"]["cubin"];
+    assert_eq!(cubin["relocatable"], false, "a linked cubin loads as it is");
+    cubin["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|kernel| kernel["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn lto_ir_pieces_link_into_a_cubin_with_the_kernel() {
+    let folder = pieces("ltoir");
+    let (code, stdout, stderr) = run_in(
+        folder.path(),
+        &[
+            "link",
+            "iterate_kernel.ltoir",
+            "iterate_step.ltoir",
+            "--lto",
+            "--arch",
+            "sm_90",
+            "-o",
+            "iterate.cubin",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.starts_with("wrote iterate.cubin (") && stdout.contains("for sm_90, 1 kernel(s))"),
+        "{stdout}"
+    );
+    assert_eq!(
+        kernels_in(&folder.path().join("iterate.cubin")),
+        ["iterate"]
+    );
+}
+
+#[test]
+fn relocatable_cubins_link_and_json_reports_inputs_and_output() {
+    let folder = pieces("cubin");
+    let (code, stdout, stderr) = run_in(
+        folder.path(),
+        &[
+            "link",
+            "iterate_kernel.cubin",
+            "iterate_step.cubin",
+            "--arch",
+            "90",
+            "--json",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["inputs"],
+        serde_json::json!([
+            {"file": "iterate_kernel.cubin", "kind": "cubin"},
+            {"file": "iterate_step.cubin", "kind": "cubin"},
+        ])
+    );
+    assert_eq!(report["output"], "linked.cubin");
+    assert_eq!(report["arch"], "sm_90");
+    assert_eq!(report["lto"], false);
+    assert_eq!(report["kernels"], 1);
+    assert!(report["info_log"].is_string());
+    assert!(report.get("error").is_none(), "{report}");
+    let linked = folder.path().join("linked.cubin");
+    assert_eq!(report["bytes"], std::fs::metadata(&linked).unwrap().len());
+    assert_eq!(kernels_in(&linked), ["iterate"]);
+}
+
+/// libcudadevrt.a, installed beside NVRTC by the nvidia-cuda-runtime wheel.
+fn cudadevrt() -> PathBuf {
+    let nvrtc = cudyn::sys::nvrtc().expect("NVRTC (scripts/cuda-wheels)");
+    let archive = nvrtc.library.path.parent().unwrap().join("libcudadevrt.a");
+    assert!(archive.exists(), "{} is missing", archive.display());
+    archive
+}
+
+#[test]
+fn a_static_library_links_as_an_archive() {
+    let folder = pieces("cubin");
+    let archive = cudadevrt();
+    let (code, stdout, stderr) = run_in(
+        folder.path(),
+        &[
+            "link",
+            "iterate_kernel.cubin",
+            "iterate_step.cubin",
+            archive.to_str().unwrap(),
+            "--arch",
+            "sm_90",
+            "--json",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["inputs"][2]["kind"], "library");
+    assert!(
+        kernels_in(&folder.path().join("linked.cubin")).contains(&"iterate".to_owned()),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_failed_link_shows_the_log_naming_the_input_on_standard_error() {
+    let folder = pieces("cubin");
+    let (code, stdout, stderr) = run_in(
+        folder.path(),
+        &["link", "iterate_kernel.cubin", "--arch", "sm_90"],
+    );
+    assert_eq!(code, Some(1));
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.starts_with("cudyn link: nvJitLinkComplete failed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Undefined reference to '_Z4stepf' in 'iterate_kernel.cubin'"),
+        "{stderr}"
+    );
+    assert!(!folder.path().join("linked.cubin").exists());
+}
+
+#[test]
+fn bad_inputs_are_refused_with_the_fix() {
+    let folder = pieces("ltoir");
+    for (args, expected) in [
+        (
+            &["iterate_kernel.ltoir", "iterate_step.ltoir", "--arch", "90"][..],
+            "cudyn link: pass --lto: iterate_kernel.ltoir is LTO-IR",
+        ),
+        (
+            &["iterate_kernel.cu", "--arch", "90"][..],
+            "cudyn link: iterate_kernel.cu is not an input nvJitLink links",
+        ),
+        (
+            &[
+                "iterate_step.ltoir",
+                "--lto",
+                "--arch",
+                "90",
+                "-o",
+                "iterate_step.ltoir",
+            ][..],
+            "cudyn link: the output iterate_step.ltoir is the input iterate_step.ltoir",
+        ),
+        (
+            &["missing.cubin", "--arch", "90"][..],
+            "cudyn link: cannot read missing.cubin",
+        ),
+    ] {
+        let (code, stdout, stderr) = run_in(folder.path(), &[&["link"], args].concat());
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}");
+        assert!(stderr.starts_with(expected), "{args:?}: {stderr}");
+    }
+    let step = std::fs::read(folder.path().join("iterate_step.ltoir")).unwrap();
+    assert_eq!(
+        u32::from_le_bytes(step[..4].try_into().unwrap()),
+        0x7F4E_43ED
+    );
+}
+
+#[test]
+fn help_ends_with_examples() {
+    let (code, help, _) = run_in(Path::new("."), &["link", "--help"]);
+    assert_eq!(code, Some(0));
+    assert!(help.contains("Exit status:"), "{help}");
+    let examples = help.split("Examples:").nth(1).unwrap();
+    assert!(
+        examples
+            .trim()
+            .lines()
+            .all(|line| line.trim_start().starts_with("cudyn ")),
+        "{examples}"
+    );
+}
