@@ -21,7 +21,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::inspect::{self, fatbin, host, ltoir, ptx, Inspection};
+use crate::inspect::{self, archive, fatbin, host, ltoir, ptx, Inspection};
 use crate::param::ParamLayout;
 
 mod validate;
@@ -41,6 +41,9 @@ pub enum ImageKind {
     LtoIr,
     /// A host object, executable or shared library with embedded fatbins (built by nvcc).
     HostBinary,
+    /// A static library (`ar` archive, `.a`) of device code or host objects, e.g.
+    /// `libcudadevrt.a`.
+    Archive,
 }
 
 impl ImageKind {
@@ -64,6 +67,10 @@ impl ImageKind {
                 "a host program or object is not a library of device code; load its embedded \
                  fatbins (Image::embedded_fatbins) instead",
             ),
+            ImageKind::Archive => Some(
+                "a static library is linked, not loaded: link it with cudyn::Linker \
+                 (InputKind::Library) or `cudyn link`, then load the linked image",
+            ),
         }
     }
 }
@@ -76,6 +83,7 @@ impl fmt::Display for ImageKind {
             ImageKind::Fatbin => "fatbin",
             ImageKind::LtoIr => "LTO-IR",
             ImageKind::HostBinary => "host binary",
+            ImageKind::Archive => "static library",
         })
     }
 }
@@ -219,9 +227,12 @@ fn validate_kind(bytes: &[u8], kind: ImageKind, what: &dyn Fn() -> String) -> Re
 const ELF_MAGIC: &[u8] = b"\x7fELF";
 
 /// The kind of `bytes`, or why they are none.
-fn detect(bytes: &[u8]) -> std::result::Result<ImageKind, String> {
+pub(crate) fn detect(bytes: &[u8]) -> std::result::Result<ImageKind, String> {
     if bytes.is_empty() {
         return Err("it is empty".into());
+    }
+    if bytes.starts_with(archive::MAGIC) {
+        return Ok(ImageKind::Archive);
     }
     if fatbin::has_magic(bytes) {
         return Ok(ImageKind::Fatbin);
@@ -241,7 +252,8 @@ fn detect(bytes: &[u8]) -> std::result::Result<ImageKind, String> {
     let head: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
     Err(format!(
         "it starts with the bytes {}, the header of none of the kinds cudyn knows (PTX, a \
-         cubin, a fatbin, LTO-IR, or a host binary with embedded device code built by nvcc)",
+         cubin, a fatbin, LTO-IR, a host binary with embedded device code built by nvcc, or a \
+         static library)",
         head.join(" ")
     ))
 }

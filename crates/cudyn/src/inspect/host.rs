@@ -17,10 +17,12 @@ const FATBIN_ALIGN: usize = 8;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct HostBinary {
-    /// The object format, e.g. "Elf".
+    /// The object format: "ELF", "PE", "COFF" or "Mach-O".
     pub format: String,
-    /// The host architecture, e.g. "X86_64".
+    /// The host architecture, e.g. "x86-64", "AArch64".
     pub architecture: String,
+    /// What the file is: "object", "executable" or "shared library".
+    pub file_kind: String,
     /// Each section holding fatbins.
     pub sections: Vec<FatbinSection>,
 }
@@ -46,9 +48,10 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Result<(), String>> {
         Ok(())
     } else {
         Err(format!(
-            "it is a host binary ({:?}, {:?}) with no embedded device code (no {} section)",
-            file.format(),
-            file.architecture(),
+            "it is a host {} ({}, {}) with no embedded device code (no {} section)",
+            file_kind_name(&file),
+            format_name(file.format()),
+            architecture_name(file.architecture()),
             FATBIN_SECTIONS.join(" or ")
         ))
     })
@@ -98,10 +101,52 @@ pub fn parse(bytes: &[u8]) -> Result<HostBinary, ParseError> {
         });
     }
     Ok(HostBinary {
-        format: format!("{:?}", file.format()),
-        architecture: format!("{:?}", file.architecture()),
+        format: format_name(file.format()).to_owned(),
+        architecture: architecture_name(file.architecture()),
+        file_kind: file_kind_name(&file).to_owned(),
         sections,
     })
+}
+
+/// An object format as its documentation spells it.
+fn format_name(format: object::BinaryFormat) -> &'static str {
+    match format {
+        object::BinaryFormat::Elf => "ELF",
+        object::BinaryFormat::Pe => "PE",
+        object::BinaryFormat::Coff => "COFF",
+        object::BinaryFormat::MachO => "Mach-O",
+        object::BinaryFormat::Xcoff => "XCOFF",
+        object::BinaryFormat::Wasm => "WebAssembly",
+        _ => "unknown format",
+    }
+}
+
+/// A host architecture by its usual name.
+fn architecture_name(architecture: object::Architecture) -> String {
+    use object::Architecture as A;
+    match architecture {
+        A::X86_64 | A::X86_64_X32 => "x86-64".to_owned(),
+        A::I386 => "x86".to_owned(),
+        A::Aarch64 | A::Aarch64_Ilp32 => "AArch64".to_owned(),
+        A::Arm => "ARM".to_owned(),
+        A::PowerPc64 => "PowerPC 64".to_owned(),
+        A::Riscv64 => "RISC-V 64".to_owned(),
+        A::Unknown => "unknown architecture".to_owned(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// What kind of file a host binary is.
+fn file_kind_name(file: &object::File<'_>) -> &'static str {
+    match file.kind() {
+        object::ObjectKind::Relocatable => "object",
+        object::ObjectKind::Executable => "executable",
+        // Position-independent executables are dynamic objects too; they have an entry point.
+        object::ObjectKind::Dynamic if file.entry() != 0 => "executable",
+        object::ObjectKind::Dynamic => "shared library",
+        object::ObjectKind::Core => "core dump",
+        _ => "binary",
+    }
 }
 
 /// The fatbins embedded in a host binary, as byte slices ready to load.

@@ -1,5 +1,5 @@
-//! Offline inspection of device code: what is in a PTX file, a cubin, a fatbin, LTO-IR or a host
-//! binary built by nvcc, which GPUs it runs on, and what each kernel takes. No GPU and no CUDA
+//! Offline inspection of device code: what is in a PTX file, a cubin, a fatbin, LTO-IR, a host
+//! binary built by nvcc or a static library, which GPUs it runs on, and what each kernel takes. No GPU and no CUDA
 //! library is needed.
 //!
 //! Every parser here reads untrusted bytes: offsets, counts and sizes are checked before use, and
@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::image::{Image, ImageKind};
 use crate::param::ParamLayout;
 
+pub mod archive;
 pub mod cubin;
 pub mod fatbin;
 pub mod host;
@@ -75,6 +76,8 @@ pub enum Contents {
     LtoIr(ltoir::LtoIr),
     /// A host binary's embedded fatbins.
     HostBinary(host::HostBinary),
+    /// A static library's members.
+    Archive(archive::Archive),
 }
 
 impl Inspection {
@@ -88,6 +91,11 @@ impl Inspection {
             Contents::HostBinary(host) => {
                 for fatbin in host.sections.iter().flat_map(|s| &s.fatbins) {
                     fatbin.collect_modules(&mut out);
+                }
+            }
+            Contents::Archive(archive) => {
+                for inspection in archive.members.iter().filter_map(|m| m.inspection.as_ref()) {
+                    out.extend(inspection.modules());
                 }
             }
             Contents::LtoIr(_) => {}
@@ -142,6 +150,20 @@ pub(crate) fn find_param_layout(
             Ok(None)
         }
         ImageKind::LtoIr => Ok(None),
+        ImageKind::Archive => {
+            for (_, member) in archive::members(bytes)? {
+                let Ok(kind) = crate::image::detect(member) else {
+                    continue;
+                };
+                if kind == ImageKind::Archive {
+                    continue;
+                }
+                if let Ok(Some(layout)) = find_param_layout(member, kind, kernel) {
+                    return Ok(Some(layout));
+                }
+            }
+            Ok(None)
+        }
     }
 }
 
@@ -185,6 +207,7 @@ pub(crate) fn inspect_kind(bytes: &[u8], kind: ImageKind) -> Result<Inspection> 
         ImageKind::Fatbin => fatbin::parse(bytes).map(Contents::Fatbin),
         ImageKind::LtoIr => ltoir::parse(bytes).map(Contents::LtoIr),
         ImageKind::HostBinary => host::parse(bytes).map(Contents::HostBinary),
+        ImageKind::Archive => archive::parse(bytes).map(Contents::Archive),
     }
     .map_err(|error| Error::MalformedImage {
         what: crate::image::bytes_given(bytes),

@@ -48,6 +48,6 @@ pub(crate) fn image(bytes: &[u8], kind: ImageKind) -> Result<(), Refusal> {
         ImageKind::Cubin => cubin::validate(bytes),
         ImageKind::Fatbin => fatbin::validate(bytes),
         ImageKind::Ptx => ptx::validate(bytes).map_err(Refusal::Malformed),
-        ImageKind::LtoIr | ImageKind::HostBinary => Ok(()),
+        ImageKind::LtoIr | ImageKind::HostBinary | ImageKind::Archive => Ok(()),
     }
 }
