@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cudyn::inspect::archive::Archive;
 use cudyn::inspect::cubin::{Cubin, Space};
 use cudyn::inspect::fatbin::{Compression, Entry, EntryContents, EntryKind, Fatbin};
 use cudyn::inspect::ltoir::LtoIr;
@@ -11,13 +12,46 @@ use cudyn::inspect::ptx::PtxModule;
 use cudyn::inspect::Contents;
 use cudyn::{Image, Inspection};
 
+/// The text after `cudyn inspect --help`'s options.
+const AFTER_HELP: &str = "\
+The kernel table (one per cubin), one row per kernel:
+  regs     registers per thread
+  params   bytes of parameters the kernel takes
+  shared   bytes of static shared memory per block
+  local    bytes of local memory per thread, besides the stack
+  stack    bytes of stack per thread
+  threads  the most threads per block the kernel allows (__launch_bounds__); - when unbounded
+  kernel   the C++ name, then the symbol the driver knows [in brackets] when it is mangled
+  params: #0 @0+8 #1 @8+4   under a row: parameter #0 at byte offset 0, 8 bytes long; #1 at 8,
+           4 bytes (the layout a launch's arguments must follow)
+  A - in any column: the cubin does not record it.
+
+Static libraries (.a): each member is shown as device code (a cubin, a fatbin, ...) or a host
+object with its embedded device code; members without device code are named with the reason.
+
+Errors go to standard error; with --json each file's object also holds them as \"error\".
+
+Exit status:
+  0  every file was read
+  1  a file could not be read, is not device code, or is damaged
+  2  usage error (bad option)
+
+Examples:
+  cudyn inspect saxpy.cubin
+  cudyn inspect app.fatbin kernels.ptx piece.ltoir
+  cudyn inspect ./my_program            # a host program built by nvcc
+  cudyn inspect libcudadevrt.a          # a static library
+  cudyn inspect --json saxpy.cubin";
+
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Files to inspect: PTX, cubin, fatbin, LTO-IR, or host programs, libraries and objects
-    /// built by nvcc.
+    /// Files to inspect: PTX, cubin, fatbin, LTO-IR, host programs, shared libraries and
+    /// objects built by nvcc, and static libraries (.a).
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// Print JSON (one array, an object per file) instead of tables.
+    /// Print JSON (one array, an object per file: file, then inspection or error) instead of
+    /// tables.
     #[arg(long)]
     json: bool,
 }
@@ -40,7 +74,7 @@ pub fn run(args: &Args) -> ExitCode {
             let result = Image::from_file(file).and_then(|image| image.inspect());
             let (inspection, error) = match result {
                 Ok(inspection) => (Some(inspection), None),
-                Err(error) => (None, Some(error.to_string())),
+                Err(error) => (None, Some(naming_once(file, &error))),
             };
             FileReport {
                 file: file.clone(),
@@ -50,17 +84,16 @@ pub fn run(args: &Args) -> ExitCode {
         })
         .collect();
     if args.json {
-        match serde_json::to_string_pretty(&reports) {
-            Ok(json) => println!("{json}"),
-            Err(error) => {
-                eprintln!("cudyn inspect: cannot write JSON: {error}");
-                return ExitCode::FAILURE;
-            }
-        }
+        crate::output::print_json("inspect", &reports);
     } else {
-        for report in &reports {
-            print!("{}", render(report));
-        }
+        let tables = reports.iter().filter_map(|report| {
+            let inspection = report.inspection.as_ref()?;
+            Some(render_inspection(&report.file.display().to_string(), inspection) + "\n")
+        });
+        crate::output::print_text(tables);
+    }
+    for error in reports.iter().filter_map(|report| report.error.as_deref()) {
+        eprintln!("cudyn inspect: {error}");
     }
     if reports.iter().any(|report| report.error.is_some()) {
         ExitCode::FAILURE
@@ -69,15 +102,16 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
-fn render(report: &FileReport) -> String {
-    let name = report.file.display().to_string();
-    let mut out = match (&report.inspection, &report.error) {
-        (Some(inspection), _) => render_inspection(&name, inspection),
-        (None, Some(error)) => format!("{name}: error: {error}\n"),
-        (None, None) => String::new(),
-    };
-    out.push('\n');
-    out
+/// `error` with its causes, naming `file` once: at the start unless the library's message
+/// already names it.
+fn naming_once(file: &std::path::Path, error: &cudyn::Error) -> String {
+    let text = crate::output::chain(error);
+    let name = file.display().to_string();
+    if text.contains(&name) {
+        text
+    } else {
+        format!("{name}: {text}")
+    }
 }
 
 /// The readable table of what `inspection` found, headed by `name`.
@@ -98,11 +132,13 @@ fn render_contents(out: &mut String, contents: &Contents, depth: usize) {
         Contents::Cubin(cubin) => render_cubin(out, cubin, depth),
         Contents::Fatbin(fatbin) => render_fatbin(out, fatbin, depth),
         Contents::LtoIr(ltoir) => render_ltoir(out, ltoir, depth),
+        Contents::Archive(archive) => render_archive(out, archive, depth),
         Contents::HostBinary(host) => {
             let _ = writeln!(
                 out,
-                "{}{} host binary for {}",
+                "{}host {} ({}, {})",
                 indent(depth),
+                host.file_kind,
                 host.format,
                 host.architecture
             );
@@ -119,6 +155,30 @@ fn render_contents(out: &mut String, contents: &Contents, depth: usize) {
                 }
                 render_notes(out, &section.notes, depth + 1);
             }
+        }
+    }
+}
+
+fn render_archive(out: &mut String, archive: &Archive, depth: usize) {
+    let _ = writeln!(
+        out,
+        "{}{} member(s), {} with device code",
+        indent(depth),
+        archive.members.len(),
+        archive.device_members()
+    );
+    for member in &archive.members {
+        let _ = writeln!(
+            out,
+            "{}member {} ({} bytes)",
+            indent(depth),
+            member.name,
+            member.size
+        );
+        match (&member.inspection, &member.note) {
+            (Some(inspection), _) => render_contents(out, &inspection.contents, depth + 1),
+            (None, Some(note)) => render_notes(out, std::slice::from_ref(note), depth + 1),
+            (None, None) => {}
         }
     }
 }

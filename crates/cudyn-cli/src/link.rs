@@ -187,12 +187,8 @@ fn link(args: &Args, report: &mut LinkReport) -> Result<Destination, CliError> {
     Ok(destination)
 }
 
-/// The kind nvJitLink is told, from the bytes (not the name): an archive, or what
-/// [`Image::detect`] finds.
+/// The kind nvJitLink is told, from the bytes (not the name), as [`Image::detect`] finds it.
 fn input_kind(file: &Path, bytes: &[u8]) -> Result<InputKind, CliError> {
-    if bytes.starts_with(b"!<arch>\n") {
-        return Ok(InputKind::Library);
-    }
     let kind = Image::detect(bytes).map_err(|error| {
         CliError::new(format!(
             "{} is not an input nvJitLink links: give cubin, PTX, LTO-IR, fatbin, a host object \
@@ -207,6 +203,7 @@ fn input_kind(file: &Path, bytes: &[u8]) -> Result<InputKind, CliError> {
         ImageKind::Fatbin => InputKind::Fatbin,
         ImageKind::LtoIr => InputKind::LtoIr,
         ImageKind::HostBinary => InputKind::Object,
+        ImageKind::Archive => InputKind::Library,
     })
 }
 

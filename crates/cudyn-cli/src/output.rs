@@ -107,9 +107,21 @@ pub fn print_error(command: &str, error: &dyn Error) {
 /// Prints `value` as pretty JSON on standard output (a failure to serialize on standard error).
 pub fn print_json(command: &str, value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
-        Ok(json) => println!("{json}"),
+        Ok(json) => print_text([json + "\n"]),
         Err(error) => print_error(command, &error),
     }
+}
+
+/// Writes `pieces` to standard output, stopping quietly when the reader has gone (`| head`
+/// closes the pipe): there is no one left to tell.
+pub fn print_text(pieces: impl IntoIterator<Item = String>) {
+    let mut stdout = std::io::stdout().lock();
+    for piece in pieces {
+        if stdout.write_all(piece.as_bytes()).is_err() {
+            return;
+        }
+    }
+    let _ = stdout.flush();
 }
 
 /// Where one output goes.

@@ -60,3 +60,106 @@ fn a_file_that_is_not_device_code_fails_with_a_reason() {
     let error = json[1]["error"].as_str().unwrap();
     assert!(error.contains("is not device code"), "{error}");
 }
+
+/// libcudadevrt.a, installed beside NVRTC by the nvidia-cuda-runtime wheel.
+fn cudadevrt() -> std::path::PathBuf {
+    let nvrtc = cudyn::sys::nvrtc().expect("NVRTC (scripts/cuda-wheels)");
+    let archive = nvrtc.library.path.parent().unwrap().join("libcudadevrt.a");
+    assert!(archive.exists(), "{} is missing", archive.display());
+    archive
+}
+
+#[test]
+fn a_static_library_shows_each_member_and_its_device_code() {
+    let archive = cudadevrt();
+    let (ok, table, stderr) = cudyn(&[archive.as_os_str()]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    for line in [
+        ": static library (",
+        "  1 member(s), 1 with device code",
+        "  member cuda_device_runtime.o (",
+        "    host object (ELF, x86-64)",
+        "    section __nv_relfatbin: 1 fatbin(s)",
+        "relocatable: link it before loading",
+    ] {
+        assert!(table.contains(line), "{line:?} missing from\n{table}");
+    }
+
+    let (ok, stdout, _) = cudyn(&["--json".as_ref(), archive.as_os_str()]);
+    assert!(ok);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json[0]["inspection"]["kind"], "archive");
+    let member = &json[0]["inspection"]["contents"]["archive"]["members"][0];
+    assert_eq!(member["name"], "cuda_device_runtime.o");
+    let host = &member["inspection"]["contents"]["host_binary"];
+    assert_eq!(host["format"], "ELF");
+    assert_eq!(host["architecture"], "x86-64");
+    assert_eq!(host["file_kind"], "object");
+    let entries = host["sections"][0]["fatbins"][0]["entries"]
+        .as_array()
+        .unwrap();
+    assert!(entries
+        .iter()
+        .any(|entry| entry["kind"] == "sass" && entry["arch"] == 90));
+}
+
+#[test]
+fn errors_go_to_standard_error_naming_the_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let ptx = dir.path().join("scale.ptx");
+    std::fs::write(&ptx, PTX).unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "just some notes\n").unwrap();
+    // This test program: a host executable without device code.
+    let host = std::env::current_exe().unwrap();
+    let (ok, stdout, stderr) = cudyn(&[ptx.as_os_str(), text.as_os_str(), host.as_os_str()]);
+    assert!(!ok);
+    assert!(stdout.contains("scale.ptx: PTX"), "{stdout}");
+    assert!(
+        !stdout.contains("notes.txt") && !stdout.contains("error"),
+        "{stdout}"
+    );
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    for (line, file) in lines.iter().zip([&text, &host]) {
+        assert!(line.starts_with("cudyn inspect: "), "{line}");
+        assert_eq!(
+            line.matches(&*file.display().to_string()).count(),
+            1,
+            "{line}"
+        );
+    }
+    assert!(
+        lines[1].contains("it is a host executable (ELF, x86-64) with no embedded device code"),
+        "{}",
+        lines[1]
+    );
+}
+
+#[test]
+fn help_explains_the_kernel_table_and_ends_with_examples() {
+    let output = common::cudyn()
+        .args(["inspect", "--help"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout).unwrap();
+    for text in [
+        "threads  the most threads per block",
+        "- when unbounded",
+        "params: #0 @0+8",
+        "byte offset 0, 8 bytes long",
+        "Exit status:",
+    ] {
+        assert!(help.contains(text), "{text:?} missing from\n{help}");
+    }
+    let examples = help.split("Examples:").nth(1).unwrap();
+    assert!(
+        examples
+            .trim()
+            .lines()
+            .all(|line| line.trim_start().starts_with("cudyn inspect")),
+        "{examples}"
+    );
+}
