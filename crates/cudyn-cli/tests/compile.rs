@@ -344,3 +344,33 @@ fn help_ends_with_examples_and_documents_exit_status_and_naming() {
         "{examples}"
     );
 }
+
+#[test]
+fn json_reports_a_failure_with_its_error_and_the_others_still_compile() {
+    let folder = sources(&[("fill.cu", FILL), ("broken.cu", "__global__ void k( {}\n")]);
+    let (code, stdout, stderr) = run_in(
+        folder.path(),
+        &[
+            "compile",
+            "fill.cu",
+            "broken.cu",
+            "--arch",
+            "sm_90",
+            "--json",
+        ],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
+    assert_eq!(json[0]["output"], "fill.cubin");
+    assert!(json[0].get("error").is_none());
+    let failed = &json[1];
+    assert_eq!(failed["file"], "broken.cu");
+    assert!(failed.get("output").is_none() && failed.get("bytes").is_none());
+    let error = failed["error"].as_str().unwrap();
+    assert!(
+        error.contains("nvrtcCompileProgram") && error.contains("broken.cu(1)"),
+        "{error}"
+    );
+    assert!(folder.path().join("fill.cubin").exists());
+    assert!(!folder.path().join("broken.cubin").exists());
+}

@@ -228,3 +228,103 @@ fn help_ends_with_examples() {
         "{examples}"
     );
 }
+
+#[test]
+fn dash_writes_the_cubin_to_standard_output() {
+    let folder = pieces("cubin");
+    let run = cudyn()
+        .current_dir(folder.path())
+        .args([
+            "link",
+            "iterate_kernel.cubin",
+            "iterate_step.cubin",
+            "--arch",
+            "90",
+            "-o",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    assert_eq!(&run.stdout[..4], b"\x7fELF");
+    let inspection = cudyn::Image::new(run.stdout).unwrap().inspect().unwrap();
+    let cudyn::inspect::Contents::Cubin(cubin) = inspection.contents else {
+        panic!("not a cubin: {:?}", inspection.kind);
+    };
+    assert_eq!(cubin.kernels.len(), 1);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("wrote standard output"), "{stderr}");
+    assert!(!folder.path().join("-").exists());
+}
+
+/// nvcc under `$CUDA_HOME/bin` (default /usr/local/cuda); fails the test when it is missing.
+fn nvcc() -> PathBuf {
+    let home = std::env::var_os("CUDA_HOME").unwrap_or_else(|| "/usr/local/cuda".into());
+    let nvcc = Path::new(&home).join("bin/nvcc");
+    assert!(
+        nvcc.is_file(),
+        "this test needs nvcc: set CUDA_HOME to a CUDA toolkit ({} does not exist)",
+        nvcc.display()
+    );
+    nvcc
+}
+
+/// Runs nvcc with `args` in `folder`, requiring success.
+fn run_nvcc(folder: &Path, args: &[&str]) {
+    let run = std::process::Command::new(nvcc())
+        .current_dir(folder)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "nvcc {args:?}: {run:?}");
+}
+
+#[test]
+#[ignore = "gpu: needs nvcc from the CUDA toolkit (no GPU used); about 5 s"]
+fn nvcc_objects_and_static_libraries_link_and_inspect() {
+    let folder = tempfile::tempdir().unwrap();
+    let dir = folder.path();
+    std::fs::write(dir.join("iterate_kernel.cu"), ITERATE_KERNEL).unwrap();
+    std::fs::write(dir.join("iterate_step.cu"), ITERATE_STEP).unwrap();
+    for name in ["iterate_kernel", "iterate_step"] {
+        run_nvcc(
+            dir,
+            &[
+                "-rdc=true",
+                "-arch=sm_90",
+                "-c",
+                &format!("{name}.cu"),
+                "-o",
+                &format!("{name}.o"),
+            ],
+        );
+    }
+    run_nvcc(dir, &["-lib", "iterate_step.o", "-o", "libstep.a"]);
+
+    // The static library nvcc made: its member is a host object with relocatable SASS.
+    let (code, stdout, stderr) = run_in(dir, &["inspect", "--json", "libstep.a"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json[0]["inspection"]["kind"], "archive");
+    let member = &json[0]["inspection"]["contents"]["archive"]["members"][0];
+    assert_eq!(member["name"], "iterate_step.o");
+    assert_eq!(member["inspection"]["kind"], "host_binary");
+
+    // A host object and the library, linked.
+    let (code, stdout, stderr) = run_in(
+        dir,
+        &[
+            "link",
+            "iterate_kernel.o",
+            "libstep.a",
+            "--arch",
+            "sm_90",
+            "--json",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["inputs"][0]["kind"], "object");
+    assert_eq!(report["inputs"][1]["kind"], "library");
+    assert_eq!(kernels_in(&dir.join("linked.cubin")), ["iterate"]);
+}
