@@ -379,19 +379,11 @@ fn print_report(report: &FileReport, destination: &Destination) {
         eprintln!("cudyn compile: {error}");
         return;
     }
-    let summary = format!(
-        "wrote {} ({} bytes of {} for {}, {} kernel(s))",
+    output::print_written(
         destination,
         report.bytes.unwrap_or_default(),
         report.emit.extension(),
-        report.targets.join(", "),
-        report
-            .kernels
-            .map_or_else(|| "unknown".to_owned(), |n| n.to_string())
+        &report.targets.join(", "),
+        report.kernels,
     );
-    if *destination == Destination::Stdout {
-        eprintln!("{summary}");
-    } else {
-        println!("{summary}");
-    }
 }

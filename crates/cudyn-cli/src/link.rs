@@ -106,24 +106,15 @@ pub fn run(args: &Args) -> ExitCode {
         if !report.info_log.trim().is_empty() {
             eprintln!("{}", report.info_log.trim_end());
         }
-        match (&outcome, &report.output) {
-            (Err(error), _) => output::print_error("link", error),
-            (Ok(destination), Some(shown)) => {
-                let summary = format!(
-                    "wrote {shown} ({} bytes of cubin for {}, {} kernel(s))",
-                    report.bytes.unwrap_or_default(),
-                    report.arch.as_deref().unwrap_or_default(),
-                    report
-                        .kernels
-                        .map_or_else(|| "unknown".to_owned(), |n| n.to_string())
-                );
-                if *destination == Destination::Stdout {
-                    eprintln!("{summary}");
-                } else {
-                    println!("{summary}");
-                }
-            }
-            (Ok(_), None) => {}
+        match &outcome {
+            Err(error) => output::print_error("link", error),
+            Ok(destination) => output::print_written(
+                destination,
+                report.bytes.unwrap_or_default(),
+                "cubin",
+                report.arch.as_deref().unwrap_or_default(),
+                report.kernels,
+            ),
         }
     }
     if outcome.is_ok() {

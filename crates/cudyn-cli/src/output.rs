@@ -124,6 +124,26 @@ pub fn print_text(pieces: impl IntoIterator<Item = String>) {
     let _ = stdout.flush();
 }
 
+/// Says what was written where: on standard output, or on standard error when the code itself
+/// went to standard output. `targets` are the architectures; `kernels` is `None` when the kind
+/// lists none (LTO-IR).
+pub fn print_written(
+    destination: &Destination,
+    bytes: usize,
+    kind: &str,
+    targets: &str,
+    kernels: Option<usize>,
+) {
+    let kernels = kernels.map_or_else(|| "unknown".to_owned(), |n| n.to_string());
+    let summary =
+        format!("wrote {destination} ({bytes} bytes of {kind} for {targets}, {kernels} kernel(s))");
+    if *destination == Destination::Stdout {
+        eprintln!("{summary}");
+    } else {
+        println!("{summary}");
+    }
+}
+
 /// Where one output goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Destination {

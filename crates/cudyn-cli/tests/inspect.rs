@@ -138,7 +138,7 @@ fn errors_go_to_standard_error_naming_the_file_once() {
 }
 
 #[test]
-fn help_explains_the_kernel_table_and_ends_with_examples() {
+fn help_explains_the_kernel_table() {
     let output = common::cudyn()
         .args(["inspect", "--help"])
         .output()
@@ -154,12 +154,4 @@ fn help_explains_the_kernel_table_and_ends_with_examples() {
     ] {
         assert!(help.contains(text), "{text:?} missing from\n{help}");
     }
-    let examples = help.split("Examples:").nth(1).unwrap();
-    assert!(
-        examples
-            .trim()
-            .lines()
-            .all(|line| line.trim_start().starts_with("cudyn inspect")),
-        "{examples}"
-    );
 }

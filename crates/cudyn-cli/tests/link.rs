@@ -215,21 +215,6 @@ fn bad_inputs_are_refused_with_the_fix() {
 }
 
 #[test]
-fn help_ends_with_examples() {
-    let (code, help, _) = run_in(Path::new("."), &["link", "--help"]);
-    assert_eq!(code, Some(0));
-    assert!(help.contains("Exit status:"), "{help}");
-    let examples = help.split("Examples:").nth(1).unwrap();
-    assert!(
-        examples
-            .trim()
-            .lines()
-            .all(|line| line.trim_start().starts_with("cudyn ")),
-        "{examples}"
-    );
-}
-
-#[test]
 fn dash_writes_the_cubin_to_standard_output() {
     let folder = pieces("cubin");
     let run = cudyn()
