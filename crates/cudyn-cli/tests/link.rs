@@ -313,3 +313,34 @@ fn nvcc_objects_and_static_libraries_link_and_inspect() {
     assert_eq!(report["inputs"][1]["kind"], "library");
     assert_eq!(kernels_in(&dir.join("linked.cubin")), ["iterate"]);
 }
+
+#[test]
+fn without_a_driver_or_arch_the_error_says_the_fix_first() {
+    let nvjitlink = cudyn::sys::nvjitlink().expect("nvJitLink (scripts/cuda-wheels)");
+    // A folder holding nvJitLink and nothing else: as the only place searched, it hides the CUDA
+    // driver even on a machine that has one.
+    let only_nvjitlink = tempfile::tempdir().unwrap();
+    let path = &nvjitlink.library.path;
+    std::os::unix::fs::symlink(path, only_nvjitlink.path().join(path.file_name().unwrap()))
+        .unwrap();
+    let folder = pieces("cubin");
+    let run = cudyn()
+        .current_dir(folder.path())
+        .env("CUDYN_LIBRARY_PATH", only_nvjitlink.path())
+        .args(["link", "iterate_kernel.cubin", "iterate_step.cubin"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1), "{run:?}");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.starts_with(
+            "cudyn link: no target architecture: pass one with --arch (e.g. --arch sm_90)."
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cudyn links for the current GPU"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+}

@@ -243,7 +243,7 @@ pub enum Error {
     #[error(
         "{producer} {producer_version} emits PTX that this driver (CUDA {driver}) cannot load \
          (it would fail with CUDA_ERROR_UNSUPPORTED_PTX_VERSION). Fixes: compile to SASS for the \
-         GPU instead (Output::Cubin, the default; `cudyn compile --cubin`), or finish the PTX to a \
+         GPU instead (Output::Cubin, the default; `cudyn compile --emit cubin`), or finish the PTX to a \
          cubin with an nvJitLink at least as new as {producer} (cudyn::compile::ptx_to_cubin; it \
          may be newer than the driver); \
          to write PTX meant for another machine's driver, allow it explicitly \
