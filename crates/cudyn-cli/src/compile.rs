@@ -18,6 +18,7 @@ Output naming:
                          for binary code), and the report then goes to standard error
   Several files          each beside its source, or with -o FOLDER as FOLDER/<stem>.<ext>;
                          -o FILE and -o - are refused, and so are two sources with one stem
+  -o FOLDER/             (ending in /) a folder, made when missing, for one file or several
   An output that is one of the inputs (same file by any path) is refused.
 
 Targets (--arch, comma-separated or repeated):
@@ -238,7 +239,7 @@ impl Plan {
 }
 
 /// Compiles every file on rayon's threads (NVRTC is thread-safe), with a progress bar on a
-/// terminal, writing each output as it is done.
+/// terminal, writing each output as it is done; the reports are printed at the end.
 fn compile_all(args: &Args, plan: &Plan) -> Vec<FileReport> {
     let progress = progress_bar(args.files.len(), args.json);
     let reports: Vec<FileReport> = args
@@ -248,13 +249,16 @@ fn compile_all(args: &Args, plan: &Plan) -> Vec<FileReport> {
         .map(|(file, destination)| {
             let report = compile_one(args, plan, file, destination);
             progress.inc(1);
-            if !args.json {
-                progress.suspend(|| print_report(&report, destination));
-            }
             report
         })
         .collect();
     progress.finish_and_clear();
+    // In the files' order, whichever finished first: the same command prints the same text.
+    if !args.json {
+        for (report, destination) in reports.iter().zip(&plan.destinations) {
+            print_report(report, destination);
+        }
+    }
     reports
 }
 

@@ -204,14 +204,20 @@ pub fn destinations(
             }
             vec![stdout(extension, binary)?]
         }
-        Some(folder) if folder.is_dir() => inputs
-            .iter()
-            .map(|input| beside(Some(folder), input))
-            .collect(),
+        Some(folder) if folder.is_dir() || names_a_folder(folder) => {
+            std::fs::create_dir_all(folder).map_err(|error| {
+                CliError::new(format!("cannot make the folder {}", folder.display())).source(error)
+            })?;
+            inputs
+                .iter()
+                .map(|input| beside(Some(folder), input))
+                .collect()
+        }
         Some(path) if inputs.len() > 1 => {
             return Err(CliError::new(format!(
-                "-o {} is not a folder, and {} inputs make {} outputs: name an existing folder \
-                 (-o build/), or leave -o out to write each output beside its source",
+                "-o {} is not a folder, and {} inputs make {} outputs: name a folder \
+                 (-o build/, made when missing), or leave -o out to write each output beside \
+                 its source",
                 path.display(),
                 inputs.len(),
                 inputs.len()
@@ -221,6 +227,13 @@ pub fn destinations(
     };
     refuse_clashes(inputs, &destinations)?;
     Ok(destinations)
+}
+
+/// Whether `-o` was written as a folder: ending in a path separator (`build/`).
+fn names_a_folder(path: &Path) -> bool {
+    path.as_os_str()
+        .to_string_lossy()
+        .ends_with(std::path::MAIN_SEPARATOR)
 }
 
 /// Standard output as a destination, unless binary code would go to a terminal.
