@@ -144,6 +144,19 @@ mod tests {
             archive.members[1].note
         );
         assert_eq!(image.param_layout("k").unwrap(), []);
+        // Loading a static library is refused with the way to link it instead.
+        let error = image.validate().unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                crate::Error::NotLoadable {
+                    kind: ImageKind::Archive,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().contains("InputKind::Library"), "{error}");
     }
 
     #[test]
