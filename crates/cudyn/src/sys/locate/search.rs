@@ -548,15 +548,16 @@ mod tests {
 
     #[test]
     fn the_default_wheel_environment_is_the_one_the_set_up_script_installs() {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cuda-wheels");
-        let text = fs::read_to_string(&script).unwrap();
+        let text = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/cuda-wheels"
+        ));
         let expected = format!(
             "venv=${{{WHEELS_VENV_ENV}:-${{XDG_CACHE_HOME:-$HOME/.cache}}/{WHEELS_VENV_DEFAULT}}}"
         );
         assert!(
             text.lines().any(|line| line.trim() == expected),
-            "{} no longer says `{expected}`",
-            script.display()
+            "scripts/cuda-wheels no longer says `{expected}`"
         );
     }
 
