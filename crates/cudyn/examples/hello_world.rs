@@ -3,7 +3,7 @@
 //!
 //! `cargo run --example hello_world [device.fatbin]`. With no file, the fatbin is made at run
 //! time, so that no nvcc is needed: NVRTC compiles the kernel for this GPU and nvFatbin wraps the
-//! cubin, as `cudyn compile device.cu --emit fatbin -o device.fatbin` does. Each thread greets
+//! cubin, as `cudyn compile hello_world.cu --emit fatbin -o device.fatbin` does. Each thread greets
 //! (device `printf`) and records its visit, which is compared with what the CPU expects.
 
 mod common;
@@ -16,12 +16,8 @@ use std::process::ExitCode;
 use cudyn::sys::Api;
 use cudyn::{DeviceBuffer, LaunchConfig, Library, Program};
 
-const DEVICE_CU: &str = r#"
-extern "C" __global__ void helloWorld(int *visits) {
-    printf("Hello from GPU thread %d\n", threadIdx.x);
-    visits[threadIdx.x] = threadIdx.x + 1;
-}
-"#;
+/// The kernel, kept in its own file so that it can also be compiled on the command line.
+const DEVICE_CU: &str = include_str!("hello_world.cu");
 
 const THREADS: u32 = 4;
 
