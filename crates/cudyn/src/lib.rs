@@ -125,3 +125,9 @@ pub use sys::locate::Component;
 pub use sys::set_library_path;
 pub use toolchain::ToolchainReport;
 pub use version::Version;
+
+/// The README's Rust example, compiled with the documentation tests so that it keeps up with the
+/// API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;
