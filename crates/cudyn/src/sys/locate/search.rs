@@ -442,13 +442,18 @@ mod tests {
         );
     }
 
+    /// The runtime, NVRTC and nvJitLink of CUDA 13 in `folder`.
+    fn whole_toolkit(folder: &Path) {
+        for soname in ["libcudart.so.13", "libnvrtc.so.13", "libnvJitLink.so.13"] {
+            touch(&folder.join(soname));
+        }
+    }
+
     /// A virtual environment under `venv` holding the three toolkit libraries of CUDA 13, as
     /// `scripts/cuda-wheels` installs them; returns their folder.
     fn wheel_venv(venv: &Path) -> PathBuf {
         let lib = venv.join("lib/python3.12/site-packages/nvidia/cu13/lib");
-        for soname in ["libcudart.so.13", "libnvrtc.so.13", "libnvJitLink.so.13"] {
-            touch(&lib.join(soname));
-        }
+        whole_toolkit(&lib);
         lib
     }
 
@@ -508,9 +513,7 @@ mod tests {
         let home = root.path().join("home");
         wheel_venv(&home.join(".cache").join(WHEELS_VENV_DEFAULT));
         let toolkit = root.path().join("usr/local/cuda/lib64");
-        for soname in ["libcudart.so.13", "libnvrtc.so.13", "libnvJitLink.so.13"] {
-            touch(&toolkit.join(soname));
-        }
+        whole_toolkit(&toolkit);
         let cuda_home = root.path().join("opt/cuda");
         let search = search_with(
             env(&[("HOME", &home), ("CUDA_HOME", &cuda_home)]),
@@ -594,9 +597,7 @@ mod tests {
         let early = root.path().join("early");
         let whole = root.path().join("whole");
         touch(&early.join("lib64/libcudart.so.12"));
-        for soname in ["libcudart.so.13", "libnvrtc.so.13", "libnvJitLink.so.13"] {
-            touch(&whole.join("lib64").join(soname));
-        }
+        whole_toolkit(&whole.join("lib64"));
         let search = search_with(
             env(&[("CUDA_PATH", &early), ("CUDA_HOME", &whole)]),
             root.path(),
@@ -616,9 +617,7 @@ mod tests {
         let newer_nvrtc = root.path().join("nvrtc-13.5");
         let toolkit = root.path().join("toolkit");
         touch(&newer_nvrtc.join("libnvrtc.so.13"));
-        for soname in ["libcudart.so.13", "libnvrtc.so.13", "libnvJitLink.so.13"] {
-            touch(&toolkit.join(soname));
-        }
+        whole_toolkit(&toolkit);
         let search = SearchPath::only([newer_nvrtc.clone(), toolkit.clone()]);
         let nvrtc = search.locate(Component::Nvrtc).unwrap();
         assert_eq!(nvrtc.path, newer_nvrtc.join("libnvrtc.so.13"));
