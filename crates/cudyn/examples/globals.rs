@@ -1,7 +1,7 @@
 //! Device variables of a loaded library: a `__constant__` table written from the host before the
 //! launch, a `__device__` counter and a `__managed__` sum the kernel updates, read back after it.
 //!
-//! `cargo run --example globals`
+//! `cargo run -p cudyn --example globals`
 
 mod common;
 

@@ -1,10 +1,11 @@
 //! The first example of "Dynamic Loading in the CUDA Runtime" (NVIDIA): `helloWorld` loaded from
 //! a fatbin file and launched through its kernel handle.
 //!
-//! `cargo run --example hello_world [device.fatbin]`. With no file, the fatbin is made at run
-//! time, so that no nvcc is needed: NVRTC compiles the kernel for this GPU and nvFatbin wraps the
-//! cubin, as `cudyn compile hello_world.cu --emit fatbin -o device.fatbin` does. Each thread greets
-//! (device `printf`) and records its visit, which is compared with what the CPU expects.
+//! `cargo run -p cudyn --example hello_world [-- device.fatbin]`. With no file, the fatbin is
+//! made at run time, so that no nvcc is needed: NVRTC compiles the kernel (`hello_world.cu`) for
+//! this GPU and nvFatbin wraps the cubin, as `cudyn compile hello_world.cu --emit fatbin -o
+//! device.fatbin` does. Each thread greets (device `printf`) and records its visit, which is
+//! compared with what the CPU expects.
 
 mod common;
 

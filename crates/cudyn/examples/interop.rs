@@ -3,7 +3,7 @@
 //! through the runtime (`cudaKernelSetAttributeForDevice`) on a kernel loaded through the driver
 //! is read back through the driver (`cuKernelGetAttribute`), using the raw calls of `cudyn::sys`.
 //!
-//! `cargo run --example interop`
+//! `cargo run -p cudyn --example interop`
 
 mod common;
 

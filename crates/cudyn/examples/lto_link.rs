@@ -1,7 +1,7 @@
 //! Two pieces of device code compiled separately to LTO-IR and linked by nvJitLink with link-time
 //! optimization: the kernel in one, the function it calls in the other.
 //!
-//! `cargo run --example lto_link`
+//! `cargo run -p cudyn --example lto_link`
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! SAXPY compiled by NVRTC at run time and loaded through the CUDA runtime's library API
 //! (`cudaLibraryLoadData`, `cudaLibraryGetKernel`, `cudaLaunchKernel`), with checked arguments.
 //!
-//! `cargo run --example saxpy_nvrtc`
+//! `cargo run -p cudyn --example saxpy_nvrtc`
 
 mod common;
 

@@ -2,7 +2,7 @@
 //! `DeviceRepr` stands for the CUDA struct, and the launch checks its size against the kernel's
 //! parameter before anything runs.
 //!
-//! `cargo run --example struct_by_value`
+//! `cargo run -p cudyn --example struct_by_value`
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! A template kernel compiled by NVRTC and found by its name expressions (`scale<float>`,
 //! `scale<double>`): NVRTC instantiates each and reports its mangled name, which cudyn looks up.
 //!
-//! `cargo run --example template_kernel`
+//! `cargo run -p cudyn --example template_kernel`
 
 mod common;
 

@@ -9,7 +9,7 @@
 //! [`Error`] that lists every place searched, never a panic.
 //!
 //! Runnable programs for each use case are in the crate's `examples/` folder
-//! (`cargo run --example saxpy_nvrtc`).
+//! (`cargo run -p cudyn --example saxpy_nvrtc`).
 //!
 //! ## Loading device code and launching a kernel
 //!

@@ -135,7 +135,10 @@ mod tests {
                 continue;
             };
             let pin = after.split('`').next().unwrap();
-            assert!(pins.contains(&pin), "{component}: {pin} is not among {pins:?}");
+            assert!(
+                pins.contains(&pin),
+                "{component}: {pin} is not among {pins:?}"
+            );
             assert!(hint.starts_with("Run `scripts/cuda-wheels`"), "{hint}");
         }
     }
