@@ -8,6 +8,76 @@
 //! use, following one documented search order ([`sys::locate`]); a missing library is an
 //! [`Error`] that lists every place searched, never a panic.
 //!
+//! Runnable programs for each use case are in the crate's `examples/` folder
+//! (`cargo run -p cudyn --example saxpy_nvrtc`).
+//!
+//! ## Loading device code and launching a kernel
+//!
+//! As the first example of "Dynamic Loading in the CUDA Runtime" (NVIDIA): read a fatbin, look
+//! the kernel up and launch the handle. `cudyn compile device.cu --emit fatbin --arch sm_90 -o
+//! device.fatbin` makes the file; [`Library::load`] takes the bytes from memory instead.
+//!
+//! ```no_run
+//! use cudyn::{LaunchConfig, Library};
+//!
+//! let library = Library::from_file("device.fatbin")?; // validated, then cudaLibraryLoadData
+//! let hello = library.kernel("helloWorld")?; // cudaLibraryGetKernel
+//! // SAFETY: helloWorld takes no parameters and touches no memory of this program.
+//! unsafe { hello.launch(&LaunchConfig::new(1, 1), ()) }?; // cudaLaunchKernel
+//! cudyn::synchronize()?;
+//! # Ok::<(), cudyn::Error>(())
+//! ```
+//!
+//! ## Compiling with NVRTC, with checked arguments
+//!
+//! A [`Program`] compiles to SASS for the current GPU (name an [`Arch`] where there is none);
+//! [`Kernel::launch`] checks the arguments against the kernel's real parameters and the
+//! configuration against the device's limits before anything reaches the driver.
+//!
+//! ```no_run
+//! use cudyn::{DeviceBuffer, LaunchConfig, Program};
+//!
+//! const SAXPY: &str = r#"
+//! extern "C" __global__ void saxpy(float a, const float *x, const float *y, float *out, size_t n) {
+//!     size_t i = blockIdx.x * blockDim.x + threadIdx.x;
+//!     if (i < n) out[i] = a * x[i] + y[i];
+//! }"#;
+//!
+//! let n = 1 << 20;
+//! let saxpy = Program::new(SAXPY).load()?.kernel("saxpy")?;
+//! let x = DeviceBuffer::from_slice(&vec![1.0f32; n])?;
+//! let y = DeviceBuffer::from_slice(&vec![2.0f32; n])?;
+//! let mut out = DeviceBuffer::<f32>::zeroed(n)?;
+//! // SAFETY: saxpy reads x[i] and y[i] and writes out[i] for i < n, and each buffer holds n
+//! // floats; the buffers outlive the kernel, and `out` is read only after it.
+//! unsafe {
+//!     saxpy.launch(
+//!         &LaunchConfig::for_elements(n, 256),
+//!         (2.0f32, &x, &y, &mut out, n as u64),
+//!     )
+//! }?;
+//! assert!(out.to_vec()?.iter().all(|&v| v == 4.0));
+//! # Ok::<(), cudyn::Error>(())
+//! ```
+//!
+//! ## Compiling without a GPU
+//!
+//! Compiling, linking and inspecting need no GPU and no driver: only the target must be named.
+//!
+//! ```no_run
+//! use cudyn::{Arch, Output, Program};
+//!
+//! let compiled = Program::new("extern \"C\" __global__ void k(int *p) { *p = 1; }")
+//!     .arch("sm_90".parse::<Arch>()?)
+//!     .output(Output::Cubin)
+//!     .compile()?;
+//! let inspection = cudyn::Image::new(compiled.code())?.inspect()?;
+//! println!("{} bytes of {:?} for {}", inspection.size, inspection.kind, compiled.arch());
+//! # Ok::<(), cudyn::Error>(())
+//! ```
+//!
+//! ## What CUDA is here
+//!
 //! ```no_run
 //! // What was found where, and which GPUs there are: what `cudyn doctor` prints.
 //! let report = cudyn::ToolchainReport::probe();
@@ -34,7 +104,10 @@ pub mod sys;
 pub mod toolchain;
 pub mod version;
 
-pub use compile::{Compiled, Linker, Program};
+pub use compile::{
+    Arch, ArchVariant, Compiled, CppStandard, InputKind, LinkOptions, Linked, Linker, Output,
+    Program,
+};
 pub use context::{current_device, set_device, synchronize};
 pub use device::{Device, DeviceLimits};
 pub use error::{CallError, Error, Result};
@@ -52,3 +125,9 @@ pub use sys::locate::Component;
 pub use sys::set_library_path;
 pub use toolchain::ToolchainReport;
 pub use version::Version;
+
+/// The README's Rust example, compiled with the documentation tests so that it keeps up with the
+/// API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;

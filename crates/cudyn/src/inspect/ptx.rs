@@ -399,7 +399,7 @@ fn read_declaration(tokens: &[&str]) -> Option<Declaration> {
             // A known type wins over other directives (e.g. `.v4` before `.f32`).
             _ if token.starts_with('.')
                 && !QUALIFIERS.contains(&token)
-                && !ty.is_some_and(|found| type_size(found).is_some()) =>
+                && ty.is_none_or(|found| type_size(found).is_none()) =>
             {
                 ty = Some(token)
             }

@@ -176,7 +176,7 @@ impl LibraryLoader {
         let mut jit = JitArgs::new(&self.jit)?;
         let mut library_options = [driver::CU_LIBRARY_BINARY_IS_PRESERVED];
         // The option is a flag; its value is the flag's value.
-        let mut library_values = [1usize as *mut c_void];
+        let mut library_values = [std::ptr::without_provenance_mut::<c_void>(1)];
         let preserve = usize::from(self.options.preserve_binary);
         let (options, values) = jit.arrays();
         let load_options = LoadOptions {

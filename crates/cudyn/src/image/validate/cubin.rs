@@ -398,7 +398,7 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
         let (start, size) = (symbol.st_value(LE), symbol.st_size(LE));
         if start
             .checked_add(size)
-            .map_or(true, |end| end > section.sh_size(LE))
+            .is_none_or(|end| end > section.sh_size(LE))
         {
             return Err(ParseError::new(
                 place(),

@@ -19,6 +19,19 @@ pub enum Component {
     NvFatbin,
 }
 
+/// The fix for a missing CUDA library that a pinned wheel provides.
+macro_rules! install_hint {
+    ($pin:literal) => {
+        concat!(
+            "Run `scripts/cuda-wheels` from cudyn's repository (it installs the pinned CUDA \
+             wheels where cudyn finds them with nothing activated), or install it with `pip \
+             install ",
+            $pin,
+            "` or a CUDA toolkit, or point CUDYN_LIBRARY_PATH at the folder holding it."
+        )
+    };
+}
+
 impl Component {
     /// Every component, in the order reports list them.
     pub const ALL: [Component; 5] = [
@@ -73,22 +86,10 @@ impl Component {
                 "Install the NVIDIA driver (it provides libcuda.so.1); no wheel or toolkit contains \
                  a working one. Without a GPU, cudyn can still compile, link and inspect."
             }
-            Component::Runtime => {
-                "Install it with `pip install nvidia-cuda-runtime==13.0.96` or a CUDA toolkit, or \
-                 point CUDYN_LIBRARY_PATH at the folder holding it."
-            }
-            Component::Nvrtc => {
-                "Install it with `pip install nvidia-cuda-nvrtc==13.0.88` or a CUDA toolkit, or \
-                 point CUDYN_LIBRARY_PATH at the folder holding it."
-            }
-            Component::NvJitLink => {
-                "Install it with `pip install nvidia-nvjitlink==13.0.88` or a CUDA toolkit, or \
-                 point CUDYN_LIBRARY_PATH at the folder holding it."
-            }
-            Component::NvFatbin => {
-                "Install it with `pip install nvidia-nvfatbin==13.0.85` or a CUDA toolkit, or \
-                 point CUDYN_LIBRARY_PATH at the folder holding it."
-            }
+            Component::Runtime => install_hint!("nvidia-cuda-runtime==13.0.96"),
+            Component::Nvrtc => install_hint!("nvidia-cuda-nvrtc==13.0.88"),
+            Component::NvJitLink => install_hint!("nvidia-nvjitlink==13.0.88"),
+            Component::NvFatbin => install_hint!("nvidia-nvfatbin==13.0.85"),
         }
     }
 
@@ -109,5 +110,36 @@ impl Component {
 impl fmt::Display for Component {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_hints_name_the_wheels_the_set_up_script_pins() {
+        let script = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/cuda-wheels"
+        ));
+        let pins: Vec<&str> = script
+            .lines()
+            .map(str::trim)
+            .filter(|line| line.starts_with("nvidia-"))
+            .collect();
+        for component in Component::ALL {
+            let hint = component.install_hint();
+            let Some((_, after)) = hint.split_once("`pip install ") else {
+                assert_eq!(component, Component::Driver, "{hint}");
+                continue;
+            };
+            let pin = after.split('`').next().unwrap();
+            assert!(
+                pins.contains(&pin),
+                "{component}: {pin} is not among {pins:?}"
+            );
+            assert!(hint.starts_with("Run `scripts/cuda-wheels`"), "{hint}");
+        }
     }
 }

@@ -13,7 +13,14 @@
 //!    `$PYTHONPATH`, the `python3` on `PATH`, the user's and the system's), the folders
 //!    `nvidia/cu13/lib`, `nvidia/cu12/lib` and `nvidia/<component>/lib`.
 //! 5. **`/usr/local/cuda`**: `lib64`, `lib`, `targets/x86_64-linux/lib`.
-//! 6. **The system loader**: `dlopen` by soname (`LD_LIBRARY_PATH`, `ld.so.cache`, `/usr/lib`).
+//! 6. **cudyn's wheel environment**: the virtual environment `scripts/cuda-wheels` installs the
+//!    pinned CUDA wheels into (`$CUDYN_WHEELS_VENV`, else `$XDG_CACHE_HOME/cudyn/venv-cu13.0`,
+//!    else `~/.cache/cudyn/venv-cu13.0`), searched like a Python wheel's site-packages. It needs
+//!    no activation: after set-up, the `cudyn` command and any program built on cudyn find CUDA
+//!    there. It comes after every explicit choice (rules 1 to 4: an activated environment is one)
+//!    and after an installed toolkit, which usually matches the machine's driver; it is the
+//!    fallback for a machine with no CUDA installed.
+//! 7. **The system loader**: `dlopen` by soname (`LD_LIBRARY_PATH`, `ld.so.cache`, `/usr/lib`).
 //!
 //! Within a folder the newest major version is taken first (`libcudart.so.13` before `.12`).
 //! The runtime, NVRTC and nvJitLink are preferred from *one* folder: when a folder holds all three,
@@ -30,7 +37,9 @@ mod component;
 mod search;
 
 pub use component::Component;
-pub use search::{Found, Origin, Place, SearchPath, LIBRARY_PATH_ENV};
+pub use search::{
+    Found, Origin, Place, SearchPath, LIBRARY_PATH_ENV, WHEELS_VENV_DEFAULT, WHEELS_VENV_ENV,
+};
 
 /// The file of a copy of `component` this process has already loaded, if any.
 pub(crate) fn loaded_copy(component: Component) -> Option<PathBuf> {

@@ -8,6 +8,12 @@ use super::{loaded_copy, Component};
 
 /// The environment variable holding the override folders (`:`-separated).
 pub const LIBRARY_PATH_ENV: &str = "CUDYN_LIBRARY_PATH";
+/// The environment variable naming cudyn's wheel environment, the virtual environment into which
+/// `scripts/cuda-wheels` installs the pinned CUDA wheels.
+pub const WHEELS_VENV_ENV: &str = "CUDYN_WHEELS_VENV";
+/// The folder of cudyn's wheel environment under the user's cache folder when
+/// [`WHEELS_VENV_ENV`] is not set (`scripts/cuda-wheels` uses the same default).
+pub const WHEELS_VENV_DEFAULT: &str = "cudyn/venv-cu13.0";
 /// Which rule of the search order found a library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -25,6 +31,9 @@ pub enum Origin {
     PythonWheel,
     /// Under `/usr/local/cuda`.
     DefaultToolkit,
+    /// In cudyn's wheel environment (`$CUDYN_WHEELS_VENV`, else
+    /// `${XDG_CACHE_HOME:-~/.cache}/cudyn/venv-cu13.0`), where `scripts/cuda-wheels` installs.
+    CudynWheels,
     /// The system loader's own search (`LD_LIBRARY_PATH`, `ld.so.cache`, ...).
     SystemLoader,
 }
@@ -39,6 +48,7 @@ impl Origin {
             Origin::CudaHome => "CUDA_HOME",
             Origin::PythonWheel => "Python wheel",
             Origin::DefaultToolkit => "/usr/local/cuda",
+            Origin::CudynWheels => "cudyn's wheel environment",
             Origin::SystemLoader => "system loader",
         }
     }
@@ -140,14 +150,27 @@ impl SearchPath {
             .map(|folder| format!("nvidia/{folder}/lib"))
             .collect();
         let wheel_folders: Vec<&str> = wheel_folders.iter().map(String::as_str).collect();
-        for site in site_packages(&var, root) {
-            search.push_group(&site, &wheel_folders, Origin::PythonWheel);
+        let sites = site_packages(&var, root);
+        for site in &sites {
+            search.push_group(site, &wheel_folders, Origin::PythonWheel);
         }
         search.push_group(
             &root.join("usr/local/cuda"),
             &TOOLKIT_FOLDERS,
             Origin::DefaultToolkit,
         );
+        // Last of the folders: every explicit choice and an installed toolkit (which matches the
+        // machine's driver) come first; cudyn's own pinned wheels are what makes a machine with
+        // no CUDA work after set-up, with nothing activated. When that environment is activated
+        // its folders were already searched as a Python wheel.
+        if let Some(venv) = cudyn_wheels_venv(&var) {
+            for lib in python_lib_folders(&venv.join("lib")) {
+                let site = lib.join("site-packages");
+                if site.is_dir() && !sites.contains(&site) {
+                    search.push_group(&site, &wheel_folders, Origin::CudynWheels);
+                }
+            }
+        }
         search
     }
 
@@ -258,6 +281,21 @@ fn find_in(place: &Place, component: Component) -> Option<Found> {
             note: None,
         })
     })
+}
+
+/// cudyn's wheel environment: `$CUDYN_WHEELS_VENV`, else the default under
+/// `$XDG_CACHE_HOME` or `$HOME/.cache`, as `scripts/cuda-wheels` chooses it.
+fn cudyn_wheels_venv(var: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let set = |name: &str| {
+        var(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(venv) = set(WHEELS_VENV_ENV) {
+        return Some(venv);
+    }
+    let cache = set("XDG_CACHE_HOME").or_else(|| Some(set("HOME")?.join(".cache")))?;
+    Some(cache.join(WHEELS_VENV_DEFAULT))
 }
 
 /// Every site-packages folder that exists, in the order of the module documentation, without
@@ -404,6 +442,128 @@ mod tests {
         );
     }
 
+    /// The runtime, NVRTC and nvJitLink of CUDA 13 in `folder`.
+    fn whole_toolkit(folder: &Path) {
+        for soname in ["libcudart.so.13", "libnvrtc.so.13", "libnvJitLink.so.13"] {
+            touch(&folder.join(soname));
+        }
+    }
+
+    /// A virtual environment under `venv` holding the three toolkit libraries of CUDA 13, as
+    /// `scripts/cuda-wheels` installs them; returns their folder.
+    fn wheel_venv(venv: &Path) -> PathBuf {
+        let lib = venv.join("lib/python3.12/site-packages/nvidia/cu13/lib");
+        whole_toolkit(&lib);
+        lib
+    }
+
+    #[test]
+    fn cudyn_wheels_are_found_under_home_without_activation() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let lib = wheel_venv(&home.join(".cache").join(WHEELS_VENV_DEFAULT));
+        let search = search_with(env(&[("HOME", &home)]), root.path());
+        let found = search.locate(Component::Nvrtc).unwrap();
+        assert_eq!(found.path, lib.join("libnvrtc.so.13"));
+        assert_eq!(found.origin, Origin::CudynWheels);
+        assert!(
+            search
+                .describe()
+                .iter()
+                .any(|line| line.starts_with("cudyn's wheel environment: ")),
+            "{:?}",
+            search.describe()
+        );
+    }
+
+    #[test]
+    fn cudyn_wheels_follow_xdg_cache_home_and_the_variable() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let cache = root.path().join("cache");
+        let chosen = root.path().join("chosen");
+        wheel_venv(&home.join(".cache").join(WHEELS_VENV_DEFAULT));
+        let in_cache = wheel_venv(&cache.join(WHEELS_VENV_DEFAULT));
+        let in_chosen = wheel_venv(&chosen);
+        let by_cache = search_with(
+            env(&[("HOME", &home), ("XDG_CACHE_HOME", &cache)]),
+            root.path(),
+        );
+        assert_eq!(
+            by_cache.locate(Component::Runtime).unwrap().path,
+            in_cache.join("libcudart.so.13")
+        );
+        let by_variable = search_with(
+            env(&[
+                ("HOME", &home),
+                ("XDG_CACHE_HOME", &cache),
+                (WHEELS_VENV_ENV, &chosen),
+            ]),
+            root.path(),
+        );
+        assert_eq!(
+            by_variable.locate(Component::Runtime).unwrap().path,
+            in_chosen.join("libcudart.so.13")
+        );
+    }
+
+    #[test]
+    fn cudyn_wheels_come_after_every_other_folder() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        wheel_venv(&home.join(".cache").join(WHEELS_VENV_DEFAULT));
+        let toolkit = root.path().join("usr/local/cuda/lib64");
+        whole_toolkit(&toolkit);
+        let cuda_home = root.path().join("opt/cuda");
+        let search = search_with(
+            env(&[("HOME", &home), ("CUDA_HOME", &cuda_home)]),
+            root.path(),
+        );
+        let origins: Vec<Origin> = search.places().iter().map(|p| p.origin).collect();
+        let first_wheels = origins
+            .iter()
+            .position(|o| *o == Origin::CudynWheels)
+            .unwrap();
+        assert!(origins[first_wheels..]
+            .iter()
+            .all(|o| *o == Origin::CudynWheels));
+        let found = search.locate(Component::Nvrtc).unwrap();
+        assert_eq!(found.path, toolkit.join("libnvrtc.so.13"));
+        assert_eq!(found.origin, Origin::DefaultToolkit);
+    }
+
+    #[test]
+    fn activated_cudyn_wheels_are_searched_once_as_a_python_wheel() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let venv = home.join(".cache").join(WHEELS_VENV_DEFAULT);
+        wheel_venv(&venv);
+        let search = search_with(env(&[("HOME", &home), ("VIRTUAL_ENV", &venv)]), root.path());
+        assert!(search
+            .places()
+            .iter()
+            .all(|p| p.origin != Origin::CudynWheels));
+        assert_eq!(
+            search.locate(Component::Nvrtc).unwrap().origin,
+            Origin::PythonWheel
+        );
+    }
+
+    #[test]
+    fn the_default_wheel_environment_is_the_one_the_set_up_script_installs() {
+        let text = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/cuda-wheels"
+        ));
+        let expected = format!(
+            "venv=${{{WHEELS_VENV_ENV}:-${{XDG_CACHE_HOME:-$HOME/.cache}}/{WHEELS_VENV_DEFAULT}}}"
+        );
+        assert!(
+            text.lines().any(|line| line.trim() == expected),
+            "scripts/cuda-wheels no longer says `{expected}`"
+        );
+    }
+
     #[test]
     fn finds_a_wheel_in_a_virtual_env_and_prefers_cuda_13() {
         let root = tempfile::tempdir().unwrap();
@@ -437,9 +597,7 @@ mod tests {
         let early = root.path().join("early");
         let whole = root.path().join("whole");
         touch(&early.join("lib64/libcudart.so.12"));
-        for soname in ["libcudart.so.13", "libnvrtc.so.13", "libnvJitLink.so.13"] {
-            touch(&whole.join("lib64").join(soname));
-        }
+        whole_toolkit(&whole.join("lib64"));
         let search = search_with(
             env(&[("CUDA_PATH", &early), ("CUDA_HOME", &whole)]),
             root.path(),
@@ -459,9 +617,7 @@ mod tests {
         let newer_nvrtc = root.path().join("nvrtc-13.5");
         let toolkit = root.path().join("toolkit");
         touch(&newer_nvrtc.join("libnvrtc.so.13"));
-        for soname in ["libcudart.so.13", "libnvrtc.so.13", "libnvJitLink.so.13"] {
-            touch(&toolkit.join(soname));
-        }
+        whole_toolkit(&toolkit);
         let search = SearchPath::only([newer_nvrtc.clone(), toolkit.clone()]);
         let nvrtc = search.locate(Component::Nvrtc).unwrap();
         assert_eq!(nvrtc.path, newer_nvrtc.join("libnvrtc.so.13"));

@@ -1,0 +1,58 @@
+//! Two pieces of device code compiled separately to LTO-IR and linked by nvJitLink with link-time
+//! optimization: the kernel in one, the function it calls in the other.
+//!
+//! `cargo run -p cudyn --example lto_link`
+
+mod common;
+
+use std::process::ExitCode;
+
+use cudyn::{Arch, DeviceBuffer, LaunchConfig, Output, Program};
+
+const KERNEL: &str = r#"
+__device__ float polish(float x);
+extern "C" __global__ void polish_all(float *values, size_t n) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) values[i] = polish(values[i]);
+}
+"#;
+
+const HELPER: &str = r#"
+__device__ float polish(float x) { return 3.0f * x - 1.0f; }
+"#;
+
+fn main() -> ExitCode {
+    common::run("lto_link", || {
+        let arch = Arch::current()?;
+        let piece = |name: &str, source: &str| {
+            Program::new(source)
+                .name(name)
+                .arch(arch)
+                .output(Output::LtoIr)
+                .relocatable(true)
+                .compile()
+        };
+        let kernel = piece("kernel.cu", KERNEL)?;
+        let helper = piece("helper.cu", HELPER)?;
+        let linked = cudyn::compile::link_lto(&[kernel.code(), helper.code()], Some(arch))?;
+        let polish_all = linked.load()?.kernel("polish_all")?;
+
+        let n = 4096;
+        let host: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let mut values = DeviceBuffer::from_slice(&host)?;
+        // SAFETY: polish_all reads and writes values[i] for i < n, and the buffer holds n floats;
+        // it is read after the kernel (to_vec waits).
+        unsafe { polish_all.launch(&LaunchConfig::for_elements(n, 256), (&mut values, n as u64)) }?;
+
+        // Whole numbers: exact with or without a fused multiply-add.
+        let cpu: Vec<f32> = host.iter().map(|x| 3.0 * x - 1.0).collect();
+        Ok(vec![common::compare(
+            format!(
+                "{n} floats through a kernel and a helper linked with LTO for {arch} ({} bytes)",
+                linked.code().len()
+            ),
+            &values.to_vec()?,
+            &cpu,
+        )])
+    })
+}
