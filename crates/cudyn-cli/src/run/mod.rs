@@ -62,6 +62,7 @@ Examples:
 pub struct Args {
     /// Device code: a cubin, fatbin or PTX file, or CUDA C++ (a .cu file), compiled with NVRTC
     /// for the GPU (or for --arch).
+    #[arg(value_hint = clap::ValueHint::FilePath)]
     file: PathBuf,
     /// The kernel: its symbol (as `cudyn inspect` lists it) or, when launching, its C++ name
     /// (`scale<float>`).
