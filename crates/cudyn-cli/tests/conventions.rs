@@ -35,7 +35,8 @@ fn subcommands() -> Vec<String> {
 fn completions_name_every_subcommand() {
     let subcommands = subcommands();
     // How each shell's script offers a subcommand, and an option of `run`.
-    let offers: [(&str, fn(&str) -> String, &str); 3] = [
+    type Offer = fn(&str) -> String;
+    let offers: [(&str, Offer, &str); 3] = [
         ("bash", |name| format!("cudyn,{name})"), "--repeat"),
         ("zsh", |name| format!("'{name}:"), "'--repeat=["),
         ("fish", |name| format!("-a \"{name}\""), "-l repeat"),

@@ -48,6 +48,16 @@ pub struct HostBuffer {
     pub bytes: Vec<u8>,
 }
 
+/// The host buffers among `arguments`, with their positions.
+pub fn host_buffers(
+    arguments: &[Argument<HostBuffer>],
+) -> impl Iterator<Item = (usize, &HostBuffer)> {
+    arguments
+        .iter()
+        .enumerate()
+        .filter_map(|(index, argument)| Some((index, argument.buffer()?)))
+}
+
 /// Reads every argument: scalars to their bits, buffers to their bytes (generated, or read from
 /// their files).
 pub fn prepare(specs: &[ArgSpec]) -> Result<Vec<Argument<HostBuffer>>, Failure> {

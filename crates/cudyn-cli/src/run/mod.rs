@@ -16,7 +16,6 @@ use cudyn::inspect::Module;
 use cudyn::{Image, LaunchConfig, ParamLayout};
 
 use crate::terminal;
-use arguments::{Argument, HostBuffer};
 use spec::{ArgSpec, Dims, OutSpec};
 
 const AFTER_HELP: &str = "\
@@ -335,12 +334,4 @@ fn device_code(file: &Path, arch: Option<Arch>) -> Result<Vec<u8>, Failure> {
         eprintln!("{}", compiled.log().trim_end());
     }
     Ok(compiled.code().to_vec())
-}
-
-/// The host buffers among `arguments`, with their positions.
-fn host_buffers(arguments: &[Argument<HostBuffer>]) -> impl Iterator<Item = (usize, &HostBuffer)> {
-    arguments
-        .iter()
-        .enumerate()
-        .filter_map(|(index, argument)| Some((index, argument.buffer()?)))
 }

@@ -7,9 +7,9 @@ use std::time::Duration;
 use cudyn::{Device, ParamLayout};
 use serde::Serialize;
 
-use super::arguments::{Argument, HostBuffer};
+use super::arguments::{host_buffers, Argument, HostBuffer};
 use super::values::{self, Summary};
-use super::{host_buffers, Args, Failure, Status};
+use super::{Args, Failure, Status};
 use crate::terminal::STRONG;
 
 /// One buffer after the launch.

@@ -89,47 +89,15 @@ float_element!(f32 => B4, f64 => B8);
 /// Evaluates `$body` with `$T` the Rust type of the element type `$ty`.
 macro_rules! with_element {
     ($ty:expr, $T:ident => $body:expr) => {
+        with_element!(@each $ty, $T, $body,
+            I8 i8, U8 u8, I16 i16, U16 u16, I32 i32, U32 u32, I64 i64, U64 u64, F32 f32, F64 f64)
+    };
+    (@each $ty:expr, $T:ident, $body:expr, $($variant:ident $rust:ident),*) => {
         match $ty {
-            ElemType::I8 => {
-                type $T = i8;
+            $(ElemType::$variant => {
+                type $T = $rust;
                 $body
-            }
-            ElemType::U8 => {
-                type $T = u8;
-                $body
-            }
-            ElemType::I16 => {
-                type $T = i16;
-                $body
-            }
-            ElemType::U16 => {
-                type $T = u16;
-                $body
-            }
-            ElemType::I32 => {
-                type $T = i32;
-                $body
-            }
-            ElemType::U32 => {
-                type $T = u32;
-                $body
-            }
-            ElemType::I64 => {
-                type $T = i64;
-                $body
-            }
-            ElemType::U64 => {
-                type $T = u64;
-                $body
-            }
-            ElemType::F32 => {
-                type $T = f32;
-                $body
-            }
-            ElemType::F64 => {
-                type $T = f64;
-                $body
-            }
+            })*
         }
     };
 }
