@@ -387,11 +387,17 @@ fn saxpy_from_source_matches_the_cpu() {
 }
 
 #[test]
-#[ignore = "gpu: launches an in-place kernel several times and a C++ kernel by name"]
-fn every_launch_sees_the_buffers_as_given_and_cpp_names_resolve() {
+#[ignore = "gpu: in-place updates over repeats, a C++ kernel name, large shared memory, refused launches"]
+fn launches_in_place_by_cpp_name_and_with_large_shared_memory() {
     let kernels = "template <typename T> __global__ void add_one(T *p, int n)\n\
                    { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] += 1; }\n\
-                   template __global__ void add_one<int>(int *, int);\n";
+                   template __global__ void add_one<int>(int *, int);\n\
+                   extern \"C\" __global__ void sum_shared(int *out, int n) {\n\
+                     extern __shared__ int s[];\n\
+                     for (int i = threadIdx.x; i < n; i += blockDim.x) s[i] = i;\n\
+                     __syncthreads();\n\
+                     if (threadIdx.x == 0) { int t = 0; for (int i = 0; i < n; ++i) t += s[i]; *out = t; }\n\
+                   }\n";
     let (_folder, file) = source(kernels, "add_one.cu");
     let launch = |kernel: &str, count: &str| {
         let args = [
@@ -433,6 +439,48 @@ fn every_launch_sees_the_buffers_as_given_and_cpp_names_resolve() {
         stderr.contains("add_one"),
         "the library's kernels are listed: {stderr}"
     );
+
+    // More than the default 48 KiB of dynamic shared memory: run opts the kernel in.
+    let ints = 25_000;
+    let shared = (4 * ints).to_string();
+    let n = format!("i32:{ints}");
+    let args = [
+        "--grid",
+        "1",
+        "--block",
+        "256",
+        "--shared",
+        &shared,
+        "--arg",
+        "buf:i32:1",
+        "--arg",
+        &n,
+    ];
+    let (status, stdout, stderr) = run(&mut cudyn(), &file, "sum_shared", &args);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(
+        stdout.contains("100000 bytes of dynamic shared memory"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("argument 0 i32[1] changed: [312487500]"),
+        "{stdout}"
+    );
+    // More than any block may have.
+    let args = [
+        "--grid",
+        "1",
+        "--block",
+        "256",
+        "--shared",
+        "1000000",
+        "--arg",
+        "buf:i32:1",
+        "--arg",
+        &n,
+    ];
+    let (status, _, stderr) = run(&mut cudyn(), &file, "sum_shared", &args);
+    assert_eq!(status, 4, "{stderr}");
 
     // A block the device cannot run.
     let args = [

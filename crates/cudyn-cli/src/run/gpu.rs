@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cudyn::{Device, DeviceBuffer, Event, Kernel, LaunchConfig, Library};
+use cudyn::{Device, DeviceBuffer, Event, Kernel, KernelAttribute, LaunchConfig, Library};
 
 use super::arguments::{argument_list, Argument, HostBuffer};
 use super::{Failure, Status};
@@ -34,6 +34,24 @@ pub fn load_kernel(code: &[u8], name: &str) -> Result<Kernel, Failure> {
     library
         .kernel(name)
         .map_err(|error| Failure::from_cuda(format!("cannot find kernel `{name}`"), error))
+}
+
+/// Lets `kernel` use `bytes` of dynamic shared memory per block on `device` where that is more
+/// than a kernel may use by default (48 KiB) and no more than the device allows, as a launcher
+/// written in C++ would opt in. Beyond the device's limit the launch's check says so.
+pub fn allow_shared_memory(kernel: &Kernel, device: Device, bytes: u32) -> Result<(), Failure> {
+    let limits = device
+        .limits()
+        .map_err(cuda("cannot read the GPU's limits"))?;
+    if bytes <= limits.max_shared_per_block || bytes > limits.max_shared_per_block_optin {
+        return Ok(());
+    }
+    let bytes = i32::try_from(bytes).unwrap_or(i32::MAX);
+    kernel
+        .set_attribute(KernelAttribute::MaxDynamicSharedSizeBytes, bytes, device)
+        .map_err(cuda(
+            "cannot let the kernel use that much dynamic shared memory",
+        ))
 }
 
 /// A failure of `what` because of a CUDA error, for `map_err`.

@@ -188,6 +188,7 @@ fn execute(args: &Args) -> Result<(), Failure> {
 
     let device = gpu::first_device()?;
     let kernel = gpu::load_kernel(&code, &args.kernel)?;
+    gpu::allow_shared_memory(&kernel, device, args.shared)?;
     let config = LaunchConfig::new(args.grid.0, args.block.0).shared_mem(args.shared);
     let outcome = gpu::launch(&kernel, &config, &arguments, args.repeat)?;
     let buffers = output::summarize(&arguments, &outcome.after);
