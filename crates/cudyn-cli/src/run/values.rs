@@ -299,6 +299,24 @@ mod tests {
     }
 
     #[test]
+    fn floats_in_json_read_back_exactly_as_their_type() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        let values: Vec<f32> = (0..20_000)
+            .map(|_| f32::from_bits(rng.u32(..)))
+            .filter(|v| v.is_finite())
+            .collect();
+        for chunk in values.chunks(FIRST_SHOWN) {
+            let summary = summarize(ElemType::F32, bytemuck::cast_slice(chunk));
+            let json = serde_json::to_string(&summary.first).unwrap();
+            let read: Vec<serde_json::Number> = serde_json::from_str(&json).unwrap();
+            for (number, value) in read.iter().zip(chunk) {
+                let back: f32 = number.to_string().parse().unwrap();
+                assert_eq!(back.to_bits(), value.to_bits(), "{json}");
+            }
+        }
+    }
+
+    #[test]
     fn integer_sums_are_exact_beyond_64_bits() {
         let values = [u64::MAX, u64::MAX, 1];
         let summary = summarize(ElemType::U64, bytemuck::cast_slice(&values));
