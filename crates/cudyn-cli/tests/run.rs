@@ -160,7 +160,7 @@ fn malformed_input_is_a_usage_error() {
     let odd = folder.path().join("odd.bin");
     std::fs::write(&odd, [0u8; 6]).unwrap();
     let odd_buffer = format!("buf:f32:@{}", odd.display());
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["--arg", "f33:1"], "unknown type `f33`: use one of i8, u8"),
         (&["--arg", "u8:300"], "`300` is not a value of type u8"),
         (
@@ -168,6 +168,10 @@ fn malformed_input_is_a_usage_error() {
             "the fill is a value, range, random",
         ),
         (&["--grid", "0"], "`0` in `0` is not a dimension"),
+        (
+            &["--arg", "buf:f32:99999999999999999"],
+            "99999999999999999 elements of 4 bytes do not fit in memory",
+        ),
         (&["--repeat", "0"], "--repeat"),
         (
             &["--arg", "f32:1", "--out", "0=x.bin"],

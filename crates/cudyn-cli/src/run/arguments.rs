@@ -75,9 +75,13 @@ pub fn prepare(specs: &[ArgSpec]) -> Result<Vec<Argument<HostBuffer>>, Failure> 
 }
 
 fn buffer_bytes(ty: ElemType, contents: &Contents, index: usize) -> Result<Vec<u8>, Failure> {
-    let Contents::File(path) = contents else {
-        return values::generate(ty, contents, index)
-            .map_err(|error| Failure::new(Status::Usage, format!("argument {index}: {error}")));
+    let path = match contents {
+        Contents::Generated { count, fill } => {
+            return values::generate(ty, *count, fill, index).map_err(|error| {
+                Failure::new(Status::Usage, format!("argument {index}: {error}"))
+            });
+        }
+        Contents::File(path) => path,
     };
     let bytes = std::fs::read(path).map_err(|error| {
         Failure::new(

@@ -79,15 +79,22 @@ impl FromStr for ElemType {
 /// What a buffer holds before the launch.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Contents {
-    /// `count` elements, each the value written (`=2.5`; `0` when nothing is written).
-    Fill { count: usize, value: String },
-    /// `count` elements 0, 1, 2, ... (`=range`).
-    Range { count: usize },
-    /// `count` elements drawn from a generator seeded with `seed` (`=random`, `=random:SEED`);
-    /// `None` seeds with the argument's position.
-    Random { count: usize, seed: Option<u64> },
+    /// `count` elements made as `fill` says (`COUNT[=INIT]`).
+    Generated { count: usize, fill: Fill },
     /// The bytes of a file (`@FILE`), as many elements as it holds.
     File(PathBuf),
+}
+
+/// How the elements of a generated buffer are made.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fill {
+    /// Each is the value written (`=2.5`; `0` when nothing is written).
+    Value(String),
+    /// 0, 1, 2, ... (`=range`).
+    Range,
+    /// Drawn from a generator seeded with `seed` (`=random`, `=random:SEED`); `None` seeds with
+    /// the argument's position.
+    Random { seed: Option<u64> },
 }
 
 /// One kernel argument as written after `--arg`.
@@ -137,12 +144,11 @@ impl FromStr for ArgSpec {
         let count: usize = count.parse().map_err(|_| {
             format!("buffer `{text}`: `{count}` is not an element count (a whole number)")
         })?;
-        let contents = match init {
-            "range" => Contents::Range { count },
-            "random" => Contents::Random { count, seed: None },
+        let fill = match init {
+            "range" => Fill::Range,
+            "random" => Fill::Random { seed: None },
             _ => match init.strip_prefix("random:") {
-                Some(seed) => Contents::Random {
-                    count,
+                Some(seed) => Fill::Random {
                     seed: Some(seed.parse().map_err(|_| {
                         format!("buffer `{text}`: the seed `{seed}` is not a whole number")
                     })?),
@@ -154,14 +160,14 @@ impl FromStr for ArgSpec {
                              random:SEED"
                         )
                     })?;
-                    Contents::Fill {
-                        count,
-                        value: init.to_owned(),
-                    }
+                    Fill::Value(init.to_owned())
                 }
             },
         };
-        Ok(ArgSpec::Buffer { ty, contents })
+        Ok(ArgSpec::Buffer {
+            ty,
+            contents: Contents::Generated { count, fill },
+        })
     }
 }
 
@@ -270,47 +276,33 @@ mod tests {
 
     #[test]
     fn buffers_are_filled_ranged_random_or_read() {
-        let buffer = |contents| ArgSpec::Buffer {
-            ty: ElemType::F32,
-            contents,
+        let buffer = |ty, count, fill| ArgSpec::Buffer {
+            ty,
+            contents: Contents::Generated { count, fill },
         };
+        let zero = Fill::Value("0".into());
         assert_eq!(
             arg("buf:f32:1024=0"),
-            buffer(Contents::Fill {
-                count: 1024,
-                value: "0".into()
-            })
+            buffer(ElemType::F32, 1024, zero.clone())
         );
-        assert_eq!(
-            arg("buf:f32:16"),
-            buffer(Contents::Fill {
-                count: 16,
-                value: "0".into()
-            })
-        );
+        assert_eq!(arg("buf:f32:16"), buffer(ElemType::F32, 16, zero));
         assert_eq!(
             arg("buf:f32:1048576=random"),
-            buffer(Contents::Random {
-                count: 1 << 20,
-                seed: None
-            })
+            buffer(ElemType::F32, 1 << 20, Fill::Random { seed: None })
         );
         assert_eq!(
-            arg("buf:f32:8=random:42"),
-            buffer(Contents::Random {
-                count: 8,
-                seed: Some(42)
-            })
-        );
-        assert_eq!(
-            arg("buf:f32:@input.bin"),
-            buffer(Contents::File("input.bin".into()))
+            arg("buf:f64:8=random:42"),
+            buffer(ElemType::F64, 8, Fill::Random { seed: Some(42) })
         );
         assert_eq!(
             arg("buf:i32:16=range"),
+            buffer(ElemType::I32, 16, Fill::Range)
+        );
+        assert_eq!(
+            arg("buf:f32:@input.bin"),
             ArgSpec::Buffer {
-                ty: ElemType::I32,
-                contents: Contents::Range { count: 16 }
+                ty: ElemType::F32,
+                contents: Contents::File("input.bin".into())
             }
         );
     }

@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use serde_json::{Number, Value};
 
-use super::spec::{Contents, ElemType};
+use super::spec::{ElemType, Fill};
 
 /// A scalar argument's bits, in an integer of its size and alignment: the kernel receives bytes,
 /// and a parameter is checked by its size and offset alone.
@@ -126,27 +126,44 @@ pub fn check_scalar(ty: ElemType, text: &str) -> Result<(), String> {
     scalar(ty, text).map(drop)
 }
 
-/// The elements of a buffer of `ty` made as `contents` asks (every kind but a file), as bytes.
-/// `argument` (the buffer's position) seeds random contents unless they name a seed.
-pub fn generate(ty: ElemType, contents: &Contents, argument: usize) -> Result<Vec<u8>, String> {
-    fn make<T: Element>(count: usize, mut element: impl FnMut(usize) -> T) -> Vec<u8> {
-        let values: Vec<T> = (0..count).map(&mut element).collect();
-        bytemuck::cast_slice(&values).to_vec()
+/// `count` elements of `ty` made as `fill` says, as bytes. `argument` (the buffer's position)
+/// seeds random elements unless `fill` names a seed.
+pub fn generate(
+    ty: ElemType,
+    count: usize,
+    fill: &Fill,
+    argument: usize,
+) -> Result<Vec<u8>, String> {
+    /// The bytes of `count` elements, in one allocation that may fail: a count too large for
+    /// this machine's memory is the user's to fix, not a crash.
+    fn make<T: Element>(
+        count: usize,
+        mut element: impl FnMut(usize) -> T,
+    ) -> Result<Vec<u8>, String> {
+        let too_many = || {
+            format!(
+                "{count} elements of {} bytes do not fit in memory",
+                size_of::<T>()
+            )
+        };
+        let size = count.checked_mul(size_of::<T>()).ok_or_else(too_many)?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(size).map_err(|_| too_many())?;
+        for index in 0..count {
+            bytes.extend_from_slice(bytemuck::bytes_of(&element(index)));
+        }
+        Ok(bytes)
     }
-    with_element!(ty, T => match contents {
-        Contents::Fill { count, value } => {
+    with_element!(ty, T => match fill {
+        Fill::Value(value) => {
             let value: T = parse(ty, value)?;
-            Ok(make(*count, |_| value))
+            make(count, |_| value)
         }
-        Contents::Range { count } => Ok(make(*count, T::from_index)),
-        Contents::Random { count, seed } => {
+        Fill::Range => make(count, T::from_index),
+        Fill::Random { seed } => {
             let mut rng = fastrand::Rng::with_seed(seed.unwrap_or(argument as u64));
-            Ok(make(*count, |_| T::random(&mut rng)))
+            make(count, |_| T::random(&mut rng))
         }
-        Contents::File(path) => Err(format!(
-            "{} is read, not generated",
-            path.display()
-        )),
     })
 }
 
@@ -240,43 +257,40 @@ mod tests {
     #[test]
     fn contents_are_filled_ranged_and_seeded() {
         let floats = |bytes: Vec<u8>| bytemuck::pod_collect_to_vec::<u8, f32>(&bytes);
-        let fill = Contents::Fill {
-            count: 3,
-            value: "2.5".into(),
-        };
+        let fill = Fill::Value("2.5".into());
         assert_eq!(
-            floats(generate(ElemType::F32, &fill, 0).unwrap()),
+            floats(generate(ElemType::F32, 3, &fill, 0).unwrap()),
             [2.5, 2.5, 2.5]
         );
-        let range = generate(ElemType::I16, &Contents::Range { count: 4 }, 0).unwrap();
+        let range = generate(ElemType::I16, 4, &Fill::Range, 0).unwrap();
         assert_eq!(
             bytemuck::pod_collect_to_vec::<u8, i16>(&range),
             [0, 1, 2, 3]
         );
-        let wrapped = generate(ElemType::U8, &Contents::Range { count: 258 }, 0).unwrap();
+        let wrapped = generate(ElemType::U8, 258, &Fill::Range, 0).unwrap();
         assert_eq!(&wrapped[254..], [254, 255, 0, 1]);
 
         let random = |seed, argument| {
-            let contents = Contents::Random { count: 1000, seed };
-            floats(generate(ElemType::F32, &contents, argument).unwrap())
+            let fill = Fill::Random { seed };
+            floats(generate(ElemType::F32, 1000, &fill, argument).unwrap())
         };
         let values = random(None, 1);
         assert!(values.iter().all(|v| (0.0..1.0).contains(v)));
         assert_eq!(values, random(None, 1), "a fixed seed repeats");
         assert_ne!(values, random(None, 2), "each argument has its own seed");
         assert_eq!(random(Some(2), 7), random(None, 2), "random:SEED names it");
-        let ints = generate(
-            ElemType::I64,
-            &Contents::Random {
-                count: 1000,
-                seed: Some(5),
-            },
-            0,
-        )
-        .unwrap();
+        let ints = generate(ElemType::I64, 1000, &Fill::Random { seed: Some(5) }, 0).unwrap();
         let ints = bytemuck::pod_collect_to_vec::<u8, i64>(&ints);
         assert!(ints.iter().all(|v| (0..100).contains(v)));
         assert!(ints.iter().any(|&v| v != ints[0]));
+
+        for count in [usize::MAX, usize::MAX / 2] {
+            let error = generate(ElemType::F64, count, &Fill::Range, 0).unwrap_err();
+            assert!(
+                error.ends_with("elements of 8 bytes do not fit in memory"),
+                "{error}"
+            );
+        }
     }
 
     #[test]
