@@ -448,21 +448,13 @@ fn launches_in_place_by_cpp_name_and_with_large_shared_memory() {
 
     // More than the default 48 KiB of dynamic shared memory: run opts the kernel in.
     let ints = 25_000;
-    let shared = (4 * ints).to_string();
-    let n = format!("i32:{ints}");
-    let args = [
-        "--grid",
-        "1",
-        "--block",
-        "256",
-        "--shared",
-        &shared,
-        "--arg",
-        "buf:i32:1",
-        "--arg",
-        &n,
-    ];
-    let (status, stdout, stderr) = run(&mut cudyn(), &file, "sum_shared", &args);
+    let sum_shared = |shared: &str| {
+        let n = format!("i32:{ints}");
+        let args = ["--grid", "1", "--block", "256", "--shared", shared];
+        let args = [&args[..], &["--arg", "buf:i32:1", "--arg", &n]].concat();
+        run(&mut cudyn(), &file, "sum_shared", &args)
+    };
+    let (status, stdout, stderr) = sum_shared(&(4 * ints).to_string());
     assert_eq!(status, 0, "{stderr}");
     assert!(
         stdout.contains("100000 bytes of dynamic shared memory"),
@@ -473,19 +465,7 @@ fn launches_in_place_by_cpp_name_and_with_large_shared_memory() {
         "{stdout}"
     );
     // More than any block may have.
-    let args = [
-        "--grid",
-        "1",
-        "--block",
-        "256",
-        "--shared",
-        "1000000",
-        "--arg",
-        "buf:i32:1",
-        "--arg",
-        &n,
-    ];
-    let (status, _, stderr) = run(&mut cudyn(), &file, "sum_shared", &args);
+    let (status, _, stderr) = sum_shared("1000000");
     assert_eq!(status, 4, "{stderr}");
 
     // A block the device cannot run.

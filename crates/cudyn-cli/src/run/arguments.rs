@@ -238,7 +238,7 @@ mod tests {
         assert_eq!(list.layouts(), params);
         // The kernel receives the scalars' bits and each buffer's address (0 when empty).
         let received = list.with_pointers(|pointers| {
-            // SAFETY: five pointers into `views` and `arguments`, alive here; arguments 0 is
+            // SAFETY: five pointers into `views` and `arguments`, alive here; argument 0 is
             // 4 bytes, the others 8.
             unsafe {
                 [
