@@ -3,13 +3,21 @@
 //! result offline, link two LTO-IR pieces with nvJitLink, and where a GPU exists load both through
 //! the runtime's library API, launch them and check every element against the CPU.
 
+use std::error::Error;
 use std::process::ExitCode;
 use std::time::Instant;
+
+// Styles are dropped where they cannot be seen (see `terminal`).
+use anstream::println;
 
 use cudyn::compile::{self, Arch, Output, Program};
 use cudyn::{Device, DeviceBuffer, Image, LaunchConfig, Library};
 
 use crate::inspect::render_inspection;
+use crate::terminal::{self, GOOD, STRONG};
+
+/// A step's failure, with the error behind it as its cause.
+type Result<T, E = Box<dyn Error>> = std::result::Result<T, E>;
 
 /// The NVRTC SAXPY kernel that "Dynamic Loading in the CUDA Runtime" (NVIDIA) loads through the
 /// runtime.
@@ -43,8 +51,19 @@ const ITERATE_STEP: &str = "__device__ float step(float x) { return x * 0.5f + 1
 /// The architecture compiled for when there is no GPU to ask: Hopper (H100, H200).
 const FALLBACK_ARCH: Arch = Arch::new(9, 0);
 
+const AFTER_HELP: &str = "\
+Without a GPU the load-and-launch step says why it is skipped, and the demo still succeeds.
+
+Exit status: 0 when every step that ran succeeded (and matched the CPU); 1 when one failed;
+2 for a usage error.
+
+Examples:
+  cudyn demo                       # 2^24 elements on the GPU
+  cudyn demo --elements 1000003    # an odd size: the last block is partly idle";
+
 /// Options of `cudyn demo`.
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// Elements of the SAXPY run on the GPU.
     #[arg(long, default_value_t = 1 << 24)]
@@ -55,18 +74,18 @@ pub fn run(args: &Args) -> ExitCode {
     match demo(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("cudyn demo failed: {error}");
+            terminal::print_error("cudyn demo", &*error);
             ExitCode::FAILURE
         }
     }
 }
 
-fn demo(args: &Args) -> Result<(), String> {
+fn demo(args: &Args) -> Result<()> {
     let gpu = usable_gpu();
     let arch = match &gpu {
         Ok(device) => {
-            let (major, minor) = device.compute_capability().map_err(text)?;
-            println!("GPU 0: {}, sm_{major}{minor}", device.name().map_err(text)?);
+            let (major, minor) = device.compute_capability()?;
+            println!("GPU 0: {}, sm_{major}{minor}", device.name()?);
             Arch::new(major, minor)
         }
         Err(reason) => {
@@ -78,28 +97,22 @@ fn demo(args: &Args) -> Result<(), String> {
         }
     };
 
-    println!("\n1. Compile the NVRTC SAXPY example to SASS for {arch}");
+    println!("\n{STRONG}1. Compile the NVRTC SAXPY example to SASS for {arch}{STRONG:#}");
     let started = Instant::now();
-    let saxpy = Program::new(SAXPY)
-        .name("saxpy.cu")
-        .arch(arch)
-        .compile()
-        .map_err(text)?;
+    let saxpy = Program::new(SAXPY).name("saxpy.cu").arch(arch).compile()?;
     println!(
         "   {} bytes of cubin in {:.1} ms",
         saxpy.code().len(),
         started.elapsed().as_secs_f64() * 1e3
     );
 
-    println!("\n2. Inspect it offline (no GPU needed)");
-    let inspection = Image::new(saxpy.code())
-        .and_then(|image| image.inspect())
-        .map_err(text)?;
+    println!("\n{STRONG}2. Inspect it offline (no GPU needed){STRONG:#}");
+    let inspection = Image::new(saxpy.code()).and_then(|image| image.inspect())?;
     for line in render_inspection("saxpy.cubin", &inspection).lines() {
         println!("   {line}");
     }
 
-    println!("\n3. Link two LTO-IR pieces with nvJitLink (-lto) for {arch}");
+    println!("\n{STRONG}3. Link two LTO-IR pieces with nvJitLink (-lto) for {arch}{STRONG:#}");
     let linked = match lto_blocker() {
         Some(reason) => {
             println!("   skipped: {reason}");
@@ -108,17 +121,17 @@ fn demo(args: &Args) -> Result<(), String> {
         None => Some(link_pieces(arch)?),
     };
 
-    println!("\n4. Load, launch and verify on the GPU");
+    println!("\n{STRONG}4. Load, launch and verify on the GPU{STRONG:#}");
     if let Err(reason) = &gpu {
         println!("   skipped: {reason}");
-        println!("\nDone: compiled, inspected and linked; the GPU steps need a GPU.");
+        println!("\n{GOOD}Done{GOOD:#}: compiled, inspected and linked; the GPU steps need a GPU.");
         return Ok(());
     }
     verify_saxpy(saxpy.code(), args.elements)?;
     if let Some(linked) = linked {
         verify_iterate(linked.code(), args.elements)?;
     }
-    println!("\nDone: every step that ran matched the CPU.");
+    println!("\n{GOOD}Done{GOOD:#}: every step that ran matched the CPU.");
     Ok(())
 }
 
@@ -133,7 +146,7 @@ fn lto_blocker() -> Option<String> {
 }
 
 /// Compiles the two pieces to LTO-IR and links them with link-time optimization.
-fn link_pieces(arch: Arch) -> Result<compile::Linked, String> {
+fn link_pieces(arch: Arch) -> Result<compile::Linked> {
     let piece = |source: &str, name: &str| {
         Program::new(source)
             .name(name)
@@ -141,17 +154,14 @@ fn link_pieces(arch: Arch) -> Result<compile::Linked, String> {
             .output(Output::LtoIr)
             .relocatable(true)
             .compile()
-            .map_err(text)
     };
     let pieces = [
         piece(ITERATE_KERNEL, "iterate.cu")?,
         piece(ITERATE_STEP, "step.cu")?,
     ];
-    let linked =
-        compile::link_lto(&[pieces[0].code(), pieces[1].code()], Some(arch)).map_err(text)?;
+    let linked = compile::link_lto(&[pieces[0].code(), pieces[1].code()], Some(arch))?;
     let iterate_params = Image::new(linked.code())
-        .and_then(|image| image.param_layout("iterate"))
-        .map_err(text)?
+        .and_then(|image| image.param_layout("iterate"))?
         .len();
     println!(
         "   {} + {} bytes of LTO-IR -> {} bytes of cubin with kernel iterate ({iterate_params} \
@@ -176,10 +186,10 @@ fn usable_gpu() -> Result<Device, String> {
     }
 }
 
-fn verify_saxpy(cubin: &[u8], n: usize) -> Result<(), String> {
+fn verify_saxpy(cubin: &[u8], n: usize) -> Result<()> {
     let started = Instant::now();
-    let library = Library::load(cubin).map_err(text)?;
-    let kernel = library.kernel("saxpy").map_err(text)?;
+    let library = Library::load(cubin)?;
+    let kernel = library.kernel("saxpy")?;
     println!(
         "   loaded through the {:?} API in {:.0} us; kernel handle {:p} (a cudaKernel_t is a CUkernel)",
         library.backend(),
@@ -190,9 +200,9 @@ fn verify_saxpy(cubin: &[u8], n: usize) -> Result<(), String> {
     let x: Vec<f32> = (0..n).map(|_| rng.f32() * 2.0 - 1.0).collect();
     let y: Vec<f32> = (0..n).map(|_| rng.f32() * 2.0 - 1.0).collect();
     let a = 2.5f32;
-    let dx = DeviceBuffer::from_slice(&x).map_err(text)?;
-    let dy = DeviceBuffer::from_slice(&y).map_err(text)?;
-    let mut out = DeviceBuffer::from_slice(&vec![f32::NAN; n]).map_err(text)?;
+    let dx = DeviceBuffer::from_slice(&x)?;
+    let dy = DeviceBuffer::from_slice(&y)?;
+    let mut out = DeviceBuffer::from_slice(&vec![f32::NAN; n])?;
     let started = Instant::now();
     // SAFETY: saxpy reads x[i], y[i] and writes out[i] for i < n, and the three buffers hold n
     // floats; they outlive the kernel, which the synchronization below waits for.
@@ -201,11 +211,10 @@ fn verify_saxpy(cubin: &[u8], n: usize) -> Result<(), String> {
             &LaunchConfig::for_elements(n, 256),
             (a, &dx, &dy, &mut out, n as u64),
         )
-    }
-    .map_err(text)?;
-    cudyn::synchronize().map_err(text)?;
+    }?;
+    cudyn::synchronize()?;
     let elapsed = started.elapsed();
-    let out = out.to_vec().map_err(text)?;
+    let out = out.to_vec()?;
     // NVRTC contracts a * x + y into one fused multiply-add, which the CPU does exactly too.
     let wrong = out
         .iter()
@@ -219,15 +228,15 @@ fn verify_saxpy(cubin: &[u8], n: usize) -> Result<(), String> {
     if wrong == 0 {
         Ok(())
     } else {
-        Err(format!("{wrong} SAXPY results differ from the CPU's"))
+        Err(format!("{wrong} SAXPY results differ from the CPU's").into())
     }
 }
 
-fn verify_iterate(cubin: &[u8], n: usize) -> Result<(), String> {
-    let library = Library::load(cubin).map_err(text)?;
-    let kernel = library.kernel("iterate").map_err(text)?;
+fn verify_iterate(cubin: &[u8], n: usize) -> Result<()> {
+    let library = Library::load(cubin)?;
+    let kernel = library.kernel("iterate")?;
     let data: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 - 100.0).collect();
-    let mut buffer = DeviceBuffer::from_slice(&data).map_err(text)?;
+    let mut buffer = DeviceBuffer::from_slice(&data)?;
     let steps = 7;
     // SAFETY: iterate updates data[i] in place for i < n, and the buffer holds n floats; it
     // outlives the kernel, which the synchronization below waits for.
@@ -236,10 +245,9 @@ fn verify_iterate(cubin: &[u8], n: usize) -> Result<(), String> {
             &LaunchConfig::for_elements(n, 256),
             (&mut buffer, steps, n as u64),
         )
-    }
-    .map_err(text)?;
-    cudyn::synchronize().map_err(text)?;
-    let got = buffer.to_vec().map_err(text)?;
+    }?;
+    cudyn::synchronize()?;
+    let got = buffer.to_vec()?;
     // Halving and adding one are exact in binary, so the CPU's result is the GPU's bit for bit.
     let wrong = got
         .iter()
@@ -250,10 +258,6 @@ fn verify_iterate(cubin: &[u8], n: usize) -> Result<(), String> {
     if wrong == 0 {
         Ok(())
     } else {
-        Err(format!("{wrong} iterate results differ from the CPU's"))
+        Err(format!("{wrong} iterate results differ from the CPU's").into())
     }
-}
-
-fn text(error: impl std::fmt::Display) -> String {
-    error.to_string()
 }

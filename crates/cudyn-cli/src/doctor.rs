@@ -2,10 +2,28 @@
 
 use std::process::ExitCode;
 
+// Styles are dropped where they cannot be seen (see `terminal`).
+use anstream::println;
 use cudyn::toolchain::ToolchainReport;
+
+use crate::terminal::{self, ERROR, GOOD, STRONG, WARNING};
+
+const AFTER_HELP: &str = "\
+Exit status:
+  0  the runtime, NVRTC and nvJitLink are usable and any driver present works (a machine
+     without a driver or GPU is fine: it compiles, links and inspects)
+  1  something required is missing or broken, or with --require-gpu there is no usable GPU
+  2  usage error
+
+Examples:
+  cudyn doctor                        # what was found where, GPUs, problems
+  cudyn doctor --require-gpu          # in a script: is this a machine to launch on?
+  cudyn doctor --json | jq '.problems'
+  CUDYN_LIBRARY_PATH=/opt/cuda/lib64 cudyn doctor   # use only the libraries in one folder";
 
 /// Options of `cudyn doctor`.
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
@@ -23,7 +41,7 @@ pub fn run(args: &Args) -> ExitCode {
         match serde_json::to_string_pretty(&json) {
             Ok(text) => println!("{text}"),
             Err(error) => {
-                eprintln!("cudyn doctor: cannot write JSON: {error}");
+                terminal::print_error("cudyn doctor", &error);
                 return ExitCode::FAILURE;
             }
         }
@@ -38,7 +56,7 @@ pub fn run(args: &Args) -> ExitCode {
 }
 
 fn print_text(report: &ToolchainReport, problems: &[String]) {
-    println!("CUDA libraries");
+    println!("{STRONG}CUDA libraries{STRONG:#}");
     for component in &report.components {
         let name = component.component.name();
         match &component.found {
@@ -75,12 +93,12 @@ fn print_text(report: &ToolchainReport, problems: &[String]) {
         }
     }
     println!();
-    println!("Search order (the same for every library)");
+    println!("{STRONG}Search order{STRONG:#} (the same for every library)");
     for place in &report.search_order {
         println!("  {place}");
     }
     println!();
-    println!("GPUs");
+    println!("{STRONG}GPUs{STRONG:#}");
     if report.devices.is_empty() {
         let why = report.devices_error.as_deref().unwrap_or("none");
         println!("  none: {}", why.lines().next().unwrap_or_default());
@@ -96,19 +114,19 @@ fn print_text(report: &ToolchainReport, problems: &[String]) {
     }
     if !report.warnings.is_empty() {
         println!();
-        println!("Warnings");
+        println!("{WARNING}Warnings{WARNING:#}");
         for warning in &report.warnings {
             println!("  [{}] {}", warning.id, warning.message);
         }
     }
     println!();
     if problems.is_empty() {
-        println!("OK: cudyn can compile, link and inspect device code here.");
+        println!("{GOOD}OK{GOOD:#}: cudyn can compile, link and inspect device code here.");
         if report.devices.is_empty() {
             println!("    No GPU: loading and launching are not available on this machine.");
         }
     } else {
-        println!("Problems");
+        println!("{ERROR}Problems{ERROR:#}");
         for problem in problems {
             println!("  {problem}");
         }

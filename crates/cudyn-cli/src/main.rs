@@ -2,18 +2,36 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod compile;
+mod completions;
 mod demo;
 mod doctor;
 mod inspect;
 mod link;
 mod output;
+mod run;
+mod terminal;
+
+const AFTER_HELP: &str = "\
+Exit status: 0 on success, 1 on failure, 2 for a usage error; `cudyn run` adds 3 (no GPU) and
+4 (the kernel and the arguments disagree). `cudyn help COMMAND` tells each command's.
+Errors go to standard error with their causes. Colour only on a terminal, never with NO_COLOR.
+
+Examples:
+  cudyn doctor                  # what CUDA is here, and whether cudyn can use it
+  cudyn demo                    # compile, inspect, link and (on a GPU) launch
+  cudyn compile saxpy.cu --arch sm_90
+  cudyn inspect saxpy.cubin
+  cudyn link main.ltoir step.ltoir --lto --arch sm_90 -o linked.cubin
+  cudyn run saxpy.cu saxpy --grid 4 --block 256 --arg f32:2.5 --arg buf:f32:1024=random \\
+      --arg buf:f32:1024=1 --arg buf:f32:1024 --arg u64:1024
+  source <(cudyn completions bash)";
 
 /// Dynamic loading of CUDA device code, runtime-style.
 #[derive(Parser)]
-#[command(name = "cudyn", version, about, long_about = None)]
+#[command(name = "cudyn", version, about, long_about = None, after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,17 +41,11 @@ struct Cli {
 enum Command {
     /// Report every CUDA library (where it was found, its version), every GPU, and
     /// compatibility problems.
-    ///
-    /// Exit status: 0 when the runtime, NVRTC and nvJitLink are usable and any driver
-    /// present works (a machine without a driver or GPU is fine: it compiles, links and
-    /// inspects); 1 when something required is missing or broken, or with --require-gpu
-    /// when there is no usable GPU; 2 for a usage error.
     Doctor(doctor::Args),
 
     /// cudyn end to end: compile the NVRTC documentation's SAXPY, inspect it offline, link
     /// two LTO-IR pieces with nvJitLink and, where a GPU exists, load both through the runtime,
-    /// launch them and check every element against the CPU. Without a GPU the GPU step says why
-    /// it is skipped. Exit status 1 when any step that ran failed.
+    /// launch them and check every element against the CPU.
     Demo(demo::Args),
     /// Compile CUDA C++ files with NVRTC to cubins (default), PTX, LTO-IR, or fat binaries for
     /// several architectures, in parallel; report the compiler's logs and each output. Exit
@@ -49,6 +61,13 @@ enum Command {
     ///
     /// Exit status: 0 when every file was read; 1 when any is not device code or is damaged.
     Inspect(inspect::Args),
+
+    /// Launch one kernel with arguments from the command line: load device code (or compile a
+    /// .cu), time the launches with device events and summarize every buffer.
+    Run(run::Args),
+
+    /// Write the shell completion script for bash, zsh, fish, elvish or PowerShell.
+    Completions(completions::Args),
 }
 
 fn main() -> ExitCode {
@@ -59,5 +78,7 @@ fn main() -> ExitCode {
         Command::Compile(args) => compile::run(&args),
         Command::Link(args) => link::run(&args),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Completions(args) => completions::run(&args, Cli::command()),
     }
 }

@@ -53,3 +53,29 @@ fn verifies_every_element_on_the_gpu() {
     );
     assert!(!text.contains("skipped"), "{text}");
 }
+
+#[test]
+fn a_failed_step_is_an_error_on_stderr_with_the_fix() {
+    let empty = tempfile::tempdir().unwrap();
+    let output = cudyn()
+        .args(["demo", "--elements", "16"])
+        .env("CUDYN_LIBRARY_PATH", empty.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("1. Compile") && !stdout.contains("Done"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.starts_with("error: cudyn demo: NVRTC was not found"),
+        "{stderr}"
+    );
+    // Where it looked, so the user sees why.
+    assert!(
+        stderr.contains(&empty.path().display().to_string()),
+        "{stderr}"
+    );
+}
