@@ -306,10 +306,10 @@ fn compile_one(args: &Args, plan: &Plan, file: &Path, destination: &Destination)
                     report.output = Some(destination.to_string());
                     report.bytes = Some(code.len());
                 }
-                Err(error) => report.error = Some(output::chain(&error)),
+                Err(error) => report.error = Some(crate::terminal::chain(&error)),
             }
         }
-        Err(error) => report.error = Some(output::chain(&error)),
+        Err(error) => report.error = Some(crate::terminal::chain(&error)),
     }
     report
 }
@@ -377,10 +377,10 @@ fn print_report(report: &FileReport, destination: &Destination) {
         eprintln!("{}", report.log.trim_end());
     }
     for warning in &report.warnings {
-        eprintln!("cudyn compile: warning: {warning}");
+        crate::terminal::print_warning("cudyn compile", warning);
     }
     if let Some(error) = &report.error {
-        eprintln!("cudyn compile: {error}");
+        crate::terminal::print_error_text("cudyn compile", error);
         return;
     }
     output::print_written(

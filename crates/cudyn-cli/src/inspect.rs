@@ -93,7 +93,7 @@ pub fn run(args: &Args) -> ExitCode {
         crate::output::print_text(tables);
     }
     for error in reports.iter().filter_map(|report| report.error.as_deref()) {
-        eprintln!("cudyn inspect: {error}");
+        crate::terminal::print_error_text("cudyn inspect", error);
     }
     if reports.iter().any(|report| report.error.is_some()) {
         ExitCode::FAILURE
@@ -105,7 +105,7 @@ pub fn run(args: &Args) -> ExitCode {
 /// `error` with its causes, naming `file` once: at the start unless the library's message
 /// already names it.
 fn naming_once(file: &std::path::Path, error: &cudyn::Error) -> String {
-    let text = crate::output::chain(error);
+    let text = crate::terminal::chain(error);
     let name = file.display().to_string();
     if text.contains(&name) {
         text

@@ -98,7 +98,7 @@ pub fn run(args: &Args) -> ExitCode {
     };
     let outcome = link(args, &mut report);
     if let Err(error) = &outcome {
-        report.error = Some(output::chain(error));
+        report.error = Some(crate::terminal::chain(error));
     }
     if args.json {
         output::print_json("link", &report);

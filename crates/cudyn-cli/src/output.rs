@@ -69,22 +69,6 @@ impl From<cudyn::Error> for CliError {
     }
 }
 
-/// `error` and each of its causes (`Error::source`), one per line; a cause whose text the
-/// message already holds is not repeated.
-pub fn chain(error: &dyn Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        let said = next.to_string();
-        if !text.contains(&said) {
-            text.push_str("\n  caused by: ");
-            text.push_str(&said);
-        }
-        cause = next.source();
-    }
-    text
-}
-
 /// `error`, or, when it is that no target architecture is known (no GPU, no `--arch`), the
 /// fix first in the command's terms: the library's text names its own setters. `verb` says what
 /// the command does for the current GPU ("compiles").
@@ -101,7 +85,7 @@ pub fn arch_fix_first(error: cudyn::Error, verb: &str) -> CliError {
 
 /// Prints `error` with its causes on standard error, headed by the command's name.
 pub fn print_error(command: &str, error: &dyn Error) {
-    eprintln!("cudyn {command}: {}", chain(error));
+    crate::terminal::print_error(&format!("cudyn {command}"), error);
 }
 
 /// Prints `value` as pretty JSON on standard output (a failure to serialize on standard error).

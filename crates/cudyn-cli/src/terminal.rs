@@ -27,20 +27,34 @@ pub const STRONG: Style = Style::new().bold();
 /// Prints `error` on standard error as `error: COMMAND: ...`, then each of its causes that the
 /// message above does not already include, one per `caused by:` line.
 pub fn print_error(command: &str, error: &dyn Error) {
-    anstream::eprintln!(
-        "{ERROR}error{ERROR:#}: {command}: {}",
-        indent(&error.to_string())
-    );
-    let mut shown = error.to_string();
+    print_error_text(command, &chain(error));
+}
+
+/// Prints a message already put together (`chain` of an error) as `error: COMMAND: ...`.
+pub fn print_error_text(command: &str, text: &str) {
+    anstream::eprintln!("{ERROR}error{ERROR:#}: {command}: {text}");
+}
+
+/// Prints `text` on standard error as `warning: COMMAND: ...`.
+pub fn print_warning(command: &str, text: &str) {
+    anstream::eprintln!("{WARNING}warning{WARNING:#}: {command}: {text}");
+}
+
+/// `error` and each of its causes (`Error::source`) that the text before does not already hold,
+/// one per indented `caused by:` line: what error messages of every command show, and what
+/// `--json` reports carry.
+pub fn chain(error: &dyn Error) -> String {
+    let mut text = indent(&error.to_string());
     let mut cause = error.source();
-    while let Some(error) = cause {
-        let text = error.to_string();
-        if !shown.contains(&text) {
-            anstream::eprintln!("  caused by: {}", indent(&text));
-            shown.push_str(&text);
+    while let Some(next) = cause {
+        let said = next.to_string();
+        if !text.contains(said.trim_end()) {
+            text.push_str("\n  caused by: ");
+            text.push_str(&indent(&said));
         }
-        cause = error.source();
+        cause = next.source();
     }
+    text
 }
 
 /// `text` with every line after the first indented, to sit under its heading.

@@ -122,7 +122,7 @@ fn without_a_driver_or_arch_the_error_is_one_line_that_says_the_fix_first() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         stderr.starts_with(
-            "cudyn compile: no target architecture: pass one with --arch (e.g. --arch sm_90)."
+            "error: cudyn compile: no target architecture: pass one with --arch (e.g. --arch sm_90)."
         ),
         "{stderr}"
     );
@@ -280,7 +280,7 @@ fn a_source_without_kernels_compiles_with_a_warning() {
     let (code, stdout, stderr) = run_in(folder.path(), &["compile", "empty.cu", "--arch", "sm_90"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
-        stderr.starts_with("cudyn compile: warning: empty.cu defines no kernel"),
+        stderr.starts_with("warning: cudyn compile: empty.cu defines no kernel"),
         "{stderr}"
     );
     assert!(String::from_utf8_lossy(&stdout).contains("0 kernel(s)"));
@@ -318,7 +318,7 @@ fn a_missing_file_is_an_error_with_its_cause() {
     assert_eq!(
         stderr.lines().collect::<Vec<_>>(),
         [
-            "cudyn compile: cannot read gone.cu",
+            "error: cudyn compile: cannot read gone.cu",
             "  caused by: No such file or directory (os error 2)"
         ]
     );

@@ -123,7 +123,7 @@ fn errors_go_to_standard_error_naming_the_file_once() {
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{stderr}");
     for (line, file) in lines.iter().zip([&text, &host]) {
-        assert!(line.starts_with("cudyn inspect: "), "{line}");
+        assert!(line.starts_with("error: cudyn inspect: "), "{line}");
         assert_eq!(
             line.matches(&*file.display().to_string()).count(),
             1,

@@ -164,7 +164,7 @@ fn a_failed_link_shows_the_log_naming_the_input_on_standard_error() {
     assert_eq!(code, Some(1));
     assert!(stdout.is_empty(), "{stdout}");
     assert!(
-        stderr.starts_with("cudyn link: nvJitLinkComplete failed"),
+        stderr.starts_with("error: cudyn link: nvJitLinkComplete failed"),
         "{stderr}"
     );
     assert!(
@@ -181,11 +181,11 @@ fn bad_inputs_are_refused_with_the_fix() {
     for (args, expected) in [
         (
             &["iterate_kernel.ltoir", "iterate_step.ltoir", "--arch", "90"][..],
-            "cudyn link: pass --lto: iterate_kernel.ltoir is LTO-IR",
+            "error: cudyn link: pass --lto: iterate_kernel.ltoir is LTO-IR",
         ),
         (
             &["iterate_kernel.cu", "--arch", "90"][..],
-            "cudyn link: iterate_kernel.cu is not an input nvJitLink links",
+            "error: cudyn link: iterate_kernel.cu is not an input nvJitLink links",
         ),
         (
             &[
@@ -196,11 +196,11 @@ fn bad_inputs_are_refused_with_the_fix() {
                 "-o",
                 "iterate_step.ltoir",
             ][..],
-            "cudyn link: the output iterate_step.ltoir is the input iterate_step.ltoir",
+            "error: cudyn link: the output iterate_step.ltoir is the input iterate_step.ltoir",
         ),
         (
             &["missing.cubin", "--arch", "90"][..],
-            "cudyn link: cannot read missing.cubin",
+            "error: cudyn link: cannot read missing.cubin",
         ),
     ] {
         let (code, stdout, stderr) = run_in(folder.path(), &[&["link"], args].concat());
@@ -332,7 +332,7 @@ fn without_a_driver_or_arch_the_error_says_the_fix_first() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         stderr.starts_with(
-            "cudyn link: no target architecture: pass one with --arch (e.g. --arch sm_90)."
+            "error: cudyn link: no target architecture: pass one with --arch (e.g. --arch sm_90)."
         ),
         "{stderr}"
     );
