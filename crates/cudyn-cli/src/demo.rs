@@ -21,16 +21,7 @@ type Result<T, E = Box<dyn Error>> = std::result::Result<T, E>;
 
 /// The NVRTC SAXPY kernel that "Dynamic Loading in the CUDA Runtime" (NVIDIA) loads through the
 /// runtime.
-const SAXPY: &str = r#"
-extern "C" __global__
-void saxpy(float a, float *x, float *y, float *out, size_t n)
-{
-  size_t tid = blockIdx.x * blockDim.x + threadIdx.x;
-  if (tid < n) {
-    out[tid] = a * x[tid] + y[tid];
-  }
-}
-"#;
+const SAXPY: &str = include_str!("kernels/saxpy.cu");
 
 /// Two pieces of one program: a kernel calling a device function defined in the other piece,
 /// which only link-time optimization can inline.

@@ -100,17 +100,8 @@ fn without_a_driver_or_arch_the_error_is_one_line_that_says_the_fix_first() {
         Ok(nvrtc) => nvrtc,
         Err(error) => panic!("NVRTC is missing ({error}); run scripts/cuda-wheels"),
     };
-    // A folder holding NVRTC and its builtins and nothing else: as the only place searched, it
-    // hides the CUDA driver even on a machine that has one.
-    let only_nvrtc = tempfile::tempdir().unwrap();
-    let nvrtc_folder = nvrtc.library.path.parent().unwrap();
-    for entry in std::fs::read_dir(nvrtc_folder).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_name().to_string_lossy().starts_with("libnvrtc") {
-            std::os::unix::fs::symlink(entry.path(), only_nvrtc.path().join(entry.file_name()))
-                .unwrap();
-        }
-    }
+    // NVRTC and its builtins and nothing else: no driver.
+    let only_nvrtc = common::only_libraries_beside(&nvrtc.library.path, "libnvrtc");
     let (_folder, source) = scale_source();
     let run = cudyn()
         .env("CUDYN_LIBRARY_PATH", only_nvrtc.path())

@@ -315,12 +315,8 @@ fn nvcc_objects_and_static_libraries_link_and_inspect() {
 #[test]
 fn without_a_driver_or_arch_the_error_says_the_fix_first() {
     let nvjitlink = cudyn::sys::nvjitlink().expect("nvJitLink (scripts/cuda-wheels)");
-    // A folder holding nvJitLink and nothing else: as the only place searched, it hides the CUDA
-    // driver even on a machine that has one.
-    let only_nvjitlink = tempfile::tempdir().unwrap();
-    let path = &nvjitlink.library.path;
-    std::os::unix::fs::symlink(path, only_nvjitlink.path().join(path.file_name().unwrap()))
-        .unwrap();
+    // nvJitLink and nothing else: no driver.
+    let only_nvjitlink = common::only_libraries_beside(&nvjitlink.library.path, "libnvJitLink");
     let folder = pieces("cubin");
     let run = cudyn()
         .current_dir(folder.path())

@@ -9,17 +9,8 @@ use std::process::{Command, Output};
 use common::cudyn;
 use serde_json::Value;
 
-/// The SAXPY of "Dynamic Loading in the CUDA Runtime" (NVIDIA).
-const SAXPY: &str = r#"
-extern "C" __global__
-void saxpy(float a, float *x, float *y, float *out, size_t n)
-{
-  size_t tid = blockIdx.x * blockDim.x + threadIdx.x;
-  if (tid < n) {
-    out[tid] = a * x[tid] + y[tid];
-  }
-}
-"#;
+/// The SAXPY of "Dynamic Loading in the CUDA Runtime" (NVIDIA), as `cudyn demo` runs it.
+const SAXPY: &str = include_str!("../src/kernels/saxpy.cu");
 
 /// A folder holding `name` with `text`; the path of the file.
 fn source(text: &str, name: &str) -> (tempfile::TempDir, PathBuf) {

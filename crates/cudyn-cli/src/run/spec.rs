@@ -150,7 +150,7 @@ impl FromStr for ArgSpec {
             _ => match init.strip_prefix("random:") {
                 Some(seed) => Fill::Random {
                     seed: Some(seed.parse().map_err(|_| {
-                        format!("buffer `{text}`: the seed `{seed}` is not a whole number")
+                        format!("buffer `{text}`: the random seed `{seed}` is not a whole number")
                     })?),
                 },
                 None => {

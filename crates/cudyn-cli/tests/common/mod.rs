@@ -1,6 +1,6 @@
 //! What the command-line tests share.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The `cudyn` binary: Cargo's, or, when the test binaries were copied to a machine without
@@ -15,4 +15,20 @@ pub fn cudyn() -> Command {
         _ => built,
     };
     Command::new(binary)
+}
+
+/// A folder holding links to the files beside `library` whose names start with `prefix`, and
+/// nothing else: as the only place cudyn searches (`CUDYN_LIBRARY_PATH`), it hides the CUDA
+/// driver even on a machine that has one.
+#[allow(dead_code)]
+pub fn only_libraries_beside(library: &Path, prefix: &str) -> tempfile::TempDir {
+    let folder = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(library.parent().unwrap()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name().to_string_lossy().starts_with(prefix) {
+            std::os::unix::fs::symlink(entry.path(), folder.path().join(entry.file_name()))
+                .unwrap();
+        }
+    }
+    folder
 }
