@@ -110,11 +110,15 @@ pub struct DeviceLimits {
     pub cooperative_launch: bool,
     /// Whether the GPU runs thread-block clusters (compute capability 9.0 and newer).
     pub cluster_launch: bool,
+    /// Streaming multiprocessors on the GPU: a cooperative launch's blocks must all be resident
+    /// on them at once.
+    pub multiprocessors: u32,
 }
 
 impl DeviceLimits {
-    /// What every GPU of compute capability 9.0 (H100, H200) reports: launch configurations
-    /// can be checked against it without a GPU ([`crate::launch::check_config`]).
+    /// What a GPU of compute capability 9.0 reports, with the 132 multiprocessors of an H100 SXM
+    /// or H200: launch configurations can be checked against it without a GPU
+    /// ([`crate::launch::check_config`]).
     pub const SM_90: DeviceLimits = DeviceLimits {
         max_threads_per_block: 1024,
         max_block: [1024, 1024, 64],
@@ -123,6 +127,7 @@ impl DeviceLimits {
         max_shared_per_block_optin: 227 * 1024,
         cooperative_launch: true,
         cluster_launch: true,
+        multiprocessors: 132,
     };
 
     fn query(device: &Device) -> Result<DeviceLimits> {
@@ -145,6 +150,7 @@ impl DeviceLimits {
             )?,
             cooperative_launch: get(driver::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? != 0,
             cluster_launch: get(driver::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)? != 0,
+            multiprocessors: get(driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
         })
     }
 }

@@ -7,7 +7,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
 use crate::api::driver as api;
-use crate::context;
+use crate::context::{self, Current};
 use crate::device::{initialized_driver, Device};
 use crate::error::Result;
 use crate::image::Image;
@@ -286,6 +286,70 @@ impl Kernel {
             )
         }
         .map_err(|error| self.with_library_log(error))
+    }
+
+    /// How many blocks of `block_threads` threads, each with `shared_mem_bytes` of dynamic shared
+    /// memory, can be resident at once on one multiprocessor of the current device
+    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`). The kernel's registers and static shared
+    /// memory count as well; 0 when not even one such block fits.
+    pub fn max_active_blocks_per_multiprocessor(
+        &self,
+        block_threads: u32,
+        shared_mem_bytes: u32,
+    ) -> Result<u32> {
+        self.active_blocks_per_multiprocessor(&context::current()?, block_threads, shared_mem_bytes)
+    }
+
+    /// The most blocks a cooperative launch ([`LaunchConfig::cooperative`]) of this kernel may
+    /// have on the current device with blocks of `block_threads` threads and `shared_mem_bytes`
+    /// of dynamic shared memory: [`Kernel::max_active_blocks_per_multiprocessor`] times the
+    /// device's multiprocessors. A grid of this size fills the device, every block resident at
+    /// once, which a grid-wide synchronization (`cooperative_groups::this_grid().sync()`) needs;
+    /// a cooperative launch of more blocks is refused before the driver
+    /// ([`ConfigViolation::CooperativeGridTooLarge`]). 0 when not even one block fits: use
+    /// fewer threads or less shared memory per block.
+    ///
+    /// ```no_run
+    /// use cudyn::{Library, LaunchConfig};
+    /// let kernel = Library::from_file("grid_sum.cubin")?.kernel("grid_sum")?;
+    /// let block = 256;
+    /// let grid = kernel.max_cooperative_grid(block, 0)?;
+    /// let config = LaunchConfig::new(grid, block).cooperative(true);
+    /// # Ok::<(), cudyn::Error>(())
+    /// ```
+    ///
+    /// [`LaunchConfig::cooperative`]: crate::LaunchConfig::cooperative
+    /// [`ConfigViolation::CooperativeGridTooLarge`]: crate::ConfigViolation::CooperativeGridTooLarge
+    pub fn max_cooperative_grid(&self, block_threads: u32, shared_mem_bytes: u32) -> Result<u32> {
+        let current = context::current()?;
+        let per_multiprocessor =
+            self.active_blocks_per_multiprocessor(&current, block_threads, shared_mem_bytes)?;
+        let blocks = u64::from(per_multiprocessor) * u64::from(current.limits.multiprocessors);
+        Ok(u32::try_from(blocks).unwrap_or(u32::MAX))
+    }
+
+    /// [`Kernel::max_active_blocks_per_multiprocessor`] in the context `current`.
+    pub(crate) fn active_blocks_per_multiprocessor(
+        &self,
+        current: &Current,
+        block_threads: u32,
+        shared_mem_bytes: u32,
+    ) -> Result<u32> {
+        // Beyond i32::MAX threads no block fits; the driver says so for i32::MAX too.
+        let block_threads = i32::try_from(block_threads).unwrap_or(i32::MAX);
+        // SAFETY: `self` keeps the kernel's library loaded, and the driver accepts a kernel
+        // handle as the function, computing for the current context, which `current` made
+        // current on this thread.
+        let blocks = unsafe {
+            api::occupancy_max_active_blocks(
+                current.driver,
+                self.as_function(),
+                block_threads,
+                shared_mem_bytes as usize,
+            )
+        }
+        .map_err(|error| self.with_library_log(error))?;
+        Ok(blocks.max(0) as u32)
     }
 
     /// `error` with the JIT logs of the kernel's library attached.

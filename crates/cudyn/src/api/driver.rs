@@ -432,3 +432,32 @@ pub(crate) unsafe fn launch_kernel_ex(
         )
     }
 }
+
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor`: how many blocks of `block_threads` threads
+/// and `shared_mem_bytes` of dynamic shared memory can be resident on one multiprocessor of the
+/// current context's device at once.
+///
+/// # Safety
+/// `function` is a live function or kernel handle (a `CUkernel` is accepted, and the current
+/// context is the one the calculation is made for); a context is current.
+pub(crate) unsafe fn occupancy_max_active_blocks(
+    driver: &Driver,
+    function: CUfunction,
+    block_threads: i32,
+    shared_mem_bytes: usize,
+) -> Result<i32> {
+    let mut blocks = 0;
+    // SAFETY: writes one int; the caller vouches for the handle and the context.
+    unsafe {
+        call!(
+            driver,
+            cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                function,
+                block_threads,
+                shared_mem_bytes
+            )
+        )
+    }?;
+    Ok(blocks)
+}
