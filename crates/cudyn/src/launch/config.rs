@@ -107,7 +107,12 @@ impl<'s> LaunchConfig<'s> {
         self
     }
 
-    /// Makes the launch cooperative.
+    /// Makes the launch cooperative: all blocks resident at once, so that they may synchronize
+    /// grid-wide. The grid must fit on the device at once; [`Kernel::max_cooperative_grid`]
+    /// gives the largest that does, and a larger one is refused before the driver with
+    /// [`ConfigViolation::CooperativeGridTooLarge`].
+    ///
+    /// [`Kernel::max_cooperative_grid`]: crate::Kernel::max_cooperative_grid
     pub fn cooperative(mut self, cooperative: bool) -> Self {
         self.cooperative = cooperative;
         self
@@ -164,6 +169,19 @@ pub enum ConfigViolation {
     },
     /// The device does not run cooperative launches.
     CooperativeUnsupported,
+    /// A cooperative launch whose blocks cannot all be resident on the device at once, as a
+    /// cooperative launch requires (the driver's `CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`).
+    CooperativeGridTooLarge {
+        /// Blocks in the grid.
+        blocks: u64,
+        /// Most blocks resident at once: `per_multiprocessor * multiprocessors`.
+        max: u64,
+        /// Blocks of this kernel, with this block size and dynamic shared memory, resident on
+        /// one multiprocessor at once (the driver's occupancy calculation).
+        per_multiprocessor: u32,
+        /// Multiprocessors on the device.
+        multiprocessors: u32,
+    },
     /// The device does not run thread-block clusters.
     ClusterUnsupported,
     /// The cluster dimensions do not divide the grid.
@@ -211,6 +229,29 @@ impl fmt::Display for ConfigViolation {
             Self::CooperativeUnsupported => {
                 write!(f, "the device does not support cooperative launches")
             }
+            Self::CooperativeGridTooLarge {
+                blocks,
+                per_multiprocessor: 0,
+                ..
+            } => write!(
+                f,
+                "a cooperative launch needs all its blocks resident at once, but not even one \
+                 block of this size fits on a multiprocessor, so none of the {blocks} can be: \
+                 use fewer threads or less dynamic shared memory per block"
+            ),
+            Self::CooperativeGridTooLarge {
+                blocks,
+                max,
+                per_multiprocessor,
+                multiprocessors,
+            } => write!(
+                f,
+                "a cooperative launch needs all its blocks resident at once, but {blocks} blocks \
+                 exceed the {max} that fit ({per_multiprocessor} per multiprocessor of this \
+                 kernel and block on {multiprocessors} multiprocessors): launch at most {max} \
+                 blocks (Kernel::max_cooperative_grid gives the number), or use fewer threads \
+                 or less dynamic shared memory per block to fit more"
+            ),
             Self::ClusterUnsupported => {
                 write!(f, "the device does not support thread-block clusters (needs sm_90+)")
             }
@@ -324,6 +365,28 @@ fn first_violation(
         }
     }
     Ok(())
+}
+
+/// Checks that a cooperative launch of `grid` fits on the device at once: at most
+/// `per_multiprocessor` blocks (the kernel's occupancy for the launch's block size and dynamic
+/// shared memory) on each of `multiprocessors` multiprocessors. Pure; the launch asks the driver
+/// for the occupancy, only for cooperative launches.
+pub fn check_cooperative_grid(
+    grid: Dim3,
+    per_multiprocessor: u32,
+    multiprocessors: u32,
+) -> Result<(), ConfigViolation> {
+    let blocks = grid.volume();
+    let max = u64::from(per_multiprocessor) * u64::from(multiprocessors);
+    if blocks <= max {
+        return Ok(());
+    }
+    Err(ConfigViolation::CooperativeGridTooLarge {
+        blocks,
+        max,
+        per_multiprocessor,
+        multiprocessors,
+    })
 }
 
 #[cfg(test)]
@@ -446,6 +509,63 @@ mod tests {
             check_config(&LaunchConfig::new(2, 1).cluster(2), &old),
             Err(ConfigViolation::ClusterUnsupported)
         );
+    }
+
+    #[test]
+    fn a_cooperative_grid_fits_up_to_occupancy_times_multiprocessors() {
+        let multiprocessors = H200.multiprocessors;
+        // 8 blocks of 256 threads per multiprocessor: 1056 on 132 multiprocessors.
+        assert_eq!(
+            check_cooperative_grid(Dim3::from(1056), 8, multiprocessors),
+            Ok(())
+        );
+        assert_eq!(
+            check_cooperative_grid((33, 32, 1).into(), 8, multiprocessors),
+            Ok(())
+        );
+        let violation = check_cooperative_grid(Dim3::from(1057), 8, multiprocessors).unwrap_err();
+        assert_eq!(
+            violation,
+            ConfigViolation::CooperativeGridTooLarge {
+                blocks: 1057,
+                max: 1056,
+                per_multiprocessor: 8,
+                multiprocessors,
+            }
+        );
+        let message = violation.to_string();
+        for part in [
+            "1057 blocks",
+            "8 per multiprocessor",
+            "132 multiprocessors",
+            "launch at most 1056 blocks",
+            "Kernel::max_cooperative_grid",
+            "fewer threads or less dynamic shared memory per block",
+        ] {
+            assert!(message.contains(part), "{part:?} missing from {message:?}");
+        }
+        // Every axis counts, and the product does not overflow.
+        assert!(check_cooperative_grid((1057, 1, 1).into(), 8, multiprocessors).is_err());
+        assert!(check_cooperative_grid((1, 1, 1057).into(), 8, multiprocessors).is_err());
+        let huge = Dim3::from((u32::MAX, 65535, 65535));
+        assert!(check_cooperative_grid(huge, u32::MAX, multiprocessors).is_err());
+    }
+
+    #[test]
+    fn a_block_that_fits_nowhere_is_named_as_such() {
+        let violation = check_cooperative_grid(Dim3::from(1), 0, 132).unwrap_err();
+        assert_eq!(
+            violation,
+            ConfigViolation::CooperativeGridTooLarge {
+                blocks: 1,
+                max: 0,
+                per_multiprocessor: 0,
+                multiprocessors: 132,
+            }
+        );
+        let message = violation.to_string();
+        assert!(message.contains("not even one block"), "{message}");
+        assert!(message.contains("fewer threads"), "{message}");
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! themselves as [`ParamLayout`]s, the C layout of their values, and the launch compares them
 //! with the kernel's real parameters (from `cuKernelGetParamInfo`, or read offline from the
 //! device code): the count, and the size and offset of every parameter. The configuration is
-//! checked against the device's limits. A mismatch is an [`Error::LaunchArguments`] or
+//! checked against the device's limits, and a cooperative launch's grid against the blocks the
+//! device holds at once for this kernel (its occupancy, asked of the driver for cooperative
+//! launches only). A mismatch is an [`Error::LaunchArguments`] or
 //! [`Error::LaunchConfig`] naming what differs, and nothing reaches the driver, instead of a
 //! corrupted launch or the driver's bare "invalid argument".
 //!
@@ -71,7 +73,7 @@ use std::ffi::c_void;
 
 pub use args::{ArgList, KernelArg, KernelArgs, INLINE_ARGS};
 pub use check::{check_arguments, ArgumentMismatch};
-pub use config::{check_config, ConfigViolation, Dim3, LaunchConfig};
+pub use config::{check_config, check_cooperative_grid, ConfigViolation, Dim3, LaunchConfig};
 
 use crate::api::driver as api;
 use crate::context::{self, Current};
@@ -152,18 +154,13 @@ impl Kernel {
     fn check_config(&self, config: &LaunchConfig<'_>, current: &Current) -> Result<()> {
         let violation = match check_config(config, current.limits) {
             Err(violation) => Some(violation),
-            // Above the default limit the kernel must have been opted in; asking the driver
-            // costs a call, so only launches that need it pay.
-            Ok(()) if config.shared_mem_bytes > current.limits.max_shared_per_block => {
-                let allowed =
-                    self.attribute(KernelAttribute::MaxDynamicSharedSizeBytes, current.device)?;
-                let allowed = allowed.max(0) as u32;
-                (config.shared_mem_bytes > allowed).then_some(
-                    ConfigViolation::SharedMemoryNotOptedIn {
-                        given: config.shared_mem_bytes,
-                        allowed,
-                    },
-                )
+            // One branch for both checks that ask the driver, so that the common launch pays
+            // for neither.
+            Ok(())
+                if (config.shared_mem_bytes > current.limits.max_shared_per_block)
+                    | config.cooperative =>
+            {
+                self.violation_per_kernel(config, current)?
             }
             Ok(()) => None,
         };
@@ -174,6 +171,46 @@ impl Kernel {
             }),
             None => Ok(()),
         }
+    }
+
+    /// The limits of this kernel that only the driver knows, each asked only of the launches it
+    /// concerns: above the default shared memory limit the kernel must have been opted in, and
+    /// a cooperative grid must fit on the device at once (the occupancy for this block and
+    /// shared memory, times the multiprocessors), which the driver would otherwise refuse with
+    /// a bare `CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`.
+    #[cold]
+    fn violation_per_kernel(
+        &self,
+        config: &LaunchConfig<'_>,
+        current: &Current,
+    ) -> Result<Option<ConfigViolation>> {
+        if config.shared_mem_bytes > current.limits.max_shared_per_block {
+            let allowed =
+                self.attribute(KernelAttribute::MaxDynamicSharedSizeBytes, current.device)?;
+            let allowed = allowed.max(0) as u32;
+            if config.shared_mem_bytes > allowed {
+                return Ok(Some(ConfigViolation::SharedMemoryNotOptedIn {
+                    given: config.shared_mem_bytes,
+                    allowed,
+                }));
+            }
+        }
+        if config.cooperative {
+            // The block has at most the device's threads per block: check_config passed.
+            let block_threads = config.block.volume() as u32;
+            let per_multiprocessor = self.active_blocks_per_multiprocessor(
+                current,
+                block_threads,
+                config.shared_mem_bytes,
+            )?;
+            let fits = check_cooperative_grid(
+                config.grid,
+                per_multiprocessor,
+                current.limits.multiprocessors,
+            );
+            return Ok(fits.err());
+        }
+        Ok(None)
     }
 
     /// # Safety
