@@ -28,11 +28,17 @@ fn kernel(source: &str, file: &str, name: &str) -> Kernel {
         .unwrap()
 }
 
-fn multiprocessors() -> u32 {
+/// Blocks of `BLOCK_THREADS` threads of `kernel` resident per multiprocessor (without dynamic
+/// shared memory), and the device's multiprocessors, read from the device itself rather than
+/// from cudyn's cached limits.
+fn residency(kernel: &Kernel) -> (u32, u32) {
     let count = Device::get(0)
         .and_then(|device| device.attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT))
         .expect("GPU tests need a GPU: device 0 is not usable");
-    u32::try_from(count).unwrap()
+    let per_multiprocessor = kernel
+        .max_active_blocks_per_multiprocessor(BLOCK_THREADS, 0)
+        .unwrap();
+    (per_multiprocessor, u32::try_from(count).unwrap())
 }
 
 /// `len` random floats in [0, 1) from a fixed seed: all positive, so that a relative error of
@@ -86,10 +92,7 @@ fn expect_too_large(
             against the CPU; one block more is refused before the driver"]
 fn a_grid_sum_fills_the_device_and_one_block_more_is_refused() {
     let grid_sum = kernel(GRID_SUM, "grid_sum_cooperative.cu", "grid_sum");
-    let multiprocessors = multiprocessors();
-    let per_multiprocessor = grid_sum
-        .max_active_blocks_per_multiprocessor(BLOCK_THREADS, 0)
-        .unwrap();
+    let (per_multiprocessor, multiprocessors) = residency(&grid_sum);
     let grid = grid_sum.max_cooperative_grid(BLOCK_THREADS, 0).unwrap();
     assert_eq!(grid, per_multiprocessor * multiprocessors);
     assert!(
@@ -202,10 +205,7 @@ fn a_grid_sum_fills_the_device_and_one_block_more_is_refused() {
 #[ignore = "gpu: the same too-large grid is refused cooperatively and runs without the flag"]
 fn only_cooperative_launches_are_held_to_a_resident_grid() {
     let block_ids = kernel(BLOCK_IDS, "block_ids.cu", "block_ids");
-    let multiprocessors = multiprocessors();
-    let per_multiprocessor = block_ids
-        .max_active_blocks_per_multiprocessor(BLOCK_THREADS, 0)
-        .unwrap();
+    let (per_multiprocessor, multiprocessors) = residency(&block_ids);
     let grid = block_ids.max_cooperative_grid(BLOCK_THREADS, 0).unwrap() + 1;
     let mut ids = DeviceBuffer::<u32>::alloc(grid as usize).unwrap();
     // u32::MAX everywhere: no block index, so a block that does not run leaves a mismatch.
