@@ -29,6 +29,9 @@ pub enum Origin {
     CudaHome,
     /// In a Python wheel's folder under site-packages.
     PythonWheel,
+    /// Under `$CONDA_PREFIX` (CUDA's conda packages; only headers are looked for there, since
+    /// conda environments put their libraries on the loader's path).
+    CondaPrefix,
     /// Under `/usr/local/cuda`.
     DefaultToolkit,
     /// In cudyn's wheel environment (`$CUDYN_WHEELS_VENV`, else
@@ -47,6 +50,7 @@ impl Origin {
             Origin::CudaPath => "CUDA_PATH",
             Origin::CudaHome => "CUDA_HOME",
             Origin::PythonWheel => "Python wheel",
+            Origin::CondaPrefix => "CONDA_PREFIX",
             Origin::DefaultToolkit => "/usr/local/cuda",
             Origin::CudynWheels => "cudyn's wheel environment",
             Origin::SystemLoader => "system loader",
@@ -285,7 +289,7 @@ fn find_in(place: &Place, component: Component) -> Option<Found> {
 
 /// cudyn's wheel environment: `$CUDYN_WHEELS_VENV`, else the default under
 /// `$XDG_CACHE_HOME` or `$HOME/.cache`, as `scripts/cuda-wheels` chooses it.
-fn cudyn_wheels_venv(var: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+pub(super) fn cudyn_wheels_venv(var: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
     let set = |name: &str| {
         var(name)
             .filter(|value| !value.is_empty())
@@ -300,7 +304,7 @@ fn cudyn_wheels_venv(var: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf>
 
 /// Every site-packages folder that exists, in the order of the module documentation, without
 /// repeats.
-fn site_packages(var: &impl Fn(&str) -> Option<OsString>, root: &Path) -> Vec<PathBuf> {
+pub(super) fn site_packages(var: &impl Fn(&str) -> Option<OsString>, root: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = Vec::new();
     let mut add = |path: PathBuf| {
         if path.is_dir() && !found.contains(&path) {
@@ -348,7 +352,7 @@ fn site_packages(var: &impl Fn(&str) -> Option<OsString>, root: &Path) -> Vec<Pa
 }
 
 /// The `python3*` folders inside `lib`, newest first.
-fn python_lib_folders(lib: &Path) -> Vec<PathBuf> {
+pub(super) fn python_lib_folders(lib: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(lib) else {
         return Vec::new();
     };
