@@ -29,6 +29,22 @@ use super::search::{cudyn_wheels_venv, python_lib_folders, site_packages};
 use super::Origin;
 use crate::version::Version;
 
+/// The pinned wheels of `scripts/cuda-wheels` that hold CUDA's headers.
+macro_rules! cuda_header_pins {
+    () => {
+        "nvidia-cuda-runtime==13.0.96 nvidia-cuda-crt==13.0.88"
+    };
+}
+/// The pinned wheel of `scripts/cuda-wheels` that holds CCCL.
+macro_rules! cccl_pin {
+    () => {
+        "nvidia-cuda-cccl==13.0.85"
+    };
+}
+
+/// The pinned wheels that provide CUDA's headers and CCCL, as `pip install` takes them.
+pub const HEADER_WHEELS: &str = concat!(cuda_header_pins!(), " ", cccl_pin!());
+
 /// A file that marks a folder as holding CUDA's headers.
 const CUDA_MARKER: &str = "cuda_fp16.h";
 /// A file that marks a folder as holding CCCL's headers.
@@ -154,9 +170,13 @@ impl CudaHeaders {
 pub fn provider_of(header: &str) -> &'static str {
     let cccl = ["cuda/", "cub/", "thrust/", "nv/"];
     if cccl.iter().any(|prefix| header.starts_with(prefix)) || header == "nv" {
-        "it is part of CCCL: run `scripts/cuda-wheels` from cudyn's repository, or `pip install \
-         nvidia-cuda-cccl==13.0.85` (CUDA 13; `nvidia-cuda-cccl-cu12` for CUDA 12), or install a \
-         CUDA toolkit (`include/cccl` in CUDA 13, `include` in CUDA 12)"
+        concat!(
+            "it is part of CCCL: run `scripts/cuda-wheels` from cudyn's repository, or `pip \
+             install ",
+            cccl_pin!(),
+            "` (CUDA 13; `nvidia-cuda-cccl-cu12` for CUDA 12), or install a CUDA toolkit \
+             (`include/cccl` in CUDA 13, `include` in CUDA 12)"
+        )
     } else if header.starts_with("cuda")
         || header.starts_with("cooperative_groups")
         || header.starts_with("crt/")
@@ -164,9 +184,12 @@ pub fn provider_of(header: &str) -> &'static str {
         || header.starts_with("sm_")
         || header.ends_with("_types.h")
     {
-        "it is one of CUDA's headers: run `scripts/cuda-wheels` from cudyn's repository, or `pip \
-         install nvidia-cuda-runtime==13.0.96 nvidia-cuda-crt==13.0.88`, or install a CUDA \
-         toolkit (its `include`)"
+        concat!(
+            "it is one of CUDA's headers: run `scripts/cuda-wheels` from cudyn's repository, or \
+             `pip install ",
+            cuda_header_pins!(),
+            "`, or install a CUDA toolkit (its `include`)"
+        )
     } else {
         "it is not one of CUDA's headers: give its folder with Program::include (`-I` on \
          `cudyn compile`) or its text with Program::header"
@@ -533,12 +556,12 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../../scripts/cuda-wheels"
         ));
-        for pin in [
-            "nvidia-cuda-cccl==13.0.85",
-            "nvidia-cuda-runtime==13.0.96",
-            "nvidia-cuda-crt==13.0.88",
-        ] {
+        let pins: Vec<&str> = HEADER_WHEELS.split(' ').collect();
+        assert_eq!(pins.len(), 3, "{HEADER_WHEELS}");
+        for pin in pins {
             assert!(script.lines().any(|line| line.trim() == pin), "{pin}");
         }
+        assert!(provider_of("cub/cub.cuh").contains(cccl_pin!()));
+        assert!(provider_of("cuda_fp16.h").contains(cuda_header_pins!()));
     }
 }

@@ -41,7 +41,7 @@ mod headers;
 mod search;
 
 pub use component::Component;
-pub use headers::{provider_of, CudaHeaders, HeaderFolder};
+pub use headers::{provider_of, CudaHeaders, HeaderFolder, HEADER_WHEELS};
 pub use search::{
     Found, Origin, Place, SearchPath, LIBRARY_PATH_ENV, WHEELS_VENV_DEFAULT, WHEELS_VENV_ENV,
 };
