@@ -359,6 +359,7 @@ fn defined_value<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::search::fake_env;
     use super::*;
     use std::fs;
 
@@ -384,15 +385,6 @@ mod tests {
         );
     }
 
-    fn env<'a>(pairs: &'a [(&'a str, &'a Path)]) -> impl Fn(&str) -> Option<OsString> + 'a {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| value.as_os_str().to_owned())
-        }
-    }
-
     const V13_0: Version = Version::new(13, 0);
 
     #[test]
@@ -405,7 +397,7 @@ mod tests {
         let headers = CudaHeaders::find(
             None,
             Some(V13_0),
-            env(&[("VIRTUAL_ENV", &venv)]),
+            fake_env(&[("VIRTUAL_ENV", &venv)]),
             root.path(),
         );
         assert_eq!(
@@ -427,7 +419,12 @@ mod tests {
         let include = toolkit.join("include");
         cuda_headers(&include, 12060);
         cccl_headers(&include);
-        let headers = CudaHeaders::find(None, None, env(&[("CUDA_PATH", &toolkit)]), root.path());
+        let headers = CudaHeaders::find(
+            None,
+            None,
+            fake_env(&[("CUDA_PATH", &toolkit)]),
+            root.path(),
+        );
         assert_eq!(headers.include_folders(), [include.as_path()]);
         assert_eq!(headers.cuda.unwrap().origin, Origin::CudaPath);
     }
@@ -444,7 +441,7 @@ mod tests {
         let headers = CudaHeaders::find(
             Some((&nvrtc, Origin::DefaultToolkit)),
             Some(V13_0),
-            env(&[("CUDA_HOME", &cuda_home)]),
+            fake_env(&[("CUDA_HOME", &cuda_home)]),
             root.path(),
         );
         assert_eq!(headers.cuda.unwrap().folder, toolkit.join("include"));
@@ -462,8 +459,12 @@ mod tests {
         cuda_headers(&old.join("include"), 12040);
         let toolkit = root.path().join("usr/local/cuda");
         cuda_headers(&toolkit.join("include"), 13000);
-        let headers =
-            CudaHeaders::find(None, Some(V13_0), env(&[("CUDA_PATH", &old)]), root.path());
+        let headers = CudaHeaders::find(
+            None,
+            Some(V13_0),
+            fake_env(&[("CUDA_PATH", &old)]),
+            root.path(),
+        );
         let cuda = headers.cuda.unwrap();
         assert_eq!(cuda.folder, toolkit.join("include"));
         let note = cuda.note.unwrap();
@@ -479,8 +480,12 @@ mod tests {
         let old = root.path().join("cuda-12.4");
         cuda_headers(&old.join("include"), 12040);
         cccl_headers(&old.join("include"));
-        let headers =
-            CudaHeaders::find(None, Some(V13_0), env(&[("CUDA_PATH", &old)]), root.path());
+        let headers = CudaHeaders::find(
+            None,
+            Some(V13_0),
+            fake_env(&[("CUDA_PATH", &old)]),
+            root.path(),
+        );
         assert_eq!(
             headers.cuda.as_ref().unwrap().cuda_version,
             Some(Version::new(12, 4))
@@ -500,7 +505,8 @@ mod tests {
         cuda_headers(&toolkit.join("include"), 13000);
         let site = root.path().join("site");
         cccl_headers(&site.join("nvidia/cuda_cccl/include"));
-        let headers = CudaHeaders::find(None, None, env(&[("PYTHONPATH", &site)]), root.path());
+        let headers =
+            CudaHeaders::find(None, None, fake_env(&[("PYTHONPATH", &site)]), root.path());
         assert_eq!(
             headers.include_folders(),
             [
@@ -514,7 +520,12 @@ mod tests {
     fn nothing_found_lists_every_place() {
         let root = tempfile::tempdir().unwrap();
         let conda = root.path().join("conda");
-        let headers = CudaHeaders::find(None, None, env(&[("CONDA_PREFIX", &conda)]), root.path());
+        let headers = CudaHeaders::find(
+            None,
+            None,
+            fake_env(&[("CONDA_PREFIX", &conda)]),
+            root.path(),
+        );
         assert!(headers.include_folders().is_empty());
         assert!(
             headers

@@ -371,6 +371,19 @@ pub(super) fn python_lib_folders(lib: &Path) -> Vec<PathBuf> {
     folders.into_iter().map(|(_, path)| path).collect()
 }
 
+/// An environment of these variables only, for tests of the search order.
+#[cfg(test)]
+pub(super) fn fake_env<'a>(
+    pairs: &'a [(&'a str, &'a Path)],
+) -> impl Fn(&str) -> Option<OsString> + 'a {
+    move |name| {
+        pairs
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.as_os_str().to_owned())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,19 +402,10 @@ mod tests {
         }
     }
 
-    fn env<'a>(pairs: &'a [(&'a str, &'a Path)]) -> impl Fn(&str) -> Option<OsString> + 'a {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| value.as_os_str().to_owned())
-        }
-    }
-
     #[test]
     fn override_is_exclusive_and_listed_first() {
         let dir = tempfile::tempdir().unwrap();
-        let search = search_with(env(&[(LIBRARY_PATH_ENV, dir.path())]), dir.path());
+        let search = search_with(fake_env(&[(LIBRARY_PATH_ENV, dir.path())]), dir.path());
         assert!(!search.is_open());
         assert_eq!(search.places().len(), 1);
         assert_eq!(search.places()[0].origin, Origin::Override);
@@ -421,7 +425,7 @@ mod tests {
         let venv = root.path().join("venv");
         fs::create_dir_all(venv.join("lib/python3.11/site-packages")).unwrap();
         let search = search_with(
-            env(&[("CUDA_HOME", &cuda), ("VIRTUAL_ENV", &venv)]),
+            fake_env(&[("CUDA_HOME", &cuda), ("VIRTUAL_ENV", &venv)]),
             root.path(),
         );
         let origins: Vec<Origin> = search.places().iter().map(|p| p.origin).collect();
@@ -466,7 +470,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let home = root.path().join("home");
         let lib = wheel_venv(&home.join(".cache").join(WHEELS_VENV_DEFAULT));
-        let search = search_with(env(&[("HOME", &home)]), root.path());
+        let search = search_with(fake_env(&[("HOME", &home)]), root.path());
         let found = search.locate(Component::Nvrtc).unwrap();
         assert_eq!(found.path, lib.join("libnvrtc.so.13"));
         assert_eq!(found.origin, Origin::CudynWheels);
@@ -490,7 +494,7 @@ mod tests {
         let in_cache = wheel_venv(&cache.join(WHEELS_VENV_DEFAULT));
         let in_chosen = wheel_venv(&chosen);
         let by_cache = search_with(
-            env(&[("HOME", &home), ("XDG_CACHE_HOME", &cache)]),
+            fake_env(&[("HOME", &home), ("XDG_CACHE_HOME", &cache)]),
             root.path(),
         );
         assert_eq!(
@@ -498,7 +502,7 @@ mod tests {
             in_cache.join("libcudart.so.13")
         );
         let by_variable = search_with(
-            env(&[
+            fake_env(&[
                 ("HOME", &home),
                 ("XDG_CACHE_HOME", &cache),
                 (WHEELS_VENV_ENV, &chosen),
@@ -520,7 +524,7 @@ mod tests {
         whole_toolkit(&toolkit);
         let cuda_home = root.path().join("opt/cuda");
         let search = search_with(
-            env(&[("HOME", &home), ("CUDA_HOME", &cuda_home)]),
+            fake_env(&[("HOME", &home), ("CUDA_HOME", &cuda_home)]),
             root.path(),
         );
         let origins: Vec<Origin> = search.places().iter().map(|p| p.origin).collect();
@@ -542,7 +546,10 @@ mod tests {
         let home = root.path().join("home");
         let venv = home.join(".cache").join(WHEELS_VENV_DEFAULT);
         wheel_venv(&venv);
-        let search = search_with(env(&[("HOME", &home), ("VIRTUAL_ENV", &venv)]), root.path());
+        let search = search_with(
+            fake_env(&[("HOME", &home), ("VIRTUAL_ENV", &venv)]),
+            root.path(),
+        );
         assert!(search
             .places()
             .iter()
@@ -575,7 +582,7 @@ mod tests {
         let lib = venv.join("lib/python3.12/site-packages/nvidia/cu13/lib");
         touch(&lib.join("libnvrtc.so.13"));
         touch(&lib.join("libnvrtc.so.12"));
-        let search = search_with(env(&[("VIRTUAL_ENV", &venv)]), root.path());
+        let search = search_with(fake_env(&[("VIRTUAL_ENV", &venv)]), root.path());
         let found = search.locate(Component::Nvrtc).unwrap();
         assert_eq!(found.path, lib.join("libnvrtc.so.13"));
         assert_eq!(found.origin, Origin::PythonWheel);
@@ -587,7 +594,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let site = root.path().join("site");
         touch(&site.join("nvidia/nvjitlink/lib/libnvJitLink.so.12"));
-        let search = search_with(env(&[("PYTHONPATH", &site)]), root.path());
+        let search = search_with(fake_env(&[("PYTHONPATH", &site)]), root.path());
         let found = search.locate(Component::NvJitLink).unwrap();
         assert_eq!(
             found.path,
@@ -603,7 +610,7 @@ mod tests {
         touch(&early.join("lib64/libcudart.so.12"));
         whole_toolkit(&whole.join("lib64"));
         let search = search_with(
-            env(&[("CUDA_PATH", &early), ("CUDA_HOME", &whole)]),
+            fake_env(&[("CUDA_PATH", &early), ("CUDA_HOME", &whole)]),
             root.path(),
         );
         let runtime = search.locate(Component::Runtime).unwrap();
