@@ -43,6 +43,8 @@ impl CppStandard {
 /// [`include`](Self::include) folders. [`default_includes(false)`](Self::default_includes)
 /// leaves them out. A header found nowhere is [`Error::HeaderNotFound`], which names it, the
 /// folders searched and what provides it.
+/// No `-default-device` is added: these headers mark their device functions themselves (the
+/// cooperative-groups and CUB kernels of cudyn's tests compile without it).
 ///
 /// Built step by step, then compiled any number of times; a `Program` is plain data, so many can
 /// be compiled at once ([`compile_all`](super::compile_all)).
@@ -218,7 +220,8 @@ impl Program {
     }
 
     /// The options handed to NVRTC when compiling for `arch`, in order, CUDA's header folders
-    /// included (unless [`default_includes(false)`](Self::default_includes)).
+    /// included (unless [`default_includes(false)`](Self::default_includes)). Finding them opens
+    /// NVRTC when it is not open yet, since the headers beside it come first.
     pub fn nvrtc_options(&self, arch: Arch) -> Vec<String> {
         self.options_with(arch, &self.default_folders())
     }

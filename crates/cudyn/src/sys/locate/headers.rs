@@ -168,8 +168,18 @@ impl CudaHeaders {
 
 /// The package or toolkit that provides `header`, as the fix for a missing one.
 pub fn provider_of(header: &str) -> &'static str {
-    let cccl = ["cuda/", "cub/", "thrust/", "nv/"];
-    if cccl.iter().any(|prefix| header.starts_with(prefix)) || header == "nv" {
+    const CCCL: [&str; 4] = ["cuda/", "cub/", "thrust/", "nv/"];
+    // The runtime's and crt's headers: `cuda_fp16.h`, `cuda_runtime.h`, `cooperative_groups/...`,
+    // `crt/...`, `sm_60_atomic_functions.h`, `device_functions.h`, `vector_types.h`, ...
+    const CUDA: [&str; 5] = ["cuda", "cooperative_groups", "crt/", "sm_", "device_"];
+    const CUDA_FILES: [&str; 5] = [
+        "vector_types.h",
+        "driver_types.h",
+        "builtin_types.h",
+        "host_defines.h",
+        "math_constants.h",
+    ];
+    if CCCL.iter().any(|prefix| header.starts_with(prefix)) {
         concat!(
             "it is part of CCCL: run `scripts/cuda-wheels` from cudyn's repository, or `pip \
              install ",
@@ -177,13 +187,7 @@ pub fn provider_of(header: &str) -> &'static str {
             "` (CUDA 13; `nvidia-cuda-cccl-cu12` for CUDA 12), or install a CUDA toolkit \
              (`include/cccl` in CUDA 13, `include` in CUDA 12)"
         )
-    } else if header.starts_with("cuda")
-        || header.starts_with("cooperative_groups")
-        || header.starts_with("crt/")
-        || header.starts_with("device_")
-        || header.starts_with("sm_")
-        || header.ends_with("_types.h")
-    {
+    } else if CUDA.iter().any(|prefix| header.starts_with(prefix)) || CUDA_FILES.contains(&header) {
         concat!(
             "it is one of CUDA's headers: run `scripts/cuda-wheels` from cudyn's repository, or \
              `pip install ",
@@ -191,8 +195,10 @@ pub fn provider_of(header: &str) -> &'static str {
             "`, or install a CUDA toolkit (its `include`)"
         )
     } else {
-        "it is not one of CUDA's headers: give its folder with Program::include (`-I` on \
-         `cudyn compile`) or its text with Program::header"
+        "cudyn does not know it as one of CUDA's own headers: if it is the program's, give its \
+         folder with Program::include (`-I` on `cudyn compile`) or its text with \
+         Program::header; if a CUDA library ships it (cuRAND, ...), install that library's \
+         wheel (CUDA 13 wheels share `nvidia/cu13/include`, searched by default) or a toolkit"
     }
 }
 
@@ -558,7 +564,8 @@ mod tests {
                 "{header}"
             );
         }
-        assert!(provider_of("my_header.h").contains("Program::include"));
+        assert!(provider_of("my_types.h").contains("Program::include"));
+        assert!(provider_of("vector_types.h").contains("nvidia-cuda-runtime"));
     }
 
     #[test]
