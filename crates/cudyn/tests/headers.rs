@@ -50,15 +50,16 @@ const KERNELS: [HeaderKernel; 4] = [
     },
 ];
 
-fn program(kernel: &HeaderKernel) -> Program {
+/// `source` as `file`, for sm_90.
+fn program(file: &str, source: &str) -> Program {
     if let Err(error) = cudyn::sys::nvrtc() {
         panic!(
             "NVRTC is missing: {error}\nrun scripts/cuda-wheels, then `source \
              ~/.cache/cudyn/venv-cu13.0/bin/activate`"
         );
     }
-    Program::new(kernel.source)
-        .name(kernel.file)
+    Program::new(source)
+        .name(file)
         .arch(SM_90)
         .output(Output::Cubin)
 }
@@ -66,7 +67,7 @@ fn program(kernel: &HeaderKernel) -> Program {
 #[test]
 fn kernels_including_cudas_headers_compile_with_no_include_flag() {
     for kernel in &KERNELS {
-        let program = program(kernel);
+        let program = program(kernel.file, kernel.source);
         let compiled = program
             .compile()
             .unwrap_or_else(|error| panic!("{}: {error}", kernel.file));
@@ -108,7 +109,7 @@ fn the_header_folders_are_cudas_and_cccls_after_the_programs_own() {
 #[test]
 fn without_the_default_includes_the_error_names_the_header_the_folders_and_the_fix() {
     for kernel in &KERNELS {
-        let error = program(kernel)
+        let error = program(kernel.file, kernel.source)
             .default_includes(false)
             .include("/nonexistent/include")
             .compile()
@@ -144,4 +145,29 @@ fn without_the_default_includes_the_error_names_the_header_the_folders_and_the_f
             "{text}"
         );
     }
+}
+
+#[test]
+fn a_header_missing_from_cudas_folders_lists_them_and_names_its_package() {
+    let headers = CudaHeaders::for_this_process();
+    let cub = &KERNELS[3];
+    let source = cub.source.replace(cub.header, "cub/no_such.cuh");
+    let error = program(cub.file, &source).compile().unwrap_err();
+    let Error::HeaderNotFound {
+        header,
+        searched,
+        provider,
+        ..
+    } = &error
+    else {
+        panic!("not a missing header: {error}");
+    };
+    assert_eq!(header, "cub/no_such.cuh");
+    let listed: Vec<String> = headers
+        .include_folders()
+        .iter()
+        .map(|folder| format!("{} (CUDA's headers, found by cudyn)", folder.display()))
+        .collect();
+    assert_eq!(searched, &listed);
+    assert!(provider.contains("nvidia-cuda-cccl"), "{provider}");
 }
