@@ -38,7 +38,8 @@ Examples:
   cudyn compile saxpy.cu --arch sm_90 --emit ptx -o -     # PTX on standard output
   cudyn compile a.cu b.cu c.cu --arch sm_90 -o build/     # build/a.cubin, build/b.cubin, ...
   cudyn compile piece.cu --arch sm_90 --emit ltoir --rdc  # piece.ltoir, for cudyn link --lto
-  cudyn compile scale.cu --arch 90 -D FACTOR=2.0f --json";
+  cudyn compile scale.cu --arch 90 -D FACTOR=2.0f --json
+  cudyn compile half.cu --arch sm_90          # #include <cuda_fp16.h>: no -I needed";
 
 /// Options of `cudyn compile`.
 #[derive(clap::Args)]
@@ -58,9 +59,14 @@ pub struct Args {
     /// Define a macro: NAME or NAME=VALUE (repeatable).
     #[arg(short = 'D', value_name = "NAME[=VALUE]")]
     define: Vec<String>,
-    /// Add an include folder (repeatable).
+    /// Add an include folder (repeatable). CUDA's own headers (cuda_fp16.h, cooperative_groups.h,
+    /// cuda/std, cub, thrust, nv) need none: their folders, as `cudyn doctor` lists them, are
+    /// searched after these.
     #[arg(short = 'I', value_name = "FOLDER")]
     include: Vec<PathBuf>,
+    /// Do not search CUDA's own header folders: only the -I folders.
+    #[arg(long)]
+    no_default_includes: bool,
     /// Relocatable device code (-rdc=true), for pieces linked together.
     #[arg(long)]
     rdc: bool,
@@ -354,7 +360,8 @@ fn program(args: &Args, file: &Path, source: String) -> Program {
     let mut program = Program::new(source)
         .name(name)
         .relocatable(args.rdc)
-        .allow_newer_ptx(args.allow_newer_ptx);
+        .allow_newer_ptx(args.allow_newer_ptx)
+        .default_includes(!args.no_default_includes);
     for define in &args.define {
         program = match define.split_once('=') {
             Some((name, value)) => program.define_value(name, value),

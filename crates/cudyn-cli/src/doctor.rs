@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 // Styles are dropped where they cannot be seen (see `terminal`).
 use anstream::println;
+use cudyn::sys::locate::CudaHeaders;
 use cudyn::toolchain::ToolchainReport;
 
 use crate::terminal::{self, ERROR, GOOD, STRONG, WARNING};
@@ -55,6 +56,42 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
+/// CUDA's headers as every compile searches them; the places looked in when some are missing.
+fn print_headers(headers: &CudaHeaders) {
+    println!();
+    println!("{STRONG}CUDA headers{STRONG:#} (searched by every compile after its own -I folders)");
+    let cccl_version = headers
+        .cccl_version
+        .as_ref()
+        .map(|version| format!("CCCL {version}"));
+    for (name, found, version) in [
+        ("CUDA", &headers.cuda, None),
+        ("CCCL", &headers.cccl, cccl_version),
+    ] {
+        match found {
+            Some(found) => {
+                println!("  {name:<13} {}", found.folder.display());
+                let cuda = found
+                    .cuda_version
+                    .map(|version| format!(", CUDA {version}"))
+                    .unwrap_or_default();
+                let version = version.map(|v| format!(", {v}")).unwrap_or_default();
+                println!("  {:<13} found by: {}{cuda}{version}", "", found.origin);
+                if let Some(note) = &found.note {
+                    println!("  {:<13} {note}", "");
+                }
+            }
+            None => println!("  {name:<13} - not found"),
+        }
+    }
+    if headers.cuda.is_none() || headers.cccl.is_none() {
+        println!("  searched, beside NVRTC first:");
+        for place in &headers.searched {
+            println!("    {place}");
+        }
+    }
+}
+
 fn print_text(report: &ToolchainReport, problems: &[String]) {
     println!("{STRONG}CUDA libraries{STRONG:#}");
     for component in &report.components {
@@ -97,6 +134,7 @@ fn print_text(report: &ToolchainReport, problems: &[String]) {
     for place in &report.search_order {
         println!("  {place}");
     }
+    print_headers(&report.headers);
     println!();
     println!("{STRONG}GPUs{STRONG:#}");
     if report.devices.is_empty() {

@@ -386,3 +386,58 @@ fn a_folder_named_with_a_slash_is_made_and_reports_follow_the_files_order() {
         assert!(folder.path().join(output).is_file(), "{output}");
     }
 }
+
+/// The kernels of cudyn's own tests that include CUDA's headers (cuda_fp16.h, cooperative groups,
+/// cuda::std, CUB).
+const HEADER_KERNELS: [(&str, &str); 4] = [
+    (
+        "half_bf16_axpy.cu",
+        include_str!("../../cudyn/tests/kernels/half_bf16_axpy.cu"),
+    ),
+    (
+        "grid_sum_cooperative.cu",
+        include_str!("../../cudyn/tests/kernels/grid_sum_cooperative.cu"),
+    ),
+    (
+        "complex_multiply.cu",
+        include_str!("../../cudyn/tests/kernels/complex_multiply.cu"),
+    ),
+    (
+        "cub_block_sum.cu",
+        include_str!("../../cudyn/tests/kernels/cub_block_sum.cu"),
+    ),
+];
+
+#[test]
+fn cudas_own_headers_need_no_include_flag_and_the_opt_out_names_the_missing_one() {
+    let folder = sources(&HEADER_KERNELS);
+    let names: Vec<&str> = HEADER_KERNELS.iter().map(|(name, _)| *name).collect();
+    let mut args = vec!["compile", "--arch", "sm_90", "--json"];
+    args.extend(&names);
+    let (code, stdout, stderr) = run_in(folder.path(), &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    let reports: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
+    for (report, name) in reports.as_array().unwrap().iter().zip(&names) {
+        assert_eq!(report["file"], *name, "{report}");
+        assert_eq!(report["kernels"], 1, "{report}");
+        let stem = name.trim_end_matches(".cu");
+        assert!(folder.path().join(format!("{stem}.cubin")).is_file());
+    }
+
+    let (code, _, stderr) = run_in(
+        folder.path(),
+        &[
+            "compile",
+            "--arch",
+            "sm_90",
+            "--no-default-includes",
+            "complex_multiply.cu",
+        ],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the header `cuda/std/complex` was not found"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nvidia-cuda-cccl"), "{stderr}");
+}

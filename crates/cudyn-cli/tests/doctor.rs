@@ -71,6 +71,38 @@ fn hidden_libraries_in_json() {
 }
 
 #[test]
+fn reports_cudas_headers_beside_nvrtc_in_text_and_json() {
+    let (output, json) = doctor_json(&mut cudyn(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{json:#}");
+    let headers = &json["report"]["headers"];
+    let nvrtc = &component(&json, "nvrtc")["found"];
+    assert_eq!(headers["nvrtc_version"], nvrtc["version"], "{headers:#}");
+    let cuda = PathBuf::from(headers["cuda"]["folder"].as_str().unwrap());
+    let cccl = PathBuf::from(headers["cccl"]["folder"].as_str().unwrap());
+    assert!(cuda.join("cuda_fp16.h").is_file(), "{headers:#}");
+    assert!(cccl.join("cuda/std/complex").is_file(), "{headers:#}");
+    assert_eq!(
+        headers["cuda"]["cuda_version"], nvrtc["version"],
+        "{headers:#}"
+    );
+    let nvrtc_installation = PathBuf::from(nvrtc["path"].as_str().unwrap());
+    let installation = nvrtc_installation.parent().unwrap().parent().unwrap();
+    assert_eq!(cuda, installation.join("include"), "taken beside NVRTC");
+    let warnings = json["report"]["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .all(|w| w["id"] != "headers-differ-from-nvrtc" && w["id"] != "headers-not-found"),
+        "{warnings:?}"
+    );
+
+    let text = cudyn().arg("doctor").output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("CUDA headers"), "{text}");
+    assert!(text.contains(&*cccl.to_string_lossy()), "{text}");
+}
+
+#[test]
 fn finds_the_compiler_toolchain() {
     let (output, json) = doctor_json(&mut cudyn(), &[]);
     assert_eq!(

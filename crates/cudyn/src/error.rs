@@ -99,6 +99,24 @@ pub enum Error {
     #[error(transparent)]
     Cuda(Box<CallError>),
 
+    /// A header the source includes is in none of the folders NVRTC searched.
+    #[error(
+        "the header `{header}` was not found: {provider}\nsearched, in order:\n  {}\nlog:\n{}",
+        searched.join("\n  "),
+        log.trim_end()
+    )]
+    HeaderNotFound {
+        /// The header as the source names it, e.g. `cuda/std/complex`.
+        header: String,
+        /// The folders searched and, when CUDA's own headers were not found, the places looked
+        /// for them.
+        searched: Vec<String>,
+        /// Which package or toolkit provides the header, as the fix.
+        provider: &'static str,
+        /// NVRTC's log, annotated with the source lines it points at.
+        log: String,
+    },
+
     /// The CUDA library search path was changed after a library had been opened.
     #[error(
         "the CUDA library search path cannot change now: {opened} is already open; \
@@ -443,6 +461,7 @@ impl Error {
         match self {
             Error::Cuda(call) => call.log.as_deref(),
             Error::KernelNotFound { log, .. } => log.as_deref(),
+            Error::HeaderNotFound { log, .. } => Some(log),
             _ => None,
         }
     }

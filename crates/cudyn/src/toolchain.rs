@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::device::Device;
 use crate::error::Error;
-use crate::sys::locate::{Component, Origin};
+use crate::sys::locate::{Component, CudaHeaders, Origin, HEADER_WHEELS};
 use crate::sys::{self, runtime, ApiTable, Opened};
 use crate::version::Version;
 
@@ -15,6 +15,9 @@ use crate::version::Version;
 pub struct ToolchainReport {
     /// Each CUDA library, in [`Component::ALL`] order.
     pub components: Vec<ComponentReport>,
+    /// CUDA's own headers and CCCL's, as [`Program`](crate::compile::Program) adds them to
+    /// every compile.
+    pub headers: CudaHeaders,
     /// The GPUs the driver sees (empty without a driver).
     pub devices: Vec<DeviceReport>,
     /// Why no GPU is listed, when none is.
@@ -108,12 +111,14 @@ impl ToolchainReport {
         let nvjitlink = sys::nvjitlink();
         let nvfatbin = sys::nvfatbin();
 
-        let warnings = compatibility_warnings(
+        let mut warnings = compatibility_warnings(
             version(&driver),
             version(&runtime),
             version(&nvrtc),
             version(&nvjitlink),
         );
+        let headers = CudaHeaders::for_this_process().clone();
+        warnings.extend(header_warnings(&headers));
 
         let mut runtime_notes = Vec::new();
         if let Ok(runtime) = &runtime {
@@ -147,6 +152,7 @@ impl ToolchainReport {
         };
         ToolchainReport {
             components,
+            headers,
             devices,
             devices_error,
             warnings,
@@ -246,6 +252,43 @@ fn list_devices() -> crate::Result<Vec<DeviceReport>> {
             })
         })
         .collect()
+}
+
+/// What stands between CUDA's headers and the kernels that include them: headers of another CUDA
+/// version than NVRTC's, or headers not found.
+pub fn header_warnings(headers: &CudaHeaders) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    if let Some(message) = headers.version_mismatch() {
+        warnings.push(Warning {
+            id: "headers-differ-from-nvrtc",
+            message,
+        });
+    }
+    let missing: Vec<&str> = [
+        (
+            headers.cuda.is_none(),
+            "CUDA's headers (cuda_fp16.h, cooperative_groups.h)",
+        ),
+        (
+            headers.cccl.is_none(),
+            "CCCL's headers (cuda/std, cub, thrust, nv)",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(missing, what)| missing.then_some(what))
+    .collect();
+    if !missing.is_empty() {
+        warnings.push(Warning {
+            id: "headers-not-found",
+            message: format!(
+                "{} were not found: kernels that include them will not compile. Run \
+                 `scripts/cuda-wheels` from cudyn's repository, or `pip install {HEADER_WHEELS}`, \
+                 or install a CUDA toolkit.",
+                missing.join(" and ")
+            ),
+        });
+    }
+    warnings
 }
 
 /// The compatibility problems between library versions (`None`: not found).
@@ -358,5 +401,50 @@ mod tests {
     fn a_runtime_of_a_newer_major_than_the_driver_cannot_run() {
         let warnings = compatibility_warnings(Some(Version::new(12, 9)), V13_0, None, None);
         assert_eq!(ids(&warnings), vec!["runtime-newer-than-driver"]);
+    }
+
+    fn headers(cuda: Option<Version>, nvrtc: Option<Version>) -> CudaHeaders {
+        let folder = |path: &str| crate::sys::locate::HeaderFolder {
+            folder: PathBuf::from(path),
+            origin: Origin::PythonWheel,
+            cuda_version: cuda,
+            note: None,
+        };
+        CudaHeaders {
+            cuda: Some(folder("/site/nvidia/cu13/include")),
+            cccl: Some(folder("/site/nvidia/cu13/include/cccl")),
+            cccl_version: Some("3.0.1".to_owned()),
+            nvrtc_version: nvrtc,
+            searched: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn headers_of_nvrtcs_version_raise_no_warning() {
+        assert!(header_warnings(&headers(V13_0, V13_0)).is_empty());
+        assert!(header_warnings(&headers(None, V13_0)).is_empty());
+    }
+
+    #[test]
+    fn headers_of_another_version_than_nvrtc_are_warned_about() {
+        let warnings = header_warnings(&headers(Some(Version::new(12, 8)), V13_0));
+        assert_eq!(ids(&warnings), vec!["headers-differ-from-nvrtc"]);
+        assert!(
+            warnings[0]
+                .message
+                .contains("/site/nvidia/cu13/include are CUDA 12.8"),
+            "{}",
+            warnings[0].message
+        );
+    }
+
+    #[test]
+    fn missing_headers_are_warned_about_with_the_packages_to_install() {
+        let mut without_cccl = headers(V13_0, V13_0);
+        without_cccl.cccl = None;
+        let warnings = header_warnings(&without_cccl);
+        assert_eq!(ids(&warnings), vec!["headers-not-found"]);
+        assert!(warnings[0].message.starts_with("CCCL's headers"));
+        assert!(warnings[0].message.contains("nvidia-cuda-cccl==13.0.85"));
     }
 }

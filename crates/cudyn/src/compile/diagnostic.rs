@@ -29,6 +29,21 @@ pub(crate) fn annotate(log: &str, files: &[(&str, &str)]) -> String {
     text
 }
 
+/// The header NVRTC could not open, from its log: `could not open source file "cuda/std/complex"
+/// (no directories in search list)` without `-I`, `cannot open source file "..."` with some.
+pub(crate) fn missing_header(log: &str) -> Option<String> {
+    [
+        "could not open source file \"",
+        "cannot open source file \"",
+    ]
+    .iter()
+    .find_map(|prefix| {
+        let (_, rest) = log.split_once(prefix)?;
+        let (header, _) = rest.split_once('"')?;
+        Some(header.to_owned())
+    })
+}
+
 /// `(index of the file, 1-based line)` when `message` begins with `name(line)` of one of `files`
 /// and that line exists.
 fn locate(message: &str, files: &[(&str, &str)]) -> Option<(usize, usize)> {
@@ -45,7 +60,21 @@ fn locate(message: &str, files: &[(&str, &str)]) -> Option<(usize, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use super::annotate;
+    use super::{annotate, missing_header};
+
+    #[test]
+    fn the_missing_header_is_read_from_either_wording() {
+        let bare = "k.cu(2): catastrophic error: could not open source file \"cuda/std/complex\" \
+                    (no directories in search list)\n";
+        assert_eq!(missing_header(bare).as_deref(), Some("cuda/std/complex"));
+        let searched = "/x/include/cooperative_groups/details/info.h(167): catastrophic error: \
+                        cannot open source file \"cuda/std/type_traits\"\n";
+        assert_eq!(
+            missing_header(searched).as_deref(),
+            Some("cuda/std/type_traits")
+        );
+        assert_eq!(missing_header("k.cu(1): error: expected a \";\"\n"), None);
+    }
 
     const SOURCE: &str = "__global__ void k(int *p) {\n  p[0] = 1\n  q[1] = 2;\n}\n";
 

@@ -1,6 +1,6 @@
 //! `Program`: CUDA C++ source compiled at run time by NVRTC.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::compiled::{Compiled, Output};
 use super::nvrtc_program::{require_supported, NvrtcProgram};
@@ -9,7 +9,7 @@ use super::{c_strings, diagnostic};
 use crate::error::{Error, Result};
 use crate::library::Library;
 use crate::sys;
-use crate::sys::locate::Component;
+use crate::sys::locate::{provider_of, Component, CudaHeaders};
 
 /// A C++ language standard (`-std=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,6 +37,15 @@ impl CppStandard {
 
 /// CUDA C++ source to be compiled by NVRTC, with its options.
 ///
+/// CUDA's own headers need no `-I`: `<cuda_fp16.h>`, `<cuda_bf16.h>`, `<cooperative_groups.h>`,
+/// `<cuda/std/...>`, `<cub/...>`, `<thrust/...>` and `<nv/target>` are found where cudyn finds
+/// NVRTC ([`CudaHeaders`]) and their folders are searched after the program's own
+/// [`include`](Self::include) folders. [`default_includes(false)`](Self::default_includes)
+/// leaves them out. A header found nowhere is [`Error::HeaderNotFound`], which names it, the
+/// folders searched and what provides it.
+/// No `-default-device` is added: these headers mark their device functions themselves (the
+/// cooperative-groups and CUB kernels of cudyn's tests compile without it).
+///
 /// Built step by step, then compiled any number of times; a `Program` is plain data, so many can
 /// be compiled at once ([`compile_all`](super::compile_all)).
 ///
@@ -61,6 +70,7 @@ pub struct Program {
     standard: Option<CppStandard>,
     defines: Vec<(String, Option<String>)>,
     include_folders: Vec<PathBuf>,
+    default_includes: bool,
     headers: Vec<(String, String)>,
     fast_math: bool,
     ftz: Option<bool>,
@@ -87,6 +97,7 @@ impl Program {
             standard: None,
             defines: Vec::new(),
             include_folders: Vec::new(),
+            default_includes: true,
             headers: Vec::new(),
             fast_math: false,
             ftz: None,
@@ -169,6 +180,11 @@ impl Program {
         /// Device debug information, optimizations off (`-G`).
         debug(on: bool);
 
+        /// Whether CUDA's own header folders ([`CudaHeaders`]) are searched after the program's
+        /// own; on by default. Off, NVRTC sees only the folders given with
+        /// [`include`](Self::include), as with a bare `nvrtcCompileProgram`.
+        default_includes(on: bool);
+
         /// Line information for profilers (`-lineinfo`).
         line_info(on: bool);
 
@@ -203,8 +219,56 @@ impl Program {
         self.arch
     }
 
-    /// The options handed to NVRTC when compiling for `arch`, in order.
+    /// The options handed to NVRTC when compiling for `arch`, in order, CUDA's header folders
+    /// included (unless [`default_includes(false)`](Self::default_includes)). Finding them opens
+    /// NVRTC when it is not open yet, since the headers beside it come first.
     pub fn nvrtc_options(&self, arch: Arch) -> Vec<String> {
+        self.options_with(arch, &self.default_folders())
+    }
+
+    /// CUDA's header folders this program searches after its own (none when turned off).
+    fn default_folders(&self) -> Vec<PathBuf> {
+        if !self.default_includes {
+            return Vec::new();
+        }
+        let headers = CudaHeaders::for_this_process();
+        headers
+            .include_folders()
+            .into_iter()
+            .map(Path::to_path_buf)
+            .collect()
+    }
+
+    /// The folders NVRTC searched, for [`Error::HeaderNotFound`]: the program's own, then CUDA's
+    /// (or why there were none).
+    fn searched_for_headers(&self, defaults: &[PathBuf]) -> Vec<String> {
+        let mut searched: Vec<String> = self
+            .include_folders
+            .iter()
+            .map(|folder| format!("{} (Program::include)", folder.display()))
+            .collect();
+        if !self.default_includes {
+            searched.push(
+                "not CUDA's own header folders: Program::default_includes(false) (on \
+                 `cudyn compile`: --no-default-includes) leaves them out"
+                    .to_owned(),
+            );
+        } else if defaults.is_empty() {
+            searched.push("CUDA's own headers, found in none of these places:".to_owned());
+            let headers = CudaHeaders::for_this_process();
+            searched.extend(headers.searched.iter().map(|line| format!("  {line}")));
+        } else {
+            searched.extend(
+                defaults
+                    .iter()
+                    .map(|folder| format!("{} (CUDA's headers, found by cudyn)", folder.display())),
+            );
+        }
+        searched
+    }
+
+    /// The options, with `defaults` searched after the program's own include folders.
+    fn options_with(&self, arch: Arch, defaults: &[PathBuf]) -> Vec<String> {
         let mut options = vec![match self.output {
             Output::Cubin | Output::LtoIr => format!("-arch={}", arch.sm()),
             // A virtual architecture: NVRTC then skips generating SASS nobody asked for.
@@ -222,7 +286,7 @@ impl Program {
                 None => format!("-D{name}"),
             });
         }
-        for folder in &self.include_folders {
+        for folder in self.include_folders.iter().chain(defaults) {
             options.push(format!("-I{}", folder.display()));
         }
         if self.fast_math {
@@ -284,13 +348,23 @@ impl Program {
         for expression in &self.name_expressions {
             program.add_name_expression(expression)?;
         }
-        let options = c_strings("NVRTC option", &self.nvrtc_options(arch))?;
+        let defaults = self.default_folders();
+        let options = c_strings("NVRTC option", &self.options_with(arch, &defaults))?;
         let compiled = program.compile(&options);
         let log = program.log()?;
         if let Err(Error::Cuda(mut failure)) = compiled {
             let mut files = vec![(self.name.as_str(), self.source.as_str())];
             files.extend(self.headers.iter().map(|(n, s)| (n.as_str(), s.as_str())));
-            failure.log = Some(diagnostic::annotate(&log, &files));
+            let annotated = diagnostic::annotate(&log, &files);
+            if let Some(header) = diagnostic::missing_header(&log) {
+                return Err(Error::HeaderNotFound {
+                    provider: provider_of(&header),
+                    searched: self.searched_for_headers(&defaults),
+                    header,
+                    log: annotated,
+                });
+            }
+            failure.log = Some(annotated);
             return Err(Error::Cuda(failure));
         }
         compiled?;
@@ -330,6 +404,7 @@ mod tests {
             .debug(true)
             .line_info(true)
             .relocatable(true)
+            .default_includes(false)
             .option("--extra-device-vectorization");
         assert_eq!(
             program.nvrtc_options(Arch::new(8, 0)),
@@ -355,9 +430,45 @@ mod tests {
     #[test]
     fn the_output_decides_the_architecture_flag() {
         let arch = Arch::new(9, 0);
-        let options = |output| Program::new("").output(output).nvrtc_options(arch);
+        let options = |output| {
+            Program::new("")
+                .output(output)
+                .default_includes(false)
+                .nvrtc_options(arch)
+        };
         assert_eq!(options(Output::Cubin), ["-arch=sm_90"]);
         assert_eq!(options(Output::Ptx), ["-arch=compute_90"]);
         assert_eq!(options(Output::LtoIr), ["-arch=sm_90", "-dlto"]);
+    }
+
+    #[test]
+    fn cuda_header_folders_come_after_the_programs_own() {
+        let program = Program::new("").include("/mine").define("X");
+        let defaults = [
+            PathBuf::from("/cuda/include/cccl"),
+            PathBuf::from("/cuda/include"),
+        ];
+        assert_eq!(
+            program.options_with(Arch::new(9, 0), &defaults),
+            [
+                "-arch=sm_90",
+                "-DX",
+                "-I/mine",
+                "-I/cuda/include/cccl",
+                "-I/cuda/include"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_opt_out_adds_no_folder_and_says_so_when_a_header_is_missing() {
+        let program = Program::new("").include("/mine").default_includes(false);
+        assert_eq!(program.default_folders(), Vec::<PathBuf>::new());
+        let searched = program.searched_for_headers(&[]);
+        assert_eq!(searched[0], "/mine (Program::include)");
+        assert!(
+            searched[1].contains("default_includes(false)"),
+            "{searched:?}"
+        );
     }
 }

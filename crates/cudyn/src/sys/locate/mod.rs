@@ -28,15 +28,20 @@
 //! and the report says so. Mixing versions of the toolkit is a classic source of confusing errors.
 //! An override is the exception: its folders are taken in exactly the order given, so that one
 //! library can be pinned (`CUDYN_LIBRARY_PATH=/opt/nvrtc-13.5:/usr/local/cuda/lib64:...`).
+//!
+//! CUDA's own headers, which [`Program`](crate::compile::Program) hands to NVRTC, are found in
+//! the same order, beginning beside the NVRTC loaded: see [`CudaHeaders`].
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
 mod component;
+mod headers;
 mod search;
 
 pub use component::Component;
+pub use headers::{provider_of, CudaHeaders, HeaderFolder, HEADER_WHEELS};
 pub use search::{
     Found, Origin, Place, SearchPath, LIBRARY_PATH_ENV, WHEELS_VENV_DEFAULT, WHEELS_VENV_ENV,
 };

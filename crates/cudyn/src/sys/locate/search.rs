@@ -29,6 +29,9 @@ pub enum Origin {
     CudaHome,
     /// In a Python wheel's folder under site-packages.
     PythonWheel,
+    /// Under `$CONDA_PREFIX` (CUDA's conda packages; only headers are looked for there, since
+    /// conda environments put their libraries on the loader's path).
+    CondaPrefix,
     /// Under `/usr/local/cuda`.
     DefaultToolkit,
     /// In cudyn's wheel environment (`$CUDYN_WHEELS_VENV`, else
@@ -47,6 +50,7 @@ impl Origin {
             Origin::CudaPath => "CUDA_PATH",
             Origin::CudaHome => "CUDA_HOME",
             Origin::PythonWheel => "Python wheel",
+            Origin::CondaPrefix => "CONDA_PREFIX",
             Origin::DefaultToolkit => "/usr/local/cuda",
             Origin::CudynWheels => "cudyn's wheel environment",
             Origin::SystemLoader => "system loader",
@@ -285,7 +289,7 @@ fn find_in(place: &Place, component: Component) -> Option<Found> {
 
 /// cudyn's wheel environment: `$CUDYN_WHEELS_VENV`, else the default under
 /// `$XDG_CACHE_HOME` or `$HOME/.cache`, as `scripts/cuda-wheels` chooses it.
-fn cudyn_wheels_venv(var: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+pub(super) fn cudyn_wheels_venv(var: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
     let set = |name: &str| {
         var(name)
             .filter(|value| !value.is_empty())
@@ -300,7 +304,7 @@ fn cudyn_wheels_venv(var: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf>
 
 /// Every site-packages folder that exists, in the order of the module documentation, without
 /// repeats.
-fn site_packages(var: &impl Fn(&str) -> Option<OsString>, root: &Path) -> Vec<PathBuf> {
+pub(super) fn site_packages(var: &impl Fn(&str) -> Option<OsString>, root: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = Vec::new();
     let mut add = |path: PathBuf| {
         if path.is_dir() && !found.contains(&path) {
@@ -348,7 +352,7 @@ fn site_packages(var: &impl Fn(&str) -> Option<OsString>, root: &Path) -> Vec<Pa
 }
 
 /// The `python3*` folders inside `lib`, newest first.
-fn python_lib_folders(lib: &Path) -> Vec<PathBuf> {
+pub(super) fn python_lib_folders(lib: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(lib) else {
         return Vec::new();
     };
@@ -365,6 +369,19 @@ fn python_lib_folders(lib: &Path) -> Vec<PathBuf> {
         .collect();
     folders.sort_by(|a, b| b.0.cmp(&a.0));
     folders.into_iter().map(|(_, path)| path).collect()
+}
+
+/// An environment of these variables only, for tests of the search order.
+#[cfg(test)]
+pub(super) fn fake_env<'a>(
+    pairs: &'a [(&'a str, &'a Path)],
+) -> impl Fn(&str) -> Option<OsString> + 'a {
+    move |name| {
+        pairs
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.as_os_str().to_owned())
+    }
 }
 
 #[cfg(test)]
@@ -385,19 +402,10 @@ mod tests {
         }
     }
 
-    fn env<'a>(pairs: &'a [(&'a str, &'a Path)]) -> impl Fn(&str) -> Option<OsString> + 'a {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| value.as_os_str().to_owned())
-        }
-    }
-
     #[test]
     fn override_is_exclusive_and_listed_first() {
         let dir = tempfile::tempdir().unwrap();
-        let search = search_with(env(&[(LIBRARY_PATH_ENV, dir.path())]), dir.path());
+        let search = search_with(fake_env(&[(LIBRARY_PATH_ENV, dir.path())]), dir.path());
         assert!(!search.is_open());
         assert_eq!(search.places().len(), 1);
         assert_eq!(search.places()[0].origin, Origin::Override);
@@ -417,7 +425,7 @@ mod tests {
         let venv = root.path().join("venv");
         fs::create_dir_all(venv.join("lib/python3.11/site-packages")).unwrap();
         let search = search_with(
-            env(&[("CUDA_HOME", &cuda), ("VIRTUAL_ENV", &venv)]),
+            fake_env(&[("CUDA_HOME", &cuda), ("VIRTUAL_ENV", &venv)]),
             root.path(),
         );
         let origins: Vec<Origin> = search.places().iter().map(|p| p.origin).collect();
@@ -462,7 +470,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let home = root.path().join("home");
         let lib = wheel_venv(&home.join(".cache").join(WHEELS_VENV_DEFAULT));
-        let search = search_with(env(&[("HOME", &home)]), root.path());
+        let search = search_with(fake_env(&[("HOME", &home)]), root.path());
         let found = search.locate(Component::Nvrtc).unwrap();
         assert_eq!(found.path, lib.join("libnvrtc.so.13"));
         assert_eq!(found.origin, Origin::CudynWheels);
@@ -486,7 +494,7 @@ mod tests {
         let in_cache = wheel_venv(&cache.join(WHEELS_VENV_DEFAULT));
         let in_chosen = wheel_venv(&chosen);
         let by_cache = search_with(
-            env(&[("HOME", &home), ("XDG_CACHE_HOME", &cache)]),
+            fake_env(&[("HOME", &home), ("XDG_CACHE_HOME", &cache)]),
             root.path(),
         );
         assert_eq!(
@@ -494,7 +502,7 @@ mod tests {
             in_cache.join("libcudart.so.13")
         );
         let by_variable = search_with(
-            env(&[
+            fake_env(&[
                 ("HOME", &home),
                 ("XDG_CACHE_HOME", &cache),
                 (WHEELS_VENV_ENV, &chosen),
@@ -516,7 +524,7 @@ mod tests {
         whole_toolkit(&toolkit);
         let cuda_home = root.path().join("opt/cuda");
         let search = search_with(
-            env(&[("HOME", &home), ("CUDA_HOME", &cuda_home)]),
+            fake_env(&[("HOME", &home), ("CUDA_HOME", &cuda_home)]),
             root.path(),
         );
         let origins: Vec<Origin> = search.places().iter().map(|p| p.origin).collect();
@@ -538,7 +546,10 @@ mod tests {
         let home = root.path().join("home");
         let venv = home.join(".cache").join(WHEELS_VENV_DEFAULT);
         wheel_venv(&venv);
-        let search = search_with(env(&[("HOME", &home), ("VIRTUAL_ENV", &venv)]), root.path());
+        let search = search_with(
+            fake_env(&[("HOME", &home), ("VIRTUAL_ENV", &venv)]),
+            root.path(),
+        );
         assert!(search
             .places()
             .iter()
@@ -571,7 +582,7 @@ mod tests {
         let lib = venv.join("lib/python3.12/site-packages/nvidia/cu13/lib");
         touch(&lib.join("libnvrtc.so.13"));
         touch(&lib.join("libnvrtc.so.12"));
-        let search = search_with(env(&[("VIRTUAL_ENV", &venv)]), root.path());
+        let search = search_with(fake_env(&[("VIRTUAL_ENV", &venv)]), root.path());
         let found = search.locate(Component::Nvrtc).unwrap();
         assert_eq!(found.path, lib.join("libnvrtc.so.13"));
         assert_eq!(found.origin, Origin::PythonWheel);
@@ -583,7 +594,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let site = root.path().join("site");
         touch(&site.join("nvidia/nvjitlink/lib/libnvJitLink.so.12"));
-        let search = search_with(env(&[("PYTHONPATH", &site)]), root.path());
+        let search = search_with(fake_env(&[("PYTHONPATH", &site)]), root.path());
         let found = search.locate(Component::NvJitLink).unwrap();
         assert_eq!(
             found.path,
@@ -599,7 +610,7 @@ mod tests {
         touch(&early.join("lib64/libcudart.so.12"));
         whole_toolkit(&whole.join("lib64"));
         let search = search_with(
-            env(&[("CUDA_PATH", &early), ("CUDA_HOME", &whole)]),
+            fake_env(&[("CUDA_PATH", &early), ("CUDA_HOME", &whole)]),
             root.path(),
         );
         let runtime = search.locate(Component::Runtime).unwrap();
