@@ -404,6 +404,47 @@ pub enum Error {
         /// What the operating system said (shared, since `Error` is `Clone`).
         source: Arc<io::Error>,
     },
+
+    /// The compile cache's folder is unsafe to trust: owned by another user, or writable by
+    /// group or others, any of whom could plant device code cudyn would load.
+    #[error(
+        "the compile cache at {} is not used: {reason}; fix its owner or permissions \
+         (`chmod 700`), point CUDYN_CACHE_DIR at a private folder, or turn the cache off with \
+         CUDYN_CACHE=off",
+        path.display()
+    )]
+    CacheRefused {
+        /// The folder.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The compile cache's folder could not be created or written.
+    #[error(
+        "the compile cache at {} failed: {what}: {source}; check the folder's permissions and \
+         free space, or turn the cache off with CUDYN_CACHE=off",
+        path.display()
+    )]
+    CacheIo {
+        /// The file or folder.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// What the operating system said.
+        source: Arc<io::Error>,
+    },
+
+    /// [`crate::cache::set_dir`] came after the process-wide cache was opened.
+    #[error(
+        "the compile cache is already open at {}: call cudyn::cache::set_dir before the first \
+         compile, or set CUDYN_CACHE_DIR before the process starts",
+        opened.display()
+    )]
+    CacheDirFrozen {
+        /// Where the cache is open.
+        opened: PathBuf,
+    },
 }
 
 impl Error {

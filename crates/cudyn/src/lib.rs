@@ -88,6 +88,7 @@
 #![warn(missing_docs)]
 
 mod api;
+pub mod cache;
 pub mod compile;
 pub mod context;
 pub mod device;
@@ -104,6 +105,7 @@ pub mod sys;
 pub mod toolchain;
 pub mod version;
 
+pub use cache::Cache;
 pub use compile::{
     Arch, ArchVariant, Compiled, CppStandard, InputKind, LinkOptions, Linked, Linker, Output,
     Program,

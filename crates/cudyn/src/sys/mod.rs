@@ -432,6 +432,56 @@ pub fn nvfatbin() -> Result<&'static nvfatbin::NvFatbin> {
     shared(&NVFATBIN)
 }
 
+/// The file a CUDA library is (or would be) opened from, identified without opening it: what the
+/// compile cache keys on, so that a cached compile never pays for loading NVRTC (over 100 MB).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibraryFile {
+    /// The file.
+    pub path: PathBuf,
+    /// The rule of the search order that found it.
+    pub origin: locate::Origin,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its modification time.
+    pub modified: std::time::SystemTime,
+}
+
+/// Whether `component` has been opened in this process (successfully or not).
+pub fn is_open(component: Component) -> bool {
+    match component {
+        Component::Driver => DRIVER.get().is_some(),
+        Component::Runtime => RUNTIME.get().is_some(),
+        Component::Nvrtc => NVRTC.get().is_some(),
+        Component::NvJitLink => NVJITLINK.get().is_some(),
+        Component::NvFatbin => NVFATBIN.get().is_some(),
+    }
+}
+
+/// The file NVRTC or nvJitLink is opened from when already open, else the file the search order
+/// would open, without opening it. `None` when only the system loader could find it (then only
+/// opening it tells which file it is) or for another component.
+pub fn library_file(component: Component) -> Option<LibraryFile> {
+    let opened = match component {
+        Component::Nvrtc => NVRTC.get().map(|opened| opened.as_ref().map(|o| &o.library)),
+        Component::NvJitLink => NVJITLINK.get().map(|opened| opened.as_ref().map(|o| &o.library)),
+        _ => return None,
+    };
+    let (path, origin) = match opened {
+        Some(Ok(library)) => (library.path.clone(), library.origin),
+        _ => {
+            let found = search_path().locate(component)?;
+            (found.path, found.origin)
+        }
+    };
+    let metadata = std::fs::metadata(&path).ok()?;
+    Some(LibraryFile {
+        path,
+        origin,
+        size: metadata.len(),
+        modified: metadata.modified().ok()?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,273 @@
+//! One cache entry, one file: a manifest and the device code, sealed by a checksum.
+//!
+//! Layout: the magic `CUDYNKC1`, the manifest's length (u64, little-endian), the manifest, the
+//! code's length, the code, then the blake3 hash of everything before it (32 bytes). A file whose
+//! length, checksum or manifest does not check out is never loaded.
+
+use std::time::{Duration, SystemTime};
+
+use super::key::Key;
+use crate::compile::{Arch, Output};
+use crate::image::ImageKind;
+use crate::param::ParamLayout;
+
+const MAGIC: &[u8; 8] = b"CUDYNKC1";
+const CHECKSUM: usize = 32;
+
+/// A kernel of the cached code, with its parameters' layout when the code records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KernelRecord {
+    pub name: String,
+    pub params: Vec<ParamLayout>,
+}
+
+/// What a cache entry holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// The key it was stored under, checked against the file's name.
+    pub key: Key,
+    pub output: Output,
+    pub arch: Arch,
+    /// The program's name (empty for a link).
+    pub name: String,
+    /// The compiler's or linker's log.
+    pub log: String,
+    /// Name expressions with their lowered names.
+    pub lowered_names: Vec<(String, String)>,
+    /// The tools that made it, e.g. `NVRTC 13.0`.
+    pub toolchain: Vec<String>,
+    pub kernels: Vec<KernelRecord>,
+    pub created: SystemTime,
+    pub code: Vec<u8>,
+}
+
+impl Entry {
+    /// The kernels of `code` with their layouts, as cudyn's inspector reads them.
+    pub fn kernels_of(code: &[u8]) -> Vec<KernelRecord> {
+        let Ok(inspection) = crate::inspect::inspect(code) else {
+            return Vec::new();
+        };
+        let mut kernels = Vec::new();
+        for module in inspection.modules() {
+            match module {
+                crate::inspect::Module::Cubin(cubin) => {
+                    kernels.extend(cubin.kernels.iter().map(|kernel| KernelRecord {
+                        name: kernel.name.clone(),
+                        params: kernel.params.clone(),
+                    }))
+                }
+                crate::inspect::Module::Ptx(ptx) => {
+                    kernels.extend(ptx.entries.iter().map(|entry| KernelRecord {
+                        name: entry.name.clone(),
+                        params: entry.layout().unwrap_or_default(),
+                    }))
+                }
+            }
+        }
+        kernels
+    }
+
+    /// The kind of image the code is.
+    pub fn image_kind(&self) -> ImageKind {
+        match self.output {
+            Output::Cubin => ImageKind::Cubin,
+            Output::Ptx => ImageKind::Ptx,
+            Output::LtoIr => ImageKind::LtoIr,
+        }
+    }
+
+    /// The file's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut manifest = Writer::default();
+        manifest.bytes(&self.key.0);
+        manifest.text(self.output.extension());
+        manifest.u64(u64::from(self.arch.number()));
+        manifest.text(&self.name);
+        manifest.text(&self.log);
+        manifest.u64(self.lowered_names.len() as u64);
+        for (expression, lowered) in &self.lowered_names {
+            manifest.text(expression);
+            manifest.text(lowered);
+        }
+        manifest.u64(self.toolchain.len() as u64);
+        for tool in &self.toolchain {
+            manifest.text(tool);
+        }
+        manifest.u64(self.kernels.len() as u64);
+        for kernel in &self.kernels {
+            manifest.text(&kernel.name);
+            manifest.u64(kernel.params.len() as u64);
+            for param in &kernel.params {
+                manifest.u64(param.offset as u64);
+                manifest.u64(param.size as u64);
+            }
+        }
+        let created = self
+            .created
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        manifest.u64(created.as_secs());
+        let mut file = Writer::default();
+        file.0.extend_from_slice(MAGIC);
+        file.bytes(&manifest.0);
+        file.bytes(&self.code);
+        let checksum = blake3::hash(&file.0);
+        file.0.extend_from_slice(checksum.as_bytes());
+        file.0
+    }
+
+    /// The entry in `bytes`, or `None` when they are not a whole, intact entry.
+    pub fn decode(bytes: &[u8]) -> Option<Entry> {
+        let sealed_len = bytes.len().checked_sub(CHECKSUM)?;
+        let (sealed, checksum) = bytes.split_at(sealed_len);
+        if blake3::hash(sealed).as_bytes() != checksum {
+            return None;
+        }
+        let mut file = Reader(sealed.strip_prefix(MAGIC)?);
+        let mut manifest = Reader(file.bytes()?);
+        let code = file.bytes()?.to_vec();
+        if !file.0.is_empty() {
+            return None;
+        }
+        let key = Key(manifest.bytes()?.try_into().ok()?);
+        let output = match manifest.text()?.as_str() {
+            "cubin" => Output::Cubin,
+            "ptx" => Output::Ptx,
+            "ltoir" => Output::LtoIr,
+            _ => return None,
+        };
+        let number = u32::try_from(manifest.u64()?).ok()?;
+        let arch = Arch::new(number / 10, number % 10);
+        let name = manifest.text()?;
+        let log = manifest.text()?;
+        let lowered_names = manifest.list(|m| Some((m.text()?, m.text()?)))?;
+        let toolchain = manifest.list(Reader::text)?;
+        let kernels = manifest.list(|m| {
+            Some(KernelRecord {
+                name: m.text()?,
+                params: m.list(|m| {
+                    Some(ParamLayout {
+                        offset: usize::try_from(m.u64()?).ok()?,
+                        size: usize::try_from(m.u64()?).ok()?,
+                    })
+                })?,
+            })
+        })?;
+        let created = SystemTime::UNIX_EPOCH + Duration::from_secs(manifest.u64()?);
+        if !manifest.0.is_empty() {
+            return None;
+        }
+        Some(Entry {
+            key,
+            output,
+            arch,
+            name,
+            log,
+            lowered_names,
+            toolchain,
+            kernels,
+            created,
+            code,
+        })
+    }
+}
+
+#[derive(Default)]
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u64(&mut self, value: u64) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.u64(bytes.len() as u64);
+        self.0.extend_from_slice(bytes);
+    }
+
+    fn text(&mut self, text: &str) {
+        self.bytes(text.as_bytes());
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn u64(&mut self) -> Option<u64> {
+        let (head, rest) = self.0.split_first_chunk::<8>()?;
+        self.0 = rest;
+        Some(u64::from_le_bytes(*head))
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let len = usize::try_from(self.u64()?).ok()?;
+        if len > self.0.len() {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(len);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn text(&mut self) -> Option<String> {
+        String::from_utf8(self.bytes()?.to_vec()).ok()
+    }
+
+    /// A count, then that many items; the count is bounded by the bytes left, so a damaged count
+    /// cannot ask for a huge allocation.
+    fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
+        let count = usize::try_from(self.u64()?).ok()?;
+        if count > self.0.len() {
+            return None;
+        }
+        let mut items = Vec::with_capacity(count);
+        for _ in 0..count {
+            items.push(item(self)?);
+        }
+        Some(items)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn sample(key: Key, code_len: usize) -> Entry {
+        Entry {
+            key,
+            output: Output::Cubin,
+            arch: Arch::new(9, 0),
+            name: "saxpy.cu".into(),
+            log: "warning: none".into(),
+            lowered_names: vec![("saxpy<float>".into(), "_Z5saxpyIfEvv".into())],
+            toolchain: vec!["NVRTC 13.0".into()],
+            kernels: vec![KernelRecord {
+                name: "_Z5saxpyIfEvv".into(),
+                params: vec![ParamLayout { offset: 0, size: 4 }],
+            }],
+            created: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+            code: (0..code_len).map(|i| i as u8).collect(),
+        }
+    }
+
+    #[test]
+    fn an_entry_round_trips() {
+        let entry = sample(Key([7; 32]), 300);
+        assert_eq!(Entry::decode(&entry.encode()), Some(entry));
+    }
+
+    #[test]
+    fn every_truncation_and_every_flipped_bit_is_refused() {
+        let bytes = sample(Key([7; 32]), 64).encode();
+        for len in 0..bytes.len() {
+            assert_eq!(Entry::decode(&bytes[..len]), None, "truncated to {len}");
+        }
+        for offset in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut damaged = bytes.clone();
+                damaged[offset] ^= 1 << bit;
+                assert_eq!(Entry::decode(&damaged), None, "bit {bit} of byte {offset}");
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Eviction: the entries on disk, least recently used removed first until the total fits a cap.
+//!
+//! The time of last use is the entry file's modification time, which cudyn sets itself on every
+//! read ([`read_and_touch`](super::store::read_and_touch)): access times are unreliable
+//! (`noatime`, `relatime`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::store::{io_error, EXTENSION};
+use crate::error::Result;
+
+/// The default size cap of the disk cache: 1 GiB, unless `CUDYN_CACHE_MAX_BYTES` says otherwise.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
+/// An entry file with its size and time of last use.
+#[derive(Debug, Clone)]
+pub(crate) struct OnDisk {
+    pub path: PathBuf,
+    pub size: u64,
+    pub last_used: SystemTime,
+}
+
+/// Every entry file in `dir`, most recently used first.
+pub(crate) fn list(dir: &Path) -> Result<Vec<OnDisk>> {
+    let read = fs::read_dir(dir).map_err(|error| io_error(dir, "listing entries", error))?;
+    let mut files: Vec<OnDisk> = read
+        .filter_map(|item| item.ok())
+        .filter(|item| {
+            item.path()
+                .extension()
+                .is_some_and(|extension| extension == EXTENSION)
+        })
+        .filter_map(|item| {
+            let metadata = item.metadata().ok()?;
+            Some(OnDisk {
+                path: item.path(),
+                size: metadata.len(),
+                last_used: metadata.modified().ok()?,
+            })
+        })
+        .collect();
+    files.sort_by(|a, b| b.last_used.cmp(&a.last_used));
+    Ok(files)
+}
+
+/// Removes the least recently used entries of `files` (most recent first) until the rest fit in
+/// `max_bytes`; returns what was removed and what remains, in bytes.
+pub(crate) fn evict(files: &[OnDisk], max_bytes: u64) -> (Vec<&OnDisk>, u64) {
+    let mut total: u64 = files.iter().map(|file| file.size).sum();
+    let mut removed = Vec::new();
+    for file in files.iter().rev() {
+        if total <= max_bytes {
+            break;
+        }
+        // Another process may have removed it already; the space is free either way.
+        let _ = fs::remove_file(&file.path);
+        total -= file.size;
+        removed.push(file);
+    }
+    (removed, total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_least_recently_used_entries_go_until_the_rest_fits() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        for (name, age) in [("old", 300), ("new", 0), ("mid", 100)] {
+            let path = dir.path().join(format!("{name}.{EXTENSION}"));
+            fs::write(&path, [0u8; 100]).unwrap();
+            let file = fs::File::options().write(true).open(&path).unwrap();
+            file.set_modified(now - Duration::from_secs(age)).unwrap();
+        }
+        fs::write(dir.path().join("not-an-entry.tmp"), [0u8; 1000]).unwrap();
+        let files = list(dir.path()).unwrap();
+        let names: Vec<_> = files
+            .iter()
+            .map(|file| file.path.file_stem().unwrap().to_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, ["new", "mid", "old"]);
+        let (removed, remaining) = evict(&files, 150);
+        assert_eq!(removed.len(), 2);
+        assert_eq!(remaining, 100);
+        assert!(dir.path().join(format!("new.{EXTENSION}")).exists());
+        assert!(!dir.path().join(format!("mid.{EXTENSION}")).exists());
+    }
+}

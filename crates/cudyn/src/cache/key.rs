@@ -1,0 +1,300 @@
+//! Cache keys: blake3 over every input that can change a compile's result, and the headers a
+//! source includes from disk.
+//!
+//! NVRTC 13.0 has no option that reports a compile's dependencies (its option table knows no
+//! `-M`, `-MD` or `--generate-dependencies`), so cudyn finds them itself: it reads the `#include`
+//! lines of the source, of the in-memory headers and, recursively, of every header they include
+//! from the program's own folders, and resolves each name the way NVRTC does (in-memory headers,
+//! then, for `"quoted"` names, the including file's folder, then the `-I` folders in order). The
+//! key covers each name with the file it resolved to and that file's content, and the names that
+//! resolved to none of the program's folders: a header changed, added in an earlier folder (so
+//! that it shadows the one used before) or removed changes the key. Conditional compilation is
+//! ignored, which can only add headers to the key. CUDA's own header folders are keyed by their
+//! identity (folders, CUDA version, CCCL version) instead of their thousands of files.
+//!
+//! File contents are remembered per process by size and modification time, and not for files
+//! modified in the last two seconds, whose time stamp may not show a change yet.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+/// The version of the key and entry format: entries of another schema are never found.
+pub(crate) const SCHEMA: &[u8] = b"cudyn-cache-1";
+
+/// A cache key: the blake3 hash of a compile's inputs.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key(pub(crate) [u8; 32]);
+
+impl Key {
+    /// The key as 64 hexadecimal digits, the entry's file name.
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
+    /// The key of 64 hexadecimal digits.
+    pub fn from_hex(text: &str) -> Option<Key> {
+        if text.len() != 64 {
+            return None;
+        }
+        let mut key = [0u8; 32];
+        for (index, byte) in key.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(text.get(2 * index..2 * index + 2)?, 16).ok()?;
+        }
+        Some(Key(key))
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({})", self.hex())
+    }
+}
+
+/// Builds a key from fields, each length-prefixed so that no two lists of fields hash alike.
+#[derive(Debug)]
+pub struct KeyHasher(blake3::Hasher);
+
+impl KeyHasher {
+    /// A key for results of kind `purpose` ("nvrtc", "nvjitlink").
+    pub fn new(purpose: &str) -> Self {
+        let mut hasher = KeyHasher(blake3::Hasher::new());
+        hasher.field(SCHEMA).field(purpose.as_bytes());
+        hasher
+    }
+
+    /// Adds one field.
+    pub fn field(&mut self, bytes: &[u8]) -> &mut Self {
+        self.0.update(&(bytes.len() as u64).to_le_bytes());
+        self.0.update(bytes);
+        self
+    }
+
+    /// Adds a list of text fields, with their count.
+    pub fn fields<S: AsRef<str>>(&mut self, items: &[S]) -> &mut Self {
+        self.field(&(items.len() as u64).to_le_bytes());
+        for item in items {
+            self.field(item.as_ref().as_bytes());
+        }
+        self
+    }
+
+    /// The key.
+    pub fn finish(&self) -> Key {
+        Key(*self.0.finalize().as_bytes())
+    }
+}
+
+/// Adds a library file's identity (path, size, modification time) to the key.
+pub(crate) fn add_library(hasher: &mut KeyHasher, file: &crate::sys::LibraryFile) {
+    hasher
+        .field(file.path.as_os_str().as_encoded_bytes())
+        .field(&file.size.to_le_bytes())
+        .field(&nanos(file.modified).to_le_bytes());
+}
+
+fn nanos(time: SystemTime) -> u128 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos()
+}
+
+/// One `#include` directive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Include {
+    name: String,
+    quoted: bool,
+}
+
+/// The includes of a text; `Err(())` when one is computed (`#include MACRO`), which cudyn cannot
+/// resolve.
+fn includes_of(text: &str) -> Result<Vec<Include>, ()> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.trim_start().strip_prefix('#') else {
+            continue;
+        };
+        let Some(rest) = rest.trim_start().strip_prefix("include") else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let (close, quoted) = match rest.chars().next() {
+            Some('"') => ('"', true),
+            Some('<') => ('>', false),
+            _ => return Err(()),
+        };
+        let name = rest[1..].split(close).next().unwrap_or_default();
+        found.push(Include {
+            name: name.to_owned(),
+            quoted,
+        });
+    }
+    Ok(found)
+}
+
+/// What the key needs of a header file: its content's hash and its own includes.
+#[derive(Debug, Clone)]
+struct Scanned {
+    hash: [u8; 32],
+    includes: Result<Vec<Include>, ()>,
+}
+
+/// Scanned files by path, valid while their size and modification time are unchanged.
+static SCANNED: Mutex<Option<HashMap<PathBuf, (u64, SystemTime, Scanned)>>> = Mutex::new(None);
+
+/// Files modified more recently than this are read again on every compile.
+const SETTLED: Duration = Duration::from_secs(2);
+
+fn scan(path: &Path) -> Option<Scanned> {
+    let metadata = std::fs::metadata(path).ok()?;
+    let modified = metadata.modified().ok()?;
+    let mut memo = SCANNED.lock().unwrap_or_else(|poison| poison.into_inner());
+    let memo = memo.get_or_insert_with(HashMap::new);
+    if let Some((size, time, scanned)) = memo.get(path) {
+        if *size == metadata.len() && *time == modified {
+            return Some(scanned.clone());
+        }
+    }
+    let bytes = std::fs::read(path).ok()?;
+    let scanned = Scanned {
+        hash: *blake3::hash(&bytes).as_bytes(),
+        includes: includes_of(&String::from_utf8_lossy(&bytes)),
+    };
+    let settled = SystemTime::now()
+        .duration_since(modified)
+        .is_ok_and(|age| age >= SETTLED);
+    if settled {
+        memo.insert(
+            path.to_owned(),
+            (bytes.len() as u64, modified, scanned.clone()),
+        );
+    } else {
+        memo.remove(path);
+    }
+    Some(scanned)
+}
+
+/// Adds the headers `source` and the in-memory `headers` include from the program's `folders`
+/// (see the module documentation). `None` when a computed include makes the program's inputs
+/// unknowable while it has folders of its own: such a program is not cached.
+pub(crate) fn add_disk_includes(
+    hasher: &mut KeyHasher,
+    source: &str,
+    headers: &[(String, String)],
+    folders: &[PathBuf],
+) -> Option<()> {
+    let in_memory: HashSet<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
+    let mut pending: Vec<(Result<Vec<Include>, ()>, Option<PathBuf>)> =
+        vec![(includes_of(source), None)];
+    pending.extend(headers.iter().map(|(_, text)| (includes_of(text), None)));
+    let mut seen: HashSet<(String, Option<PathBuf>)> = HashSet::new();
+    while let Some((includes, folder)) = pending.pop() {
+        let Ok(includes) = includes else {
+            if folders.is_empty() {
+                continue;
+            }
+            return None;
+        };
+        for include in includes {
+            if in_memory.contains(include.name.as_str()) {
+                continue;
+            }
+            let beside = folder.as_ref().filter(|_| include.quoted);
+            if !seen.insert((include.name.clone(), beside.cloned())) {
+                continue;
+            }
+            hasher.field(include.name.as_bytes());
+            let resolved = beside
+                .into_iter()
+                .chain(folders)
+                .map(|folder| folder.join(&include.name))
+                .find(|path| path.is_file());
+            let Some(path) = resolved else {
+                // Not the program's: one of CUDA's (keyed by identity) or missing.
+                hasher.field(b"");
+                continue;
+            };
+            let scanned = scan(&path)?;
+            hasher
+                .field(path.as_os_str().as_encoded_bytes())
+                .field(&scanned.hash);
+            pending.push((scanned.includes, path.parent().map(Path::to_path_buf)));
+        }
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn include_lines_are_read_with_their_kind() {
+        let includes = includes_of(
+            "#include \"a.h\"\n  #  include <cuda/std/cstdint>\nint x; // #include \"no.h\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            includes,
+            [
+                Include {
+                    name: "a.h".into(),
+                    quoted: true
+                },
+                Include {
+                    name: "cuda/std/cstdint".into(),
+                    quoted: false
+                }
+            ]
+        );
+        assert!(includes_of("#include HEADER\n").is_err());
+    }
+
+    #[test]
+    fn keys_round_trip_through_hex() {
+        let key = KeyHasher::new("test").field(b"x").finish();
+        assert_eq!(Key::from_hex(&key.hex()), Some(key));
+        assert_eq!(Key::from_hex("zz"), None);
+    }
+
+    fn key_of(source: &str, folders: &[PathBuf]) -> Option<Key> {
+        let mut hasher = KeyHasher::new("test");
+        add_disk_includes(&mut hasher, source, &[], folders)?;
+        Some(hasher.finish())
+    }
+
+    #[test]
+    fn a_header_changed_added_in_front_or_removed_changes_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+        std::fs::create_dir_all(&first).unwrap();
+        std::fs::create_dir_all(second.join("sub")).unwrap();
+        std::fs::write(second.join("a.h"), "#include \"sub/b.h\"\n").unwrap();
+        std::fs::write(second.join("sub/b.h"), "int b;\n").unwrap();
+        let folders = [first.clone(), second.clone()];
+        let source = "#include \"a.h\"\n#include <cuda_fp16.h>\n";
+        let original = key_of(source, &folders).unwrap();
+        assert_eq!(key_of(source, &folders), Some(original));
+
+        std::fs::write(second.join("sub/b.h"), "int b2;\n").unwrap();
+        let changed = key_of(source, &folders).unwrap();
+        assert_ne!(changed, original);
+
+        std::fs::write(first.join("a.h"), "#include \"sub/b.h\"\n").unwrap();
+        let shadowed = key_of(source, &folders).unwrap();
+        assert_ne!(shadowed, changed);
+
+        std::fs::remove_file(first.join("a.h")).unwrap();
+        assert_eq!(key_of(source, &folders), Some(changed));
+        std::fs::remove_file(second.join("sub/b.h")).unwrap();
+        assert_ne!(key_of(source, &folders), Some(changed));
+    }
+
+    #[test]
+    fn a_computed_include_is_uncacheable_only_with_folders_of_its_own() {
+        assert!(key_of("#include HEADER\n", &[]).is_some());
+        assert!(key_of("#include HEADER\n", &[PathBuf::from("/nowhere")]).is_none());
+    }
+}

@@ -1,0 +1,475 @@
+//! The compile cache: NVRTC and nvJitLink results kept on disk and in memory, so that the second
+//! start of a program costs reading a file instead of a compile.
+//!
+//! [`Program::compile`](crate::Program::compile), [`Program::load`](crate::Program::load) and
+//! [`Linker::finish`](crate::Linker::finish) go through [`Cache::global`] unless turned off:
+//!
+//! - **Where**: `$CUDYN_CACHE_DIR`, else `$XDG_CACHE_HOME/cudyn`, else `~/.cache/cudyn`; entries
+//!   live in its `kernels/` folder. [`set_dir`] moves it for the process.
+//! - **Off**: `CUDYN_CACHE=off` (or `0`, `false`), [`set_enabled(false)`](set_enabled), or
+//!   [`Program::cache(false)`](crate::Program::cache) for one program.
+//! - **Size**: at most [`DEFAULT_MAX_BYTES`] (1 GiB) on disk, or `$CUDYN_CACHE_MAX_BYTES`, or
+//!   [`Cache::set_max_bytes`]; least recently used entries are evicted first, by use times cudyn
+//!   records itself. In memory, at most 64 MiB of code per process.
+//!
+//! **The key** (blake3) covers a schema version, the compiler's identity (the path, size and
+//! modification time of the NVRTC file the search order opens, and nvJitLink's for links), the
+//! exact options handed to the compiler (CUDA's header folders among them), the target, the
+//! source, the in-memory headers, the name expressions and every header the source includes from
+//! the program's folders ([`key`] says how they are found); CUDA's own headers are keyed by their
+//! folders and versions. PTX also keys on the driver's major version. A link keys on nvJitLink's
+//! identity, its options and every input's kind, name and bytes.
+//!
+//! **A hit never opens NVRTC**: the compiler is identified from its file, and the version and
+//! lowered names a compile needs are in the entry. NVRTC's version is remembered in the cache
+//! (`compilers/`) the first time it is opened, to find the same CUDA headers it would.
+//!
+//! **Entries** are one file each, verified on every read ([`entry`]); a damaged one is a miss and
+//! is rewritten. **Writes** are atomic and safe between threads, processes and hosts under the
+//! file-system assumptions of [`store`]. **The folder** must belong to the user and be writable by
+//! no one else; otherwise it is refused with a warning (printed once) and cudyn compiles without
+//! the cache.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
+
+use crate::error::{Error, Result};
+use crate::image::ImageKind;
+use crate::version::Version;
+
+pub(crate) mod entry;
+mod evict;
+pub mod key;
+mod memory;
+pub mod store;
+
+pub use evict::DEFAULT_MAX_BYTES;
+pub use key::{Key, KeyHasher};
+
+use entry::Entry;
+use memory::{MemoryCache, DEFAULT_MEMORY_BYTES};
+
+/// The environment variable that moves the cache.
+pub const DIR_ENV: &str = "CUDYN_CACHE_DIR";
+/// The environment variable that turns the cache off (`off`, `0`, `false`).
+pub const SWITCH_ENV: &str = "CUDYN_CACHE";
+/// The environment variable that sets the disk cache's size cap in bytes.
+pub const MAX_BYTES_ENV: &str = "CUDYN_CACHE_MAX_BYTES";
+
+/// A compile cache in one folder. See the [module documentation](self).
+#[derive(Debug)]
+pub struct Cache {
+    dir: PathBuf,
+    memory: Mutex<MemoryCache>,
+    max_bytes: AtomicU64,
+    counters: Counters,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    memory_hits: AtomicU64,
+    disk_hits: AtomicU64,
+    misses: AtomicU64,
+    writes: AtomicU64,
+    corrupt: AtomicU64,
+    evictions: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64, by: u64) {
+    counter.fetch_add(by, Ordering::Relaxed);
+}
+
+/// What a cache did in this process, and what it holds on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct CacheStats {
+    /// Results found in this process's memory.
+    pub memory_hits: u64,
+    /// Results read from disk.
+    pub disk_hits: u64,
+    /// Results that had to be compiled.
+    pub misses: u64,
+    /// Entries written.
+    pub writes: u64,
+    /// Damaged entries found (and removed or rewritten).
+    pub corrupt: u64,
+    /// Entries evicted for the size cap.
+    pub evictions: u64,
+    /// Entries on disk.
+    pub entries: u64,
+    /// Their total size in bytes.
+    pub bytes: u64,
+    /// The size cap in bytes.
+    pub max_bytes: u64,
+}
+
+/// One entry on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct EntryInfo {
+    /// Its key, in hexadecimal.
+    pub key: String,
+    /// The kind of code.
+    pub kind: ImageKind,
+    /// The architecture, e.g. `sm_90`.
+    pub arch: String,
+    /// Its kernels (lowered names).
+    pub kernels: Vec<String>,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// When it was made.
+    pub created: SystemTime,
+    /// When cudyn last read or wrote it.
+    pub last_used: SystemTime,
+}
+
+/// What [`Cache::verify`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct VerifyReport {
+    /// Entries read.
+    pub checked: usize,
+    /// The keys (or file names) of damaged entries, removed.
+    pub removed: Vec<String>,
+}
+
+/// What [`Cache::prune`] removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct PruneReport {
+    /// Entries removed.
+    pub removed: usize,
+    /// Their bytes.
+    pub freed_bytes: u64,
+    /// The bytes left.
+    pub remaining_bytes: u64,
+}
+
+impl Cache {
+    /// The cache at `dir` (created 0700 if missing); refused ([`Error::CacheRefused`]) when the
+    /// folder is owned by another user or writable by group or others.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Cache> {
+        let dir = dir.into();
+        store::prepare_folder(&dir)?;
+        Ok(Cache {
+            dir,
+            memory: Mutex::new(MemoryCache::new(DEFAULT_MEMORY_BYTES)),
+            max_bytes: AtomicU64::new(max_bytes_from_environment()),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The process-wide cache every compile uses: `$CUDYN_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/cudyn`, else `~/.cache/cudyn`, entries in its `kernels/` folder; `None`
+    /// when turned off (`CUDYN_CACHE=off`, or [`set_enabled(false)`](set_enabled)) or refused (a
+    /// warning printed once).
+    pub fn global() -> Option<&'static Cache> {
+        if !ENABLED.load(Ordering::Relaxed) {
+            return None;
+        }
+        GLOBAL
+            .get_or_init(|| {
+                if switched_off(std::env::var(SWITCH_ENV).ok().as_deref()) {
+                    return None;
+                }
+                let base = configured_base()?;
+                let opened = store::prepare_folder(&base)
+                    .and_then(|()| Cache::open(base.join("kernels")));
+                match opened {
+                    Ok(cache) => Some(cache),
+                    Err(error) => {
+                        eprintln!("cudyn: warning: compiling without a cache: {error}");
+                        None
+                    }
+                }
+            })
+            .as_ref()
+    }
+
+    /// Where the entries live.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Sets the size cap of the disk cache, in bytes.
+    pub fn set_max_bytes(&self, max_bytes: u64) {
+        self.max_bytes.store(max_bytes, Ordering::Relaxed);
+    }
+
+    /// Counters of this process and totals on disk.
+    pub fn stats(&self) -> Result<CacheStats> {
+        let files = evict::list(&self.dir)?;
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        Ok(CacheStats {
+            memory_hits: load(&self.counters.memory_hits),
+            disk_hits: load(&self.counters.disk_hits),
+            misses: load(&self.counters.misses),
+            writes: load(&self.counters.writes),
+            corrupt: load(&self.counters.corrupt),
+            evictions: load(&self.counters.evictions),
+            entries: files.len() as u64,
+            bytes: files.iter().map(|file| file.size).sum(),
+            max_bytes: self.max_bytes.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Every intact entry on disk, most recently used first (damaged ones are skipped; see
+    /// [`verify`](Self::verify)).
+    pub fn entries(&self) -> Result<Vec<EntryInfo>> {
+        Ok(evict::list(&self.dir)?
+            .into_iter()
+            .filter_map(|file| {
+                let entry = Entry::decode(&std::fs::read(&file.path).ok()?)?;
+                Some(EntryInfo {
+                    key: entry.key.hex(),
+                    kind: entry.image_kind(),
+                    arch: entry.arch.sm(),
+                    kernels: entry.kernels.into_iter().map(|kernel| kernel.name).collect(),
+                    size: file.size,
+                    created: entry.created,
+                    last_used: file.last_used,
+                })
+            })
+            .collect())
+    }
+
+    /// Reads and checks every entry; damaged ones are removed.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let mut report = VerifyReport {
+            checked: 0,
+            removed: Vec::new(),
+        };
+        for file in evict::list(&self.dir)? {
+            report.checked += 1;
+            let intact = std::fs::read(&file.path)
+                .ok()
+                .and_then(|bytes| Entry::decode(&bytes))
+                .is_some_and(|entry| Some(entry.key) == key_of_file(&file.path));
+            if !intact {
+                let _ = std::fs::remove_file(&file.path);
+                bump(&self.counters.corrupt, 1);
+                let stem = file.path.file_stem().unwrap_or_default();
+                report.removed.push(stem.to_string_lossy().into_owned());
+            }
+        }
+        Ok(report)
+    }
+
+    /// Evicts least recently used entries until the total is at most `max_bytes`.
+    pub fn prune(&self, max_bytes: u64) -> Result<PruneReport> {
+        let files = evict::list(&self.dir)?;
+        let (removed, remaining_bytes) = evict::evict(&files, max_bytes);
+        let mut memory = self.lock_memory();
+        for file in &removed {
+            if let Some(key) = key_of_file(&file.path) {
+                memory.remove(&key);
+            }
+        }
+        bump(&self.counters.evictions, removed.len() as u64);
+        Ok(PruneReport {
+            removed: removed.len(),
+            freed_bytes: removed.iter().map(|file| file.size).sum(),
+            remaining_bytes,
+        })
+    }
+
+    /// Removes every entry, on disk and in memory; returns how many were on disk.
+    pub fn clear(&self) -> Result<usize> {
+        self.lock_memory().clear();
+        Ok(self.prune(0)?.removed)
+    }
+
+    fn lock_memory(&self) -> std::sync::MutexGuard<'_, MemoryCache> {
+        self.memory
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn entry_path(&self, key: &Key) -> PathBuf {
+        self.dir.join(format!("{}.{}", key.hex(), store::EXTENSION))
+    }
+
+    /// The entry of `key`, from memory or disk; a damaged file counts as corrupt and a miss.
+    pub(crate) fn lookup(&self, key: &Key) -> Option<Arc<Entry>> {
+        if let Some(entry) = self.lock_memory().get(key) {
+            bump(&self.counters.memory_hits, 1);
+            return Some(entry);
+        }
+        let path = self.entry_path(key);
+        let found = store::read_and_touch(&path).map(|bytes| Entry::decode(&bytes));
+        match found {
+            Some(Some(entry)) if entry.key == *key => {
+                bump(&self.counters.disk_hits, 1);
+                let entry = Arc::new(entry);
+                self.lock_memory().insert(Arc::clone(&entry));
+                Some(entry)
+            }
+            Some(_) => {
+                bump(&self.counters.corrupt, 1);
+                bump(&self.counters.misses, 1);
+                None
+            }
+            None => {
+                bump(&self.counters.misses, 1);
+                None
+            }
+        }
+    }
+
+    /// Stores an entry in memory and on disk, then evicts down to the size cap. A failed write
+    /// leaves the result uncached: the compile itself succeeded.
+    pub(crate) fn store(&self, entry: Entry) {
+        let path = self.entry_path(&entry.key);
+        let entry = Arc::new(entry);
+        self.lock_memory().insert(Arc::clone(&entry));
+        if store::write_atomically(&path, &entry.encode()).is_ok() {
+            bump(&self.counters.writes, 1);
+            let _ = self.prune(self.max_bytes.load(Ordering::Relaxed));
+        }
+    }
+
+    /// The version remembered for the library file `file`, if it was ever opened by a process
+    /// using this cache.
+    pub(crate) fn remembered_version(&self, file: &crate::sys::LibraryFile) -> Option<Version> {
+        let text = std::fs::read_to_string(self.version_path(file)).ok()?;
+        let (major, minor) = text.trim().split_once('.')?;
+        Some(Version::new(major.parse().ok()?, minor.parse().ok()?))
+    }
+
+    /// Remembers the version of the library file `file`.
+    pub(crate) fn remember_version(&self, file: &crate::sys::LibraryFile, version: Version) {
+        let _ = std::fs::create_dir_all(self.dir.join("compilers"));
+        let _ = store::write_atomically(
+            &self.version_path(file),
+            format!("{}.{}\n", version.major, version.minor).as_bytes(),
+        );
+    }
+
+    fn version_path(&self, file: &crate::sys::LibraryFile) -> PathBuf {
+        let mut hasher = KeyHasher::new("library version");
+        key::add_library(&mut hasher, file);
+        self.dir.join("compilers").join(hasher.finish().hex())
+    }
+}
+
+fn key_of_file(path: &Path) -> Option<Key> {
+    Key::from_hex(path.file_stem()?.to_str()?)
+}
+
+fn switched_off(value: Option<&str>) -> bool {
+    value.is_some_and(|value| {
+        matches!(
+            value.trim().to_ascii_lowercase().as_str(),
+            "off" | "0" | "false" | "no"
+        )
+    })
+}
+
+fn max_bytes_from_environment() -> u64 {
+    std::env::var(MAX_BYTES_ENV)
+        .ok()
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(DEFAULT_MAX_BYTES)
+}
+
+static ENABLED: AtomicBool = AtomicBool::new(true);
+static DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
+static GLOBAL: OnceLock<Option<Cache>> = OnceLock::new();
+
+/// The folder the process-wide cache uses (its entries are in `kernels/` below it).
+fn configured_base() -> Option<PathBuf> {
+    let chosen = DIR.lock().unwrap_or_else(|poison| poison.into_inner());
+    if let Some(dir) = chosen.as_ref() {
+        return Some(dir.clone());
+    }
+    let var = |name| std::env::var_os(name).filter(|value| !value.is_empty());
+    if let Some(dir) = var(DIR_ENV) {
+        return Some(dir.into());
+    }
+    if let Some(xdg) = var("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(xdg).join("cudyn"));
+    }
+    Some(PathBuf::from(var("HOME")?).join(".cache/cudyn"))
+}
+
+/// Turns the process-wide cache on or off; compiles after this call follow it.
+pub fn set_enabled(enabled: bool) {
+    ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+/// Moves the process-wide cache to `dir` (entries in `dir/kernels`). Must come before the first
+/// compile; afterwards it is [`Error::CacheDirFrozen`].
+pub fn set_dir(dir: impl Into<PathBuf>) -> Result<()> {
+    let mut chosen = DIR.lock().unwrap_or_else(|poison| poison.into_inner());
+    if let Some(opened) = GLOBAL.get() {
+        return Err(Error::CacheDirFrozen {
+            opened: opened
+                .as_ref()
+                .map_or_else(PathBuf::new, |cache| cache.path().to_owned()),
+        });
+    }
+    *chosen = Some(dir.into());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use entry::tests::sample;
+
+    #[test]
+    fn the_switch_reads_the_usual_words() {
+        for off in ["off", "OFF", "0", "false", "no"] {
+            assert!(switched_off(Some(off)), "{off}");
+        }
+        for on in ["on", "1", ""] {
+            assert!(!switched_off(Some(on)), "{on}");
+        }
+        assert!(!switched_off(None));
+    }
+
+    #[test]
+    fn a_damaged_entry_is_a_miss_and_verify_removes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path().join("kernels")).unwrap();
+        let (good, bad) = (Key([1; 32]), Key([2; 32]));
+        cache.store(sample(good, 50));
+        cache.store(sample(bad, 50));
+        cache.lock_memory().clear();
+        let path = cache.entry_path(&bad);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[40] ^= 4;
+        std::fs::write(&path, bytes).unwrap();
+        assert!(cache.lookup(&bad).is_none());
+        assert_eq!(cache.lookup(&good).unwrap().code, sample(good, 50).code);
+        let report = cache.verify().unwrap();
+        assert_eq!(report.checked, 2);
+        assert_eq!(report.removed, [bad.hex()]);
+        let stats = cache.stats().unwrap();
+        assert_eq!((stats.entries, stats.corrupt, stats.disk_hits), (1, 2, 1));
+    }
+
+    #[test]
+    fn the_size_cap_evicts_the_least_recently_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let one_entry = sample(Key([0; 32]), 1000).encode().len() as u64;
+        cache.set_max_bytes(2 * one_entry);
+        let keys = [Key([1; 32]), Key([2; 32]), Key([3; 32])];
+        cache.store(sample(keys[0], 1000));
+        cache.store(sample(keys[1], 1000));
+        // Used long ago: the first to go.
+        let old = std::fs::File::open(cache.entry_path(&keys[1])).unwrap();
+        old.set_modified(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000))
+            .unwrap();
+        cache.store(sample(keys[2], 1000));
+        let left: Vec<String> = cache.entries().unwrap().into_iter().map(|e| e.key).collect();
+        assert_eq!(left.len(), 2);
+        assert!(!left.contains(&keys[1].hex()), "{left:?}");
+        assert_eq!(cache.stats().unwrap().evictions, 1);
+        assert_eq!(cache.clear().unwrap(), 2);
+        assert!(cache.lookup(&keys[0]).is_none());
+    }
+}

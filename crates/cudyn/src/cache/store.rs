@@ -1,0 +1,159 @@
+//! The cache's files on disk: a private folder, and entries written so that no reader ever sees
+//! half of one.
+//!
+//! An entry is written to a temporary file in the same folder, flushed to disk (`fsync`), then
+//! renamed over its final name. This relies on POSIX `rename(2)` replacing the target atomically
+//! within one file system: a reader opens either the old file or the new one, whole. Two writers
+//! of one key both rename complete files and the last one wins; both hold the same result, so
+//! either is right. On network file systems (NFS) rename is atomic on the server but clients may
+//! cache directory entries and attributes for a few seconds: another host may miss a fresh entry
+//! (and compile again) or, with close-to-open consistency off, read a stale one, which the
+//! checksum then rejects as damaged. Nothing is ever loaded unverified, so the worst outcome on
+//! such a file system is a wasted compile.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::error::{Error, Result};
+
+/// The extension of entry files.
+pub(crate) const EXTENSION: &str = "cudyn";
+
+pub(crate) fn io_error(path: &Path, what: &'static str, error: std::io::Error) -> Error {
+    Error::CacheIo {
+        path: path.to_owned(),
+        what,
+        source: Arc::new(error),
+    }
+}
+
+/// Creates `dir` private (0700) when missing, then refuses it unless this user owns it and no
+/// one else may write to it.
+pub(crate) fn prepare_folder(dir: &Path) -> Result<()> {
+    if !dir.exists() {
+        if let Some(parent) = dir.parent() {
+            fs::create_dir_all(parent)
+                .map_err(|error| io_error(parent, "creating the folder", error))?;
+        }
+        match fs::DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => {}
+            // Another process made it meanwhile: it is checked like any existing folder.
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(error) => return Err(io_error(dir, "creating the folder", error)),
+        }
+    }
+    check_private(dir)
+}
+
+/// `Ok` when `dir` is a folder owned by this user and not writable by group or others.
+pub(crate) fn check_private(dir: &Path) -> Result<()> {
+    let refuse = |reason: String| Error::CacheRefused {
+        path: dir.to_owned(),
+        reason,
+    };
+    let metadata =
+        fs::symlink_metadata(dir).map_err(|error| io_error(dir, "reading the folder", error))?;
+    if !metadata.is_dir() {
+        return Err(refuse("it is not a folder (or is a symbolic link)".into()));
+    }
+    let me = fs::metadata("/proc/self").map(|own| own.uid()).ok();
+    if me.is_some_and(|me| me != metadata.uid()) {
+        return Err(refuse(format!(
+            "it is owned by user {}, not by this process's user",
+            metadata.uid()
+        )));
+    }
+    let mode = metadata.permissions().mode();
+    if mode & 0o022 != 0 {
+        return Err(refuse(format!(
+            "it is writable by group or others (mode {:o})",
+            mode & 0o777
+        )));
+    }
+    Ok(())
+}
+
+/// Writes `bytes` as `path` atomically (see the module documentation).
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let temporary = folder.join(format!(
+        ".{}.{}.{}.tmp",
+        path.file_name()
+            .unwrap_or_default()
+            .to_string_lossy(),
+        std::process::id(),
+        unique_suffix()
+    ));
+    let written = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&temporary, path)
+    })();
+    written.map_err(|error| {
+        let _ = fs::remove_file(&temporary);
+        io_error(path, "writing an entry", error)
+    })
+}
+
+/// A suffix that differs between the threads of one process.
+fn unique_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    COUNTER.fetch_add(1, Ordering::Relaxed) << 32 | u64::from(nanos)
+}
+
+/// Reads an entry file and records the use as its modification time, which is the access time
+/// cudyn evicts by (file systems mounted `noatime` keep no reliable access time of their own).
+pub(crate) fn read_and_touch(path: &Path) -> Option<Vec<u8>> {
+    let bytes = fs::read(path).ok()?;
+    if let Ok(file) = File::open(path) {
+        let _ = file.set_modified(SystemTime::now());
+    }
+    Some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_others_may_write_is_refused_and_a_new_one_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = dir.path().join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        let error = prepare_folder(&open).unwrap_err();
+        assert!(matches!(&error, Error::CacheRefused { .. }), "{error:?}");
+        assert!(error.to_string().contains("writable by group or others"));
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o755)).unwrap();
+        prepare_folder(&open).unwrap();
+
+        let fresh = dir.path().join("a/b/kernels");
+        prepare_folder(&fresh).unwrap();
+        let mode = fs::metadata(&fresh).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn an_atomic_write_leaves_only_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry.cudyn");
+        write_atomically(&path, b"one").unwrap();
+        write_atomically(&path, b"two").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
