@@ -175,8 +175,8 @@ impl Cache {
                     return None;
                 }
                 let base = configured_base()?;
-                let opened = store::prepare_folder(&base)
-                    .and_then(|()| Cache::open(base.join("kernels")));
+                let opened =
+                    store::prepare_folder(&base).and_then(|()| Cache::open(base.join("kernels")));
                 match opened {
                     Ok(cache) => Some(cache),
                     Err(error) => {
@@ -226,7 +226,11 @@ impl Cache {
                     key: entry.key.hex(),
                     kind: entry.image_kind(),
                     arch: entry.arch.sm(),
-                    kernels: entry.kernels.into_iter().map(|kernel| kernel.name).collect(),
+                    kernels: entry
+                        .kernels
+                        .into_iter()
+                        .map(|kernel| kernel.name)
+                        .collect(),
                     size: file.size,
                     created: entry.created,
                     last_used: file.last_used,
@@ -465,7 +469,12 @@ mod tests {
         old.set_modified(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000))
             .unwrap();
         cache.store(sample(keys[2], 1000));
-        let left: Vec<String> = cache.entries().unwrap().into_iter().map(|e| e.key).collect();
+        let left: Vec<String> = cache
+            .entries()
+            .unwrap()
+            .into_iter()
+            .map(|e| e.key)
+            .collect();
         assert_eq!(left.len(), 2);
         assert!(!left.contains(&keys[1].hex()), "{left:?}");
         assert_eq!(cache.stats().unwrap().evictions, 1);

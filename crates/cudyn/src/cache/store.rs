@@ -82,9 +82,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let folder = path.parent().unwrap_or(Path::new("."));
     let temporary = folder.join(format!(
         ".{}.{}.{}.tmp",
-        path.file_name()
-            .unwrap_or_default()
-            .to_string_lossy(),
+        path.file_name().unwrap_or_default().to_string_lossy(),
         std::process::id(),
         unique_suffix()
     ));

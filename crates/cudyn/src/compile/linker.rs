@@ -8,6 +8,8 @@ use super::target::{Arch, PtxVerdict};
 use super::{c_strings, text_of};
 use crate::api::c_string;
 use crate::api::nvjitlink as api;
+use crate::cache::entry::Entry;
+use crate::cache::{Cache, KeyHasher};
 use crate::error::{Error, Result};
 use crate::library::Library;
 use crate::sys::locate::Component;
@@ -60,6 +62,8 @@ pub struct LinkOptions {
     ptx: bool,
     allow_newer_ptx: bool,
     extra: Vec<String>,
+    /// Set by `cache(false)`: the default (derived) is to use the cache.
+    no_cache: bool,
 }
 
 impl LinkOptions {
@@ -105,6 +109,14 @@ impl LinkOptions {
     /// Passes an option to ptxas (`-Xptxas=`).
     pub fn ptxas(mut self, option: impl Into<String>) -> Self {
         self.ptxas.push(option.into());
+        self
+    }
+
+    /// Whether the link's result goes through the process-wide compile cache
+    /// ([`Cache::global`]); on by default. A hit skips `nvJitLinkComplete`, the link's costly
+    /// step; nvJitLink is still opened and given the inputs, which is cheap.
+    pub fn cache(mut self, on: bool) -> Self {
+        self.no_cache = !on;
         self
     }
 
@@ -175,6 +187,8 @@ pub struct Linker<'a> {
     /// in an undefined-reference error).
     names: Vec<std::ffi::CString>,
     inputs: PhantomData<&'a [u8]>,
+    /// The cache key so far (options, then each input); `None` when not cached.
+    key: Option<KeyHasher>,
 }
 
 impl<'a> Linker<'a> {
@@ -191,7 +205,8 @@ impl<'a> Linker<'a> {
             PtxVerdict::here(nvjitlink.version)
                 .require_loadable(Component::NvJitLink, options.allow_newer_ptx)?;
         }
-        let strings = c_strings("link option", &options.nvjitlink_options(arch))?;
+        let option_strings = options.nvjitlink_options(arch);
+        let strings = c_strings("link option", &option_strings)?;
         let mut raw = std::ptr::null_mut();
         let created = api::create(&mut raw, &strings);
         if raw.is_null() {
@@ -208,6 +223,9 @@ impl<'a> Linker<'a> {
             ptx: options.ptx,
             names: Vec::new(),
             inputs: PhantomData,
+            key: (!options.no_cache)
+                .then(|| super::cached::link_hasher(&option_strings, options.ptx))
+                .flatten(),
         };
         linker.with_logs(created)?;
         Ok(linker)
@@ -219,6 +237,7 @@ impl<'a> Linker<'a> {
         // SAFETY: the handle is live; `bytes` stays borrowed for the linker's life ('a), which
         // outlasts the link, and the name is kept in `self.names` until the handle is destroyed.
         let added = unsafe { api::add_data(self.raw, kind.raw(), bytes, &name) };
+        self.add_to_key(kind, name.as_bytes(), Some(bytes));
         // The heap bytes of a CString do not move with it.
         self.names.push(name);
         self.with_logs(added)?;
@@ -236,6 +255,7 @@ impl<'a> Linker<'a> {
         let file = c_string("file name", text)?;
         // SAFETY: the handle is live; nvJitLink reads the file during the call.
         let added = unsafe { api::add_file(self.raw, kind.raw(), &file) };
+        self.add_to_key(kind, file.as_bytes(), std::fs::read(path).ok().as_deref());
         // Kept for the logs, as the names of inputs from memory are.
         self.names.push(file);
         self.with_logs(added)?;
@@ -246,6 +266,19 @@ impl<'a> Linker<'a> {
     /// [`LinkOptions::ptx`] asked for it) and the info log. A failure carries nvJitLink's error and
     /// info logs in [`Error::log`].
     pub fn finish(self) -> Result<Linked> {
+        let cached = self
+            .key
+            .as_ref()
+            .map(KeyHasher::finish)
+            .and_then(|key| Some((Cache::global()?, key)));
+        if let Some(entry) = cached.and_then(|(cache, key)| cache.lookup(&key)) {
+            return Ok(Linked {
+                arch: entry.arch,
+                output: entry.output,
+                code: entry.code.clone(),
+                info_log: entry.log.clone(),
+            });
+        }
         // SAFETY: the handle is live and the inputs are borrowed for 'a, which `self` is within.
         let completed = unsafe { api::complete(self.raw) };
         self.with_logs(completed)?;
@@ -257,12 +290,39 @@ impl<'a> Linker<'a> {
                 (Output::Cubin, api::get_linked_cubin(self.raw)?)
             }
         };
-        Ok(Linked {
+        let linked = Linked {
             arch: self.arch,
             output,
             code,
             info_log: self.info_log(),
-        })
+        };
+        if let Some((cache, key)) = cached {
+            cache.store(Entry {
+                key,
+                output,
+                arch: linked.arch,
+                name: String::new(),
+                log: linked.info_log.clone(),
+                lowered_names: Vec::new(),
+                toolchain: vec![format!("nvJitLink {}", sys::nvjitlink()?.version)],
+                kernels: Entry::kernels_of(&linked.code),
+                created: std::time::SystemTime::now(),
+                code: linked.code.clone(),
+            });
+        }
+        Ok(linked)
+    }
+
+    /// Adds an input to the key; an input whose bytes cannot be read makes the link uncached.
+    fn add_to_key(&mut self, kind: InputKind, name: &[u8], bytes: Option<&[u8]>) {
+        match bytes {
+            Some(bytes) => {
+                if let Some(key) = &mut self.key {
+                    key.field(&[kind as u8]).field(name).field(bytes);
+                }
+            }
+            None => self.key = None,
+        }
     }
 
     /// nvJitLink's info log so far.

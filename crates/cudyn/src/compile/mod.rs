@@ -49,6 +49,7 @@ macro_rules! setters {
 }
 
 mod batch;
+mod cached;
 mod compiled;
 mod diagnostic;
 mod fatbin;

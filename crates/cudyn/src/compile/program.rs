@@ -6,6 +6,7 @@ use super::compiled::{Compiled, Output};
 use super::nvrtc_program::{require_supported, NvrtcProgram};
 use super::target::{Arch, PtxVerdict};
 use super::{c_strings, diagnostic};
+use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::library::Library;
 use crate::sys;
@@ -63,15 +64,15 @@ impl CppStandard {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Program {
-    source: String,
-    name: String,
+    pub(super) source: String,
+    pub(super) name: String,
     arch: Option<Arch>,
-    output: Output,
+    pub(super) output: Output,
     standard: Option<CppStandard>,
     defines: Vec<(String, Option<String>)>,
-    include_folders: Vec<PathBuf>,
-    default_includes: bool,
-    headers: Vec<(String, String)>,
+    pub(super) include_folders: Vec<PathBuf>,
+    pub(super) default_includes: bool,
+    pub(super) headers: Vec<(String, String)>,
     fast_math: bool,
     ftz: Option<bool>,
     prec_div: Option<bool>,
@@ -81,8 +82,9 @@ pub struct Program {
     line_info: bool,
     relocatable: bool,
     extra: Vec<String>,
-    name_expressions: Vec<String>,
-    allow_newer_ptx: bool,
+    pub(super) name_expressions: Vec<String>,
+    pub(super) allow_newer_ptx: bool,
+    cache: bool,
 }
 
 impl Program {
@@ -110,6 +112,7 @@ impl Program {
             extra: Vec::new(),
             name_expressions: Vec::new(),
             allow_newer_ptx: false,
+            cache: true,
         }
     }
 
@@ -194,6 +197,10 @@ impl Program {
         /// Emits PTX even when NVRTC is newer than this machine's driver, because it is meant for
         /// another machine. Without this, such a request is [`Error::PtxNewerThanDriver`].
         allow_newer_ptx(allow: bool);
+
+        /// Whether the result goes through the process-wide compile cache ([`Cache::global`]);
+        /// on by default. Off, every compile runs NVRTC.
+        cache(on: bool);
     }
 
     /// Passes an NVRTC option cudyn has no typed setter for, as is.
@@ -268,7 +275,7 @@ impl Program {
     }
 
     /// The options, with `defaults` searched after the program's own include folders.
-    fn options_with(&self, arch: Arch, defaults: &[PathBuf]) -> Vec<String> {
+    pub(super) fn options_with(&self, arch: Arch, defaults: &[PathBuf]) -> Vec<String> {
         let mut options = vec![match self.output {
             Output::Cubin | Output::LtoIr => format!("-arch={}", arch.sm()),
             // A virtual architecture: NVRTC then skips generating SASS nobody asked for.
@@ -332,13 +339,38 @@ impl Program {
         self.compile_or(Arch::current)
     }
 
-    /// Compiles for the architecture named, else for `default()`'s.
-    pub(super) fn compile_or(&self, default: impl FnOnce() -> Result<Arch>) -> Result<Compiled> {
-        let nvrtc = sys::nvrtc()?;
+    /// Compiles through `cache` instead of the process-wide [`Cache::global`]: a cache of the
+    /// program's own, e.g. in a folder shipped with an application.
+    pub fn compile_in(&self, cache: &Cache) -> Result<Compiled> {
         let arch = match self.arch {
             Some(arch) => arch,
-            None => default()?,
+            None => Arch::current()?,
         };
+        super::cached::compile(self, cache, arch)
+    }
+
+    /// Compiles for the architecture named, else for `default()`'s, through the cache when it is
+    /// on.
+    pub(super) fn compile_or(&self, default: impl FnOnce() -> Result<Arch>) -> Result<Compiled> {
+        let arch = match self.arch {
+            Some(arch) => Ok(arch),
+            None => default(),
+        };
+        if let (Some(cache), Ok(arch)) = (self.cache.then(Cache::global).flatten(), &arch) {
+            return super::cached::compile(self, cache, *arch);
+        }
+        self.compile_uncached(arch, &self.default_folders())
+    }
+
+    /// The compile, with NVRTC, for `arch` (or its error), CUDA's header folders `defaults`
+    /// searched after the program's own.
+    pub(super) fn compile_uncached(
+        &self,
+        arch: Result<Arch>,
+        defaults: &[PathBuf],
+    ) -> Result<Compiled> {
+        let nvrtc = sys::nvrtc()?;
+        let arch = arch?;
         require_supported(arch)?;
         if self.output == Output::Ptx {
             PtxVerdict::here(nvrtc.version)
@@ -348,8 +380,7 @@ impl Program {
         for expression in &self.name_expressions {
             program.add_name_expression(expression)?;
         }
-        let defaults = self.default_folders();
-        let options = c_strings("NVRTC option", &self.options_with(arch, &defaults))?;
+        let options = c_strings("NVRTC option", &self.options_with(arch, defaults))?;
         let compiled = program.compile(&options);
         let log = program.log()?;
         if let Err(Error::Cuda(mut failure)) = compiled {
@@ -359,7 +390,7 @@ impl Program {
             if let Some(header) = diagnostic::missing_header(&log) {
                 return Err(Error::HeaderNotFound {
                     provider: provider_of(&header),
-                    searched: self.searched_for_headers(&defaults),
+                    searched: self.searched_for_headers(defaults),
                     header,
                     log: annotated,
                 });

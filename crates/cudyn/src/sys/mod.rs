@@ -462,8 +462,12 @@ pub fn is_open(component: Component) -> bool {
 /// opening it tells which file it is) or for another component.
 pub fn library_file(component: Component) -> Option<LibraryFile> {
     let opened = match component {
-        Component::Nvrtc => NVRTC.get().map(|opened| opened.as_ref().map(|o| &o.library)),
-        Component::NvJitLink => NVJITLINK.get().map(|opened| opened.as_ref().map(|o| &o.library)),
+        Component::Nvrtc => NVRTC
+            .get()
+            .map(|opened| opened.as_ref().map(|o| &o.library)),
+        Component::NvJitLink => NVJITLINK
+            .get()
+            .map(|opened| opened.as_ref().map(|o| &o.library)),
         _ => return None,
     };
     let (path, origin) = match opened {

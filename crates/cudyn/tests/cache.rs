@@ -1,0 +1,355 @@
+//! The compile cache on real NVRTC and nvJitLink output, on the CPU (the pinned wheels of
+//! scripts/cuda-wheels are needed; without them these tests fail and say so).
+//!
+//! Every test uses a cache in a temporary folder: either its own [`Cache`] through
+//! [`Program::compile_in`] (a fresh `Cache` of the same folder stands for a new process, with an
+//! empty memory), or the process-wide cache of a child process of this test binary, pointed at a
+//! temporary folder with `CUDYN_CACHE_DIR` (for what only a new process shows: NVRTC unopened,
+//! the switches, a refused folder).
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Barrier};
+
+use cudyn::cache::{self, Cache, CacheStats};
+use cudyn::compile::{Arch, InputKind, LinkOptions, Output, Program};
+use cudyn::{Component, Error};
+
+const SM_90: Arch = Arch::new(9, 0);
+
+/// The environment variable that tells a child of this binary what to do.
+const ROLE: &str = "CUDYN_CACHE_TEST_ROLE";
+
+/// A templated kernel, made unique by `tag` so that no two tests share a key.
+fn source(tag: &str) -> String {
+    format!(
+        "template <typename T> __global__ void scale_{tag}(T *p, T by) {{ p[threadIdx.x] *= by; }}\n"
+    )
+}
+
+fn program(tag: &str) -> Program {
+    Program::new(source(tag))
+        .arch(SM_90)
+        .name_expression(format!("scale_{tag}<float>"))
+}
+
+fn stats(cache: &Cache) -> CacheStats {
+    cache.stats().expect("stats")
+}
+
+fn entry_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "cudyn"))
+        .collect()
+}
+
+#[test]
+fn a_repeat_is_a_hit_from_memory_then_from_disk_with_the_same_code_and_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = program("hit").cache(false).compile().expect("NVRTC");
+    let first = Cache::open(dir.path()).unwrap();
+    let cold = program("hit").compile_in(&first).unwrap();
+    let warm = program("hit").compile_in(&first).unwrap();
+    let s = stats(&first);
+    assert_eq!((s.misses, s.writes, s.memory_hits, s.entries), (1, 1, 1, 1));
+
+    let second = Cache::open(dir.path()).unwrap();
+    let from_disk = program("hit").compile_in(&second).unwrap();
+    let s = stats(&second);
+    assert_eq!((s.misses, s.disk_hits, s.writes), (0, 1, 0));
+    for compiled in [&cold, &warm, &from_disk] {
+        assert_eq!(compiled.code(), reference.code());
+        assert_eq!(
+            compiled.lowered_name("scale_hit<float>"),
+            reference.lowered_name("scale_hit<float>")
+        );
+        assert_eq!(compiled.arch(), SM_90);
+        assert_eq!(compiled.output(), Output::Cubin);
+    }
+    let entries = second.entries().unwrap();
+    assert_eq!(entries.len(), 1);
+    let lowered = reference.lowered_name("scale_hit<float>").unwrap();
+    assert_eq!(entries[0].kernels, [lowered]);
+    assert_eq!(entries[0].arch, "sm_90");
+    assert_eq!(entries[0].kind, cudyn::ImageKind::Cubin);
+}
+
+#[test]
+fn options_target_and_output_are_part_of_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let variants = [
+        program("opts"),
+        program("opts").define("X"),
+        program("opts").arch(Arch::new(8, 0)),
+        program("opts").output(Output::LtoIr),
+        program("opts").output(Output::Ptx).allow_newer_ptx(true),
+    ];
+    for variant in &variants {
+        let compiled = variant.compile_in(&cache).unwrap();
+        let reference = variant.clone().cache(false).compile().unwrap();
+        assert_eq!(compiled.code(), reference.code(), "{variant:?}");
+    }
+    assert_eq!(stats(&cache).entries, variants.len() as u64);
+}
+
+#[test]
+fn a_header_changed_on_disk_is_a_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let includes = tempfile::tempdir().unwrap();
+    let header = includes.path().join("value.h");
+    let with_header = || {
+        Program::new(
+            "#include \"value.h\"\nextern \"C\" __global__ void header_value(int *p) { *p = VALUE; }\n",
+        )
+        .arch(SM_90)
+        .include(includes.path())
+    };
+    std::fs::write(&header, "#define VALUE 1234\n").unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let before = with_header().compile_in(&cache).unwrap();
+    assert_eq!(with_header().compile_in(&cache).unwrap(), before);
+
+    std::fs::write(&header, "#define VALUE 987654\n").unwrap();
+    let after = with_header().compile_in(&cache).unwrap();
+    assert_ne!(after.code(), before.code());
+    assert_eq!(
+        after.code(),
+        with_header().cache(false).compile().unwrap().code()
+    );
+    let s = stats(&cache);
+    assert_eq!((s.misses, s.memory_hits, s.entries), (2, 1, 2));
+}
+
+#[test]
+fn truncated_and_flipped_entries_are_recompiled_and_rewritten_never_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = program("damage").cache(false).compile().unwrap();
+    program("damage")
+        .compile_in(&Cache::open(dir.path()).unwrap())
+        .unwrap();
+    let [path] = entry_files(dir.path()).try_into().unwrap();
+    let intact = std::fs::read(&path).unwrap();
+    let len = intact.len();
+    let mut damages: Vec<(String, Vec<u8>)> =
+        [0, 1, 8, 16, 40, len / 3, len / 2, len - 40, len - 1]
+            .into_iter()
+            .map(|offset| {
+                let mut bytes = intact.clone();
+                bytes[offset] ^= 0x10;
+                (format!("bit flipped at {offset}"), bytes)
+            })
+            .collect();
+    damages.extend(
+        [0, 7, 100, len / 2, len - 32, len - 1]
+            .into_iter()
+            .map(|keep| (format!("truncated to {keep}"), intact[..keep].to_vec())),
+    );
+    for (damage, bytes) in damages {
+        std::fs::write(&path, &bytes).unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let compiled = program("damage").compile_in(&cache).unwrap();
+        assert_eq!(compiled.code(), reference.code(), "{damage}");
+        let s = stats(&cache);
+        assert_eq!((s.disk_hits, s.misses, s.writes), (0, 1, 1), "{damage}");
+        assert_eq!(std::fs::read(&path).unwrap().len(), len, "{damage}");
+        let report = Cache::open(dir.path()).unwrap().verify().unwrap();
+        assert_eq!((report.checked, report.removed.len()), (1, 0), "{damage}");
+    }
+}
+
+#[test]
+fn threads_compiling_one_key_at_once_leave_one_valid_entry() {
+    const THREADS: usize = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let results: Vec<Vec<u8>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let barrier = Arc::clone(&barrier);
+                let dir = dir.path();
+                scope.spawn(move || {
+                    // A cache of its own per thread: no shared memory, as between processes.
+                    let cache = Cache::open(dir).unwrap();
+                    barrier.wait();
+                    program("race").compile_in(&cache).unwrap().into_code()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(results.windows(2).all(|pair| pair[0] == pair[1]));
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .filter(|name| name != "compilers")
+        .collect();
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+    let cache = Cache::open(dir.path()).unwrap();
+    assert_eq!(cache.verify().unwrap().removed, Vec::<String>::new());
+    let again = program("race").compile_in(&cache).unwrap();
+    assert_eq!(again.code(), results[0].as_slice());
+    assert_eq!(stats(&cache).disk_hits, 1);
+}
+
+#[test]
+fn a_folder_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let error = Cache::open(dir.path()).unwrap_err();
+    assert!(matches!(error, Error::CacheRefused { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("chmod 700"), "{message}");
+    // The process-wide cache in such a folder: refused with a warning, compiles still work.
+    let output = run_child("refused", dir.path(), &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.matches("compiling without a cache").count(),
+        1,
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_warm_process_never_opens_nvrtc() {
+    let dir = tempfile::tempdir().unwrap();
+    run_child("cold", dir.path(), &[]);
+    run_child("warm", dir.path(), &[]);
+}
+
+#[test]
+fn the_switches_turn_the_process_wide_cache_off() {
+    let dir = tempfile::tempdir().unwrap();
+    run_child("off", dir.path(), &[("CUDYN_CACHE", "off")]);
+    run_child("set-enabled", dir.path(), &[]);
+    let kernels = dir.path().join("kernels");
+    assert!(!kernels.exists() || entry_files(&kernels).is_empty());
+}
+
+#[test]
+fn a_link_is_cached_on_its_inputs_and_options() {
+    let dir = tempfile::tempdir().unwrap();
+    run_child("link-cold", dir.path(), &[]);
+    run_child("link-warm", dir.path(), &[]);
+}
+
+/// Runs the test `child` of this binary as role `role`, with the process-wide cache in `dir`;
+/// fails unless it succeeds.
+fn run_child(role: &str, dir: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .env(cache::DIR_ENV, dir)
+        .env_remove(cache::SWITCH_ENV)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "child {role} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn lto_piece(source: &str) -> Vec<u8> {
+    Program::new(source)
+        .arch(SM_90)
+        .output(Output::LtoIr)
+        .relocatable(true)
+        .compile()
+        .unwrap()
+        .into_code()
+}
+
+fn link_twice() -> (Vec<u8>, CacheStats) {
+    let kernel = lto_piece(
+        "__device__ float twice(float); extern \"C\" __global__ void k(float *p) { *p = twice(*p); }",
+    );
+    let helper = lto_piece("__device__ float twice(float x) { return 2 * x; }");
+    let link = || {
+        let mut linker = LinkOptions::new().arch(SM_90).lto(true).linker().unwrap();
+        linker
+            .add(InputKind::LtoIr, &kernel, "kernel.ltoir")
+            .unwrap();
+        linker
+            .add(InputKind::LtoIr, &helper, "helper.ltoir")
+            .unwrap();
+        linker.finish().unwrap().into_code()
+    };
+    let (first, second) = (link(), link());
+    assert_eq!(first, second);
+    let uncached = {
+        let mut linker = LinkOptions::new()
+            .arch(SM_90)
+            .lto(true)
+            .cache(false)
+            .linker()
+            .unwrap();
+        linker
+            .add(InputKind::LtoIr, &kernel, "kernel.ltoir")
+            .unwrap();
+        linker
+            .add(InputKind::LtoIr, &helper, "helper.ltoir")
+            .unwrap();
+        linker.finish().unwrap().into_code()
+    };
+    assert_eq!(first, uncached);
+    (first, Cache::global().unwrap().stats().unwrap())
+}
+
+/// What a child process does; nothing when run as an ordinary test.
+#[test]
+fn child() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let nvrtc_open = || cudyn::sys::is_open(Component::Nvrtc);
+    match role.as_str() {
+        "cold" => {
+            let compiled = program("process").compile().unwrap();
+            assert!(compiled.lowered_name("scale_process<float>").is_some());
+            assert!(nvrtc_open());
+            let s = stats(Cache::global().unwrap());
+            assert_eq!((s.misses, s.writes), (1, 1));
+        }
+        "warm" => {
+            let compiled = program("process").compile().unwrap();
+            assert!(!nvrtc_open(), "a warm hit opened NVRTC");
+            assert!(compiled.lowered_name("scale_process<float>").is_some());
+            let again = program("process").compile().unwrap();
+            assert_eq!(again, compiled);
+            assert!(!nvrtc_open());
+            let s = stats(Cache::global().unwrap());
+            assert_eq!((s.misses, s.disk_hits, s.memory_hits), (0, 1, 1));
+        }
+        "refused" => {
+            assert!(Cache::global().is_none());
+            assert!(Cache::global().is_none());
+            program("refused").compile().unwrap();
+        }
+        "off" => {
+            assert!(Cache::global().is_none());
+            program("off").compile().unwrap();
+        }
+        "set-enabled" => {
+            cache::set_enabled(false);
+            assert!(Cache::global().is_none());
+            program("set_enabled").compile().unwrap();
+        }
+        "link-cold" => {
+            let (_, s) = link_twice();
+            // Two LTO-IR pieces compiled and one link: three misses, then one link hit.
+            assert_eq!((s.misses, s.writes, s.memory_hits), (3, 3, 1));
+        }
+        "link-warm" => {
+            let (_, s) = link_twice();
+            assert_eq!((s.misses, s.disk_hits, s.memory_hits), (0, 3, 1));
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
