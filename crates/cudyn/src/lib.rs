@@ -76,6 +76,13 @@
 //! # Ok::<(), cudyn::Error>(())
 //! ```
 //!
+//! ## The compile cache
+//!
+//! Compiles and links are cached on disk (`~/.cache/cudyn/kernels`) and in memory: a second start
+//! reads a verified file instead of running NVRTC, and never even opens NVRTC. `CUDYN_CACHE=off`
+//! turns it off, `CUDYN_CACHE_DIR` moves it; [`cache`] says what the key covers and what the
+//! cache assumes of the file system.
+//!
 //! ## What CUDA is here
 //!
 //! ```no_run

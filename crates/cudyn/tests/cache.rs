@@ -221,6 +221,14 @@ fn a_warm_process_never_opens_nvrtc() {
 }
 
 #[test]
+#[ignore = "gpu: loads the cached cubin with cudaLibraryLoadData and looks its kernel up"]
+fn a_warm_load_finds_the_kernel_by_its_name_expression_without_nvrtc() {
+    let dir = tempfile::tempdir().unwrap();
+    run_child("load-cold", dir.path(), &[]);
+    run_child("load-warm", dir.path(), &[]);
+}
+
+#[test]
 fn the_switches_turn_the_process_wide_cache_off() {
     let dir = tempfile::tempdir().unwrap();
     run_child("off", dir.path(), &[("CUDYN_CACHE", "off")]);
@@ -349,6 +357,15 @@ fn child() {
         "link-warm" => {
             let (_, s) = link_twice();
             assert_eq!((s.misses, s.disk_hits, s.memory_hits), (0, 3, 1));
+        }
+        "load-cold" | "load-warm" => {
+            // For the current device, as a user's program would compile.
+            let library = Program::new(source("load"))
+                .name_expression("scale_load<float>")
+                .load()
+                .unwrap();
+            library.kernel("scale_load<float>").unwrap();
+            assert_eq!(nvrtc_open(), role == "load-cold");
         }
         other => panic!("unknown role {other}"),
     }
