@@ -279,8 +279,8 @@ fn link_twice() -> (Vec<u8>, CacheStats) {
         "__device__ float twice(float); extern \"C\" __global__ void k(float *p) { *p = twice(*p); }",
     );
     let helper = lto_piece("__device__ float twice(float x) { return 2 * x; }");
-    let link = || {
-        let mut linker = LinkOptions::new().arch(SM_90).lto(true).linker().unwrap();
+    let link = |options: LinkOptions| {
+        let mut linker = options.arch(SM_90).lto(true).linker().unwrap();
         linker
             .add(InputKind::LtoIr, &kernel, "kernel.ltoir")
             .unwrap();
@@ -289,24 +289,9 @@ fn link_twice() -> (Vec<u8>, CacheStats) {
             .unwrap();
         linker.finish().unwrap().into_code()
     };
-    let (first, second) = (link(), link());
+    let (first, second) = (link(LinkOptions::new()), link(LinkOptions::new()));
     assert_eq!(first, second);
-    let uncached = {
-        let mut linker = LinkOptions::new()
-            .arch(SM_90)
-            .lto(true)
-            .cache(false)
-            .linker()
-            .unwrap();
-        linker
-            .add(InputKind::LtoIr, &kernel, "kernel.ltoir")
-            .unwrap();
-        linker
-            .add(InputKind::LtoIr, &helper, "helper.ltoir")
-            .unwrap();
-        linker.finish().unwrap().into_code()
-    };
-    assert_eq!(first, uncached);
+    assert_eq!(first, link(LinkOptions::new().cache(false)));
     (first, Cache::global().unwrap().stats().unwrap())
 }
 

@@ -41,7 +41,7 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<OnDisk>> {
             })
         })
         .collect();
-    files.sort_by(|a, b| b.last_used.cmp(&a.last_used));
+    files.sort_by_key(|file| std::cmp::Reverse(file.last_used));
     Ok(files)
 }
 

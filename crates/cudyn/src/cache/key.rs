@@ -108,9 +108,9 @@ struct Include {
     quoted: bool,
 }
 
-/// The includes of a text; `Err(())` when one is computed (`#include MACRO`), which cudyn cannot
+/// The includes of a text; `None` when one is computed (`#include MACRO`), which cudyn cannot
 /// resolve.
-fn includes_of(text: &str) -> Result<Vec<Include>, ()> {
+fn includes_of(text: &str) -> Includes {
     let mut found = Vec::new();
     for line in text.lines() {
         let Some(rest) = line.trim_start().strip_prefix('#') else {
@@ -123,7 +123,7 @@ fn includes_of(text: &str) -> Result<Vec<Include>, ()> {
         let (close, quoted) = match rest.chars().next() {
             Some('"') => ('"', true),
             Some('<') => ('>', false),
-            _ => return Err(()),
+            _ => return None,
         };
         let name = rest[1..].split(close).next().unwrap_or_default();
         found.push(Include {
@@ -131,18 +131,24 @@ fn includes_of(text: &str) -> Result<Vec<Include>, ()> {
             quoted,
         });
     }
-    Ok(found)
+    Some(found)
 }
+
+/// The includes of one file: `None` when one of them is computed.
+type Includes = Option<Vec<Include>>;
 
 /// What the key needs of a header file: its content's hash and its own includes.
 #[derive(Debug, Clone)]
 struct Scanned {
     hash: [u8; 32],
-    includes: Result<Vec<Include>, ()>,
+    includes: Includes,
 }
 
 /// Scanned files by path, valid while their size and modification time are unchanged.
-static SCANNED: Mutex<Option<HashMap<PathBuf, (u64, SystemTime, Scanned)>>> = Mutex::new(None);
+static SCANNED: Mutex<Option<ScanMemo>> = Mutex::new(None);
+
+/// Each file's size and modification time when scanned, and what the scan found.
+type ScanMemo = HashMap<PathBuf, (u64, SystemTime, Scanned)>;
 
 /// Files modified more recently than this are read again on every compile.
 const SETTLED: Duration = Duration::from_secs(2);
@@ -186,12 +192,12 @@ pub(crate) fn add_disk_includes(
     folders: &[PathBuf],
 ) -> Option<()> {
     let in_memory: HashSet<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
-    let mut pending: Vec<(Result<Vec<Include>, ()>, Option<PathBuf>)> =
-        vec![(includes_of(source), None)];
+    // Each text's includes, with the folder of its file (none for texts in memory).
+    let mut pending: Vec<(Includes, Option<PathBuf>)> = vec![(includes_of(source), None)];
     pending.extend(headers.iter().map(|(_, text)| (includes_of(text), None)));
     let mut seen: HashSet<(String, Option<PathBuf>)> = HashSet::new();
     while let Some((includes, folder)) = pending.pop() {
-        let Ok(includes) = includes else {
+        let Some(includes) = includes else {
             if folders.is_empty() {
                 continue;
             }
@@ -249,7 +255,7 @@ mod tests {
                 }
             ]
         );
-        assert!(includes_of("#include HEADER\n").is_err());
+        assert!(includes_of("#include HEADER\n").is_none());
     }
 
     #[test]

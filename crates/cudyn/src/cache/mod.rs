@@ -24,8 +24,9 @@
 //! lowered names a compile needs are in the entry. NVRTC's version is remembered in the cache
 //! (`compilers/`) the first time it is opened, to find the same CUDA headers it would.
 //!
-//! **Entries** are one file each, verified on every read ([`entry`]); a damaged one is a miss and
-//! is rewritten. **Writes** are atomic and safe between threads, processes and hosts under the
+//! **Entries** are one file each, the code and a manifest (kind, architecture, kernels with
+//! their parameter layouts, lowered names, toolchain, creation time) sealed by a blake3 checksum,
+//! verified on every read (length, checksum, manifest); a damaged one is a miss and is rewritten. **Writes** are atomic and safe between threads, processes and hosts under the
 //! file-system assumptions of [`store`]. **The folder** must belong to the user and be writable by
 //! no one else; otherwise it is refused with a warning (printed once) and cudyn compiles without
 //! the cache.
