@@ -6,7 +6,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::store::{io_error, EXTENSION};
 use crate::error::Result;
@@ -45,6 +45,31 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<OnDisk>> {
     Ok(files)
 }
 
+/// Temporary files older than this are left over from a writer that died before its rename.
+const STALE_TEMPORARY: Duration = Duration::from_secs(3600);
+
+/// Removes the temporary files of writers that died before renaming them.
+pub(crate) fn remove_stale_temporaries(dir: &Path) {
+    let Ok(read) = fs::read_dir(dir) else {
+        return;
+    };
+    let now = SystemTime::now();
+    for item in read.filter_map(|item| item.ok()) {
+        let path = item.path();
+        let temporary = path.extension().is_some_and(|extension| extension == "tmp");
+        let stale = item
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .is_ok_and(|modified| {
+                now.duration_since(modified)
+                    .is_ok_and(|age| age > STALE_TEMPORARY)
+            });
+        if temporary && stale {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
 /// Removes the least recently used entries of `files` (most recent first) until the rest fit in
 /// `max_bytes`; returns what was removed and what remains, in bytes.
 pub(crate) fn evict(files: &[OnDisk], max_bytes: u64) -> (Vec<&OnDisk>, u64) {
@@ -65,7 +90,31 @@ pub(crate) fn evict(files: &[OnDisk], max_bytes: u64) -> (Vec<&OnDisk>, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+
+    #[test]
+    fn only_old_temporary_files_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (old, fresh, entry) = (
+            dir.path().join(".a.cudyn.1.2.tmp"),
+            dir.path().join(".b.cudyn.1.2.tmp"),
+            dir.path().join(format!("c.{EXTENSION}")),
+        );
+        for path in [&old, &fresh, &entry] {
+            fs::write(path, b"x").unwrap();
+        }
+        let file = fs::File::options().write(true).open(&old).unwrap();
+        file.set_modified(SystemTime::now() - 2 * STALE_TEMPORARY)
+            .unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&entry)
+            .unwrap()
+            .set_modified(SystemTime::now() - 2 * STALE_TEMPORARY)
+            .unwrap();
+        remove_stale_temporaries(dir.path());
+        assert!(!old.exists());
+        assert!(fresh.exists() && entry.exists());
+    }
 
     #[test]
     fn the_least_recently_used_entries_go_until_the_rest_fits() {

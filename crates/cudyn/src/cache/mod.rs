@@ -262,8 +262,10 @@ impl Cache {
         Ok(report)
     }
 
-    /// Evicts least recently used entries until the total is at most `max_bytes`.
+    /// Evicts least recently used entries until the total is at most `max_bytes` (and removes
+    /// temporary files that writers which died left over an hour ago).
     pub fn prune(&self, max_bytes: u64) -> Result<PruneReport> {
+        evict::remove_stale_temporaries(&self.dir);
         let files = evict::list(&self.dir)?;
         let (removed, remaining_bytes) = evict::evict(&files, max_bytes);
         let mut memory = self.lock_memory();
