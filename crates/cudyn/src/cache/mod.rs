@@ -427,6 +427,31 @@ mod tests {
     use entry::tests::sample;
 
     #[test]
+    fn a_cache_is_shared_between_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Cache>();
+    }
+
+    #[test]
+    fn a_use_is_recorded_as_the_entry_files_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let key = Key([9; 32]);
+        cache.store(sample(key, 10));
+        let path = cache.entry_path(&key);
+        let long_ago = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000);
+        std::fs::File::open(&path)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        cache.lock_memory().clear();
+        assert!(cache.lookup(&key).is_some());
+        let used = std::fs::metadata(&path).unwrap().modified().unwrap();
+        assert!(used > long_ago + std::time::Duration::from_secs(1000));
+        assert_eq!(cache.entries().unwrap()[0].last_used, used);
+    }
+
+    #[test]
     fn the_switch_reads_the_usual_words() {
         for off in ["off", "OFF", "0", "false", "no"] {
             assert!(switched_off(Some(off)), "{off}");

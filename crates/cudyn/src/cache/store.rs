@@ -12,7 +12,7 @@
 //! such a file system is a wasted compile.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
@@ -116,10 +116,11 @@ fn unique_suffix() -> u64 {
 /// Reads an entry file and records the use as its modification time, which is the access time
 /// cudyn evicts by (file systems mounted `noatime` keep no reliable access time of their own).
 pub(crate) fn read_and_touch(path: &Path) -> Option<Vec<u8>> {
-    let bytes = fs::read(path).ok()?;
-    if let Ok(file) = File::open(path) {
-        let _ = file.set_modified(SystemTime::now());
-    }
+    let mut file = File::open(path).ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    // The owner may set the times through a read-only handle; a failure only ages the entry.
+    let _ = file.set_modified(SystemTime::now());
     Some(bytes)
 }
 
