@@ -119,8 +119,9 @@ pub enum Error {
 
     /// The CUDA library search path was changed after a library had been opened.
     #[error(
-        "the CUDA library search path cannot change now: {opened} is already open; \
-         call cudyn::set_library_path before the first CUDA call"
+        "the CUDA library search path cannot change now: {opened} is already in use (opened, \
+         or identified by the compile cache); call cudyn::set_library_path before the first \
+         CUDA call or compile"
     )]
     SearchPathFrozen {
         /// The library that was already open.

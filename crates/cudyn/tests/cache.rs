@@ -218,6 +218,7 @@ fn a_warm_process_never_opens_nvrtc() {
     let dir = tempfile::tempdir().unwrap();
     run_child("cold", dir.path(), &[]);
     run_child("warm", dir.path(), &[]);
+    run_child("warm-then-search-path", dir.path(), &[]);
 }
 
 #[test]
@@ -319,6 +320,22 @@ fn child() {
             assert!(!nvrtc_open());
             let s = stats(Cache::global().unwrap());
             assert_eq!((s.misses, s.disk_hits, s.memory_hits), (0, 1, 1));
+        }
+        "warm-then-search-path" => {
+            // The cache identified NVRTC from the search order: changing the order now would
+            // compile with another NVRTC under this one's keys.
+            program("process").compile().unwrap();
+            assert!(!nvrtc_open());
+            let error = cudyn::set_library_path(["/nowhere"]).unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    Error::SearchPathFrozen {
+                        opened: Component::Nvrtc
+                    }
+                ),
+                "{error:?}"
+            );
         }
         "refused" => {
             assert!(Cache::global().is_none());

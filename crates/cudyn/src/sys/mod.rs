@@ -388,7 +388,20 @@ static NVRTC: OnceLock<Result<nvrtc::Nvrtc>> = OnceLock::new();
 static NVJITLINK: OnceLock<Result<nvjitlink::NvJitLink>> = OnceLock::new();
 static NVFATBIN: OnceLock<Result<nvfatbin::NvFatbin>> = OnceLock::new();
 
+/// The libraries [`library_file`] identified for the compile cache without opening them: the
+/// search order is settled for them as for an opened one.
+static IDENTIFIED: Mutex<Vec<Component>> = Mutex::new(Vec::new());
+
 fn first_opened() -> Option<Component> {
+    let identified = IDENTIFIED
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner())
+        .first()
+        .copied();
+    identified.or_else(first_loaded)
+}
+
+fn first_loaded() -> Option<Component> {
     [
         (DRIVER.get().is_some(), Component::Driver),
         (RUNTIME.get().is_some(), Component::Runtime),
@@ -459,7 +472,9 @@ pub fn is_open(component: Component) -> bool {
 
 /// The file NVRTC or nvJitLink is opened from when already open, else the file the search order
 /// would open, without opening it. `None` when only the system loader could find it (then only
-/// opening it tells which file it is) or for another component.
+/// opening it tells which file it is) or for another component. Once identified, the library's
+/// search order is settled: [`set_library_path`] then returns [`Error::SearchPathFrozen`], as
+/// after opening it.
 pub fn library_file(component: Component) -> Option<LibraryFile> {
     let opened = match component {
         Component::Nvrtc => NVRTC
@@ -478,6 +493,12 @@ pub fn library_file(component: Component) -> Option<LibraryFile> {
         }
     };
     let metadata = std::fs::metadata(&path).ok()?;
+    let mut identified = IDENTIFIED
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    if !identified.contains(&component) {
+        identified.push(component);
+    }
     Some(LibraryFile {
         path,
         origin,
