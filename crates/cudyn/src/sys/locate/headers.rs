@@ -336,16 +336,17 @@ fn read_cuda_version(folder: &Path) -> Option<Version> {
     ]
     .into_iter()
     .find_map(|(file, macro_name)| {
-        let text = std::fs::read_to_string(folder.join(file)).ok()?;
-        let encoded: i32 = defined_value(&text, macro_name)?.parse().ok()?;
+        let encoded: i32 = defined_in_file(&folder.join(file), macro_name)?
+            .parse()
+            .ok()?;
         Some(Version::from_cuda_int(encoded))
     })
 }
 
 /// CCCL's version from `cuda/std/__cccl/version.h` (`CCCL_VERSION 3000001` is 3.0.1).
 fn read_cccl_version(folder: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(folder.join("cuda/std/__cccl/version.h")).ok()?;
-    let encoded: u32 = defined_value(&text, "CCCL_VERSION")?.parse().ok()?;
+    let version_h = folder.join("cuda/std/__cccl/version.h");
+    let encoded: u32 = defined_in_file(&version_h, "CCCL_VERSION")?.parse().ok()?;
     Some(format!(
         "{}.{}.{}",
         encoded / 1_000_000,
@@ -354,12 +355,17 @@ fn read_cccl_version(folder: &Path) -> Option<String> {
     ))
 }
 
-/// The value of `#define NAME value` in a header's text.
-fn defined_value<'a>(text: &'a str, name: &str) -> Option<&'a str> {
-    text.lines().find_map(|line| {
+/// The value of `#define NAME value` in a header, read only up to that line: `cuda.h` is over
+/// 1 MB and defines `CUDA_VERSION` in its first 16 kB, and the compile cache finds these versions
+/// at every process's first compile.
+fn defined_in_file(path: &Path, name: &str) -> Option<String> {
+    use std::io::BufRead;
+    let file = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+    file.split(b'\n').map_while(Result::ok).find_map(|line| {
+        let line = String::from_utf8_lossy(&line);
         let mut words = line.split_whitespace();
         (words.next()? == "#define" && words.next()? == name).then_some(())?;
-        words.next()
+        words.next().map(str::to_owned)
     })
 }
 
