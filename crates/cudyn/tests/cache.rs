@@ -239,6 +239,26 @@ fn the_switches_turn_the_process_wide_cache_off() {
 }
 
 #[test]
+fn the_size_cap_comes_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    run_child("tiny-cap", dir.path(), &[(cache::MAX_BYTES_ENV, "100")]);
+    assert!(entry_files(&dir.path().join("kernels")).is_empty());
+}
+
+#[test]
+fn set_dir_moves_the_cache_until_its_first_use() {
+    let (dir, moved) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let moved_text = moved.path().to_str().unwrap();
+    run_child(
+        "set-dir",
+        dir.path(),
+        &[("CUDYN_CACHE_TEST_MOVED", moved_text)],
+    );
+    assert_eq!(entry_files(&moved.path().join("kernels")).len(), 1);
+    assert!(!dir.path().join("kernels").exists());
+}
+
+#[test]
 fn a_link_is_cached_on_its_inputs_and_options() {
     let dir = tempfile::tempdir().unwrap();
     run_child("link-cold", dir.path(), &[]);
@@ -336,6 +356,25 @@ fn child() {
                 ),
                 "{error:?}"
             );
+        }
+        "tiny-cap" => {
+            program("tiny_cap").compile().unwrap();
+            let s = stats(Cache::global().unwrap());
+            assert_eq!(
+                (s.writes, s.evictions, s.entries, s.max_bytes),
+                (1, 1, 0, 100)
+            );
+        }
+        "set-dir" => {
+            let moved = std::env::var("CUDYN_CACHE_TEST_MOVED").unwrap();
+            cache::set_dir(&moved).unwrap();
+            program("set_dir").compile().unwrap();
+            assert_eq!(
+                Cache::global().unwrap().path(),
+                Path::new(&moved).join("kernels")
+            );
+            let error = cache::set_dir("/elsewhere").unwrap_err();
+            assert!(matches!(error, Error::CacheDirFrozen { .. }), "{error:?}");
         }
         "refused" => {
             assert!(Cache::global().is_none());
