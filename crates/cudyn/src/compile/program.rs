@@ -329,7 +329,8 @@ impl Program {
         Library::loader().load_compiled(&self.compile()?)
     }
 
-    /// Compiles with NVRTC.
+    /// Compiles with NVRTC, or takes the result of the same compile from the compile cache
+    /// ([`crate::cache`]) without opening NVRTC; [`cache(false)`](Self::cache) always compiles.
     ///
     /// A source that does not compile is [`Error::Cuda`] whose [`log`](Error::log) holds NVRTC's
     /// log followed by the source lines it points at. Without an explicit architecture and without
