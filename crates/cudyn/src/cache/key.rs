@@ -1,8 +1,8 @@
 //! Cache keys: blake3 over every input that can change a compile's result, and the headers a
 //! source includes from disk.
 //!
-//! NVRTC 13.0 has no option that reports a compile's dependencies (its option table knows no
-//! `-M`, `-MD` or `--generate-dependencies`), so cudyn finds them itself: it reads the `#include`
+//! NVRTC 13.0 has no option that reports a compile's dependencies (it rejects `-M`, `-MM`,
+//! `-MD`, `-MF` and `--generate-dependencies` as invalid options), so cudyn finds them itself: it reads the `#include`
 //! lines of the source, of the in-memory headers and, recursively, of every header they include
 //! from the program's own folders, and resolves each name the way NVRTC does (in-memory headers,
 //! then, for `"quoted"` names, the including file's folder, then the `-I` folders in order). The
