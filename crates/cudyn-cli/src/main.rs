@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod cache;
 mod compile;
 mod completions;
 mod demo;
@@ -25,6 +26,7 @@ Examples:
   cudyn compile saxpy.cu --arch sm_90
   cudyn inspect saxpy.cubin
   cudyn link main.ltoir step.ltoir --lto --arch sm_90 -o linked.cubin
+  cudyn cache list              # what the compile cache holds
   cudyn run saxpy.cu saxpy --grid 4 --block 256 --arg f32:2.5 --arg buf:f32:1024=random \\
       --arg buf:f32:1024=1 --arg buf:f32:1024 --arg u64:1024
   source <(cudyn completions bash)";
@@ -66,6 +68,10 @@ enum Command {
     /// .cu), time the launches with device events and summarize every buffer.
     Run(run::Args),
 
+    /// The compile cache: where it is (path), what it holds (stats, list), its upkeep (verify,
+    /// prune, clear).
+    Cache(cache::Args),
+
     /// Write the shell completion script for bash, zsh, fish, elvish or PowerShell.
     Completions(completions::Args),
 }
@@ -79,6 +85,7 @@ fn main() -> ExitCode {
         Command::Link(args) => link::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Cache(args) => cache::run(&args),
         Command::Completions(args) => completions::run(&args, Cli::command()),
     }
 }

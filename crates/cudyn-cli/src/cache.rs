@@ -1,0 +1,381 @@
+//! `cudyn cache`: where the compile cache lives, what it holds, and its upkeep (verify, prune,
+//! clear).
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use cudyn::cache::{EntryInfo, PruneReport, VerifyReport};
+use cudyn::Cache;
+
+use crate::output::{self, CliError};
+
+/// The text after `cudyn cache --help`'s subcommands.
+const AFTER_HELP: &str = "\
+The cache is the one every compile uses: $CUDYN_CACHE_DIR, else $XDG_CACHE_HOME/cudyn, else
+~/.cache/cudyn (entries in a subfolder). CUDYN_CACHE=off turns it off; these commands then fail.
+
+Exit status:
+  0  success
+  1  the cache is turned off or refused, could not be read or changed; `verify` found damaged
+     entries (it removed them); `clear` without --yes where it cannot ask
+  2  usage error (bad subcommand, option or value)
+
+Examples:
+  cudyn cache path                       # the folder of the entries
+  cudyn cache stats --json
+  cudyn cache list                       # key, kind, arch, kernels, size, age, newest use first
+  cudyn cache verify                     # read every entry; remove the damaged ones
+  cudyn cache prune --max-bytes 200M     # evict least recently used entries down to 200 MiB
+  cudyn cache clear --yes
+  cudyn cache list --json | jq -r '.[].key'";
+
+/// Options of `cudyn cache`.
+#[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+/// What `--json` means for every subcommand.
+#[derive(clap::Args)]
+struct Json {
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Print the folder where the entries live.
+    #[command(after_help = AFTER_HELP)]
+    Path(Json),
+    /// Entries and bytes on disk, and the size cap.
+    #[command(after_help = AFTER_HELP)]
+    Stats(Json),
+    /// Every entry, newest use first: key, kind, arch, kernels, size, age.
+    #[command(after_help = AFTER_HELP)]
+    List(Json),
+    /// Read and check every entry; remove the damaged ones. Exit status 1 when any was damaged.
+    #[command(after_help = AFTER_HELP)]
+    Verify(Json),
+    /// Evict the least recently used entries until the cache holds at most --max-bytes.
+    #[command(after_help = AFTER_HELP)]
+    Prune {
+        /// The most bytes to keep: a number of bytes, or with a suffix K, M or G (KiB, MiB,
+        /// GiB). The cache's own size cap when left out.
+        #[arg(long, value_name = "N", value_parser = parse_bytes)]
+        max_bytes: Option<u64>,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Remove every entry. Asks first on a terminal; elsewhere needs --yes.
+    #[command(after_help = AFTER_HELP)]
+    Clear {
+        /// Remove without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        #[command(flatten)]
+        json: Json,
+    },
+}
+
+impl Action {
+    fn name(&self) -> &'static str {
+        match self {
+            Action::Path(_) => "cache path",
+            Action::Stats(_) => "cache stats",
+            Action::List(_) => "cache list",
+            Action::Verify(_) => "cache verify",
+            Action::Prune { .. } => "cache prune",
+            Action::Clear { .. } => "cache clear",
+        }
+    }
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let command = args.action.name();
+    match Cache::global()
+        .ok_or_else(turned_off)
+        .and_then(|cache| act(cache, &args.action))
+    {
+        Ok(exit) => exit,
+        Err(error) => {
+            output::print_error(command, &error);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Why there is no cache to look at.
+fn turned_off() -> CliError {
+    CliError::new(
+        "there is no cache to look at: it is turned off (CUDYN_CACHE=off), or its folder was \
+         refused (see the warning above); unset CUDYN_CACHE, or point CUDYN_CACHE_DIR at a \
+         folder of your own that only you can write",
+    )
+}
+
+fn act(cache: &Cache, action: &Action) -> Result<ExitCode, CliError> {
+    match action {
+        Action::Path(Json { json }) => {
+            if *json {
+                output::print_json(action.name(), &serde_json::json!({ "path": cache.path() }));
+            } else {
+                output::print_text([format!("{}\n", cache.path().display())]);
+            }
+        }
+        Action::Stats(Json { json }) => print_stats(cache, *json)?,
+        Action::List(Json { json }) => print_list(&cache.entries()?, *json),
+        Action::Verify(Json { json }) => {
+            let report = cache.verify()?;
+            print_verify(&report, *json);
+            if !report.removed.is_empty() {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Action::Prune {
+            max_bytes,
+            json: Json { json },
+        } => {
+            let max_bytes = match max_bytes {
+                Some(max_bytes) => *max_bytes,
+                None => cache.stats()?.max_bytes,
+            };
+            print_prune(&cache.prune(max_bytes)?, *json);
+        }
+        Action::Clear {
+            yes,
+            json: Json { json },
+        } => {
+            if !*yes {
+                confirm_clear(cache)?;
+            }
+            let removed = cache.clear()?;
+            if *json {
+                output::print_json(action.name(), &serde_json::json!({ "removed": removed }));
+            } else {
+                output::print_text([format!(
+                    "removed {removed} entries from {}\n",
+                    cache.path().display()
+                )]);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_stats(cache: &Cache, json: bool) -> Result<(), CliError> {
+    let stats = cache.stats()?;
+    if json {
+        output::print_json(
+            "cache stats",
+            &serde_json::json!({ "path": cache.path(), "stats": stats }),
+        );
+    } else {
+        output::print_text([format!(
+            "folder   {}\nentries  {}\nsize     {} of {} allowed\n",
+            cache.path().display(),
+            stats.entries,
+            human_bytes(stats.bytes),
+            human_bytes(stats.max_bytes),
+        )]);
+    }
+    Ok(())
+}
+
+/// One entry as `cache list --json` prints it; times in seconds since the Unix epoch.
+#[derive(serde::Serialize)]
+struct ListedEntry<'a> {
+    key: &'a str,
+    kind: cudyn::ImageKind,
+    arch: &'a str,
+    kernels: &'a [String],
+    size: u64,
+    created: u64,
+    last_used: u64,
+    age_seconds: u64,
+}
+
+fn print_list(entries: &[EntryInfo], json: bool) {
+    let now = SystemTime::now();
+    if json {
+        let listed: Vec<ListedEntry> = entries
+            .iter()
+            .map(|entry| ListedEntry {
+                key: &entry.key,
+                kind: entry.kind,
+                arch: &entry.arch,
+                kernels: &entry.kernels,
+                size: entry.size,
+                created: unix_seconds(entry.created),
+                last_used: unix_seconds(entry.last_used),
+                age_seconds: age(now, entry.created).as_secs(),
+            })
+            .collect();
+        output::print_json("cache list", &listed);
+        return;
+    }
+    if entries.is_empty() {
+        output::print_text(["the cache is empty\n".to_owned()]);
+        return;
+    }
+    let mut lines = vec![format!(
+        "{:<16}  {:<7}  {:<8}  {:>9}  {:>6}  KERNELS\n",
+        "KEY", "KIND", "ARCH", "SIZE", "AGE"
+    )];
+    lines.extend(entries.iter().map(|entry| {
+        format!(
+            "{:<16}  {:<7}  {:<8}  {:>9}  {:>6}  {}\n",
+            entry.key.get(..16).unwrap_or(&entry.key),
+            format!("{:?}", entry.kind).to_lowercase(),
+            entry.arch,
+            human_bytes(entry.size),
+            human_age(age(now, entry.created)),
+            entry.kernels.join(", "),
+        )
+    }));
+    output::print_text(lines);
+}
+
+fn print_verify(report: &VerifyReport, json: bool) {
+    if json {
+        output::print_json(
+            "cache verify",
+            &serde_json::json!({ "checked": report.checked, "removed": report.removed }),
+        );
+        return;
+    }
+    let mut lines = vec![format!(
+        "checked {} entries: {} damaged, removed\n",
+        report.checked,
+        report.removed.len()
+    )];
+    lines.extend(report.removed.iter().map(|key| format!("  {key}\n")));
+    output::print_text(lines);
+}
+
+fn print_prune(report: &PruneReport, json: bool) {
+    if json {
+        output::print_json(
+            "cache prune",
+            &serde_json::json!({
+                "removed": report.removed,
+                "freed_bytes": report.freed_bytes,
+                "remaining_bytes": report.remaining_bytes,
+            }),
+        );
+    } else {
+        output::print_text([format!(
+            "removed {} entries, freed {}, {} left\n",
+            report.removed,
+            human_bytes(report.freed_bytes),
+            human_bytes(report.remaining_bytes)
+        )]);
+    }
+}
+
+/// Asks on the terminal before `clear`; where there is no terminal to ask, refuses.
+fn confirm_clear(cache: &Cache) -> Result<(), CliError> {
+    let folder = cache.path().display();
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::new(format!(
+            "pass --yes to remove every entry of {folder}: standard input is not a terminal to \
+             ask on"
+        )));
+    }
+    let entries = cache.entries()?.len();
+    eprint!("remove all {entries} entries of {folder}? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|error| CliError::new("cannot read the answer").source(error))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        Err(CliError::new("nothing removed: not confirmed"))
+    }
+}
+
+/// `--max-bytes`: a number of bytes, optionally with a binary suffix K, M or G.
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let (digits, shift) = match trimmed.char_indices().last() {
+        Some((at, 'k' | 'K')) => (&trimmed[..at], 10),
+        Some((at, 'm' | 'M')) => (&trimmed[..at], 20),
+        Some((at, 'g' | 'G')) => (&trimmed[..at], 30),
+        _ => (trimmed, 0),
+    };
+    let number: u64 = digits.parse().map_err(|_| {
+        format!("`{text}` is not a size: write bytes (1048576) or with K, M or G (200M)")
+    })?;
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("`{text}` is too large"))
+}
+
+/// Bytes in the largest binary unit that keeps a whole number in front.
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// Time since `then`; zero for a time in the future (a clock set back).
+fn age(now: SystemTime, then: SystemTime) -> Duration {
+    now.duration_since(then).unwrap_or_default()
+}
+
+fn unix_seconds(time: SystemTime) -> u64 {
+    age(time, SystemTime::UNIX_EPOCH).as_secs()
+}
+
+/// An age in its largest whole unit: 42s, 5m, 3h, 12d.
+fn human_age(age: Duration) -> String {
+    let seconds = age.as_secs();
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m", seconds / 60),
+        3600..86400 => format!("{}h", seconds / 3600),
+        _ => format!("{}d", seconds / 86400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_bytes("1048576"), Ok(1 << 20));
+        assert_eq!(parse_bytes("200M"), Ok(200 << 20));
+        assert_eq!(parse_bytes("4k"), Ok(4096));
+        assert_eq!(parse_bytes("2G"), Ok(2 << 30));
+        assert!(parse_bytes("12X").is_err());
+        assert!(parse_bytes("M").is_err());
+        assert!(parse_bytes("-1").is_err());
+        assert!(parse_bytes("99999999999G").is_err());
+    }
+
+    #[test]
+    fn sizes_and_ages_read_in_their_largest_unit() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
+        assert_eq!(human_age(Duration::from_secs(59)), "59s");
+        assert_eq!(human_age(Duration::from_secs(7200)), "2h");
+        assert_eq!(human_age(Duration::from_secs(3 * 86400)), "3d");
+    }
+}
