@@ -1,0 +1,301 @@
+//! `cudyn cache`, run as a user would, on a cache filled by `cudyn compile`. Every run names a
+//! temporary cache folder through `CUDYN_CACHE_DIR`, so the user's own cache is never touched.
+//! Needs NVRTC (scripts/cuda-wheels, then activate the venv).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// A temporary cache folder and a folder of sources, with `cudyn` pointed at the first.
+struct Scratch {
+    cache: tempfile::TempDir,
+    sources: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        if let Err(error) = cudyn::sys::nvrtc() {
+            panic!("NVRTC is missing ({error}); run scripts/cuda-wheels and activate its venv");
+        }
+        Scratch {
+            cache: tempfile::tempdir().unwrap(),
+            sources: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `cudyn ARGS...` with this cache, standard input closed (not a terminal).
+    fn cudyn(&self, args: &[&str]) -> Output {
+        common::cudyn()
+            .env("CUDYN_CACHE_DIR", self.cache.path())
+            .env_remove("CUDYN_CACHE")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// `cudyn cache ARGS... --json`, required to succeed, parsed.
+    fn json(&self, args: &[&str]) -> Value {
+        let mut command = vec!["cache"];
+        command.extend_from_slice(args);
+        command.push("--json");
+        let run = self.cudyn(&command);
+        assert!(run.status.success(), "{command:?}: {run:?}");
+        serde_json::from_slice(&run.stdout).unwrap_or_else(|error| {
+            panic!(
+                "{command:?} printed no JSON ({error}):\n{}",
+                String::from_utf8_lossy(&run.stdout)
+            )
+        })
+    }
+
+    /// Compiles a kernel named `kernel` with `cudyn compile` for sm_90, which stores it in the
+    /// cache; returns the cubin's size.
+    fn compile(&self, kernel: &str) -> u64 {
+        let source = self.sources.path().join(format!("{kernel}.cu"));
+        std::fs::write(
+            &source,
+            format!("extern \"C\" __global__ void {kernel}(float *p) {{ p[0] *= 2.0f; }}\n"),
+        )
+        .unwrap();
+        let cubin = source.with_extension("cubin");
+        let run = self.cudyn(&[
+            "compile",
+            source.to_str().unwrap(),
+            "--arch",
+            "sm_90",
+            "-o",
+            cubin.to_str().unwrap(),
+        ]);
+        assert!(run.status.success(), "{run:?}");
+        std::fs::metadata(cubin).unwrap().len()
+    }
+}
+
+fn entries(list: &Value) -> &Vec<Value> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("cache list --json prints an array: {list}"))
+}
+
+/// Every file under `folder`, at any depth.
+fn files_under(folder: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn path_is_the_folder_named_by_the_environment() {
+    let scratch = Scratch::new();
+    let text = scratch.cudyn(&["cache", "path"]);
+    assert!(text.status.success(), "{text:?}");
+    let printed = PathBuf::from(String::from_utf8(text.stdout).unwrap().trim_end());
+    assert!(printed.starts_with(scratch.cache.path()), "{printed:?}");
+    let json = scratch.json(&["path"]);
+    assert_eq!(json["path"].as_str(), printed.to_str(), "{json}");
+}
+
+#[test]
+fn list_and_stats_show_each_compiled_kernel_once() {
+    let scratch = Scratch::new();
+    assert_eq!(entries(&scratch.json(&["list"])).len(), 0);
+    let empty = scratch.cudyn(&["cache", "list"]);
+    assert!(
+        String::from_utf8_lossy(&empty.stdout).contains("empty"),
+        "{empty:?}"
+    );
+
+    let cubin_bytes = scratch.compile("scale");
+    scratch.compile("scale"); // the same source again: a hit, no second entry
+    scratch.compile("shift");
+
+    let list = scratch.json(&["list"]);
+    let listed = entries(&list);
+    assert_eq!(listed.len(), 2, "{list}");
+    let mut kernels: Vec<&str> = listed
+        .iter()
+        .map(|entry| entry["kernels"][0].as_str().unwrap())
+        .collect();
+    kernels.sort_unstable();
+    assert_eq!(kernels, ["scale", "shift"], "{list}");
+    for entry in listed {
+        let key = entry["key"].as_str().unwrap();
+        assert!(
+            key.len() >= 16 && key.chars().all(|c| c.is_ascii_hexdigit()),
+            "{entry}"
+        );
+        assert_eq!(entry["kind"], "cubin", "{entry}");
+        assert_eq!(entry["arch"], "sm_90", "{entry}");
+        assert_eq!(entry["kernels"].as_array().unwrap().len(), 1, "{entry}");
+        // The entry holds the cubin and its manifest.
+        assert!(entry["size"].as_u64().unwrap() >= cubin_bytes, "{entry}");
+        assert!(entry["age_seconds"].as_u64().unwrap() < 600, "{entry}");
+        let created = entry["created"].as_u64().unwrap();
+        assert!(entry["last_used"].as_u64().unwrap() >= created, "{entry}");
+    }
+
+    let stats = scratch.json(&["stats"]);
+    assert_eq!(stats["stats"]["entries"], 2, "{stats}");
+    let listed_bytes: u64 = listed.iter().map(|e| e["size"].as_u64().unwrap()).sum();
+    assert_eq!(
+        stats["stats"]["bytes"].as_u64(),
+        Some(listed_bytes),
+        "{stats}"
+    );
+    assert!(stats["stats"]["max_bytes"].as_u64().unwrap() > listed_bytes);
+    for counter in [
+        "memory_hits",
+        "disk_hits",
+        "misses",
+        "writes",
+        "corrupt",
+        "evictions",
+    ] {
+        assert!(
+            stats["stats"][counter].is_u64(),
+            "{counter} missing: {stats}"
+        );
+    }
+
+    let table = scratch.cudyn(&["cache", "list"]);
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.starts_with("KEY "), "{table}");
+    assert_eq!(table.lines().count(), 3, "{table}");
+    assert!(
+        table.contains("sm_90") && table.contains("shift"),
+        "{table}"
+    );
+}
+
+#[test]
+fn verify_removes_a_truncated_entry_and_says_so() {
+    let scratch = Scratch::new();
+    scratch.compile("scale");
+    let clean = scratch.json(&["verify"]);
+    assert_eq!(clean["checked"], 1, "{clean}");
+    assert_eq!(clean["removed"], serde_json::json!([]), "{clean}");
+
+    let list = scratch.json(&["list"]);
+    let key = entries(&list)[0]["key"].as_str().unwrap().to_owned();
+    let folder = scratch.json(&["path"])["path"].as_str().unwrap().to_owned();
+    let entry_file = files_under(Path::new(&folder))
+        .into_iter()
+        .find(|file| {
+            let relative = file.strip_prefix(&folder).unwrap().to_string_lossy();
+            relative.replace('/', "").contains(&key)
+        })
+        .unwrap_or_else(|| panic!("no file of entry {key} under {folder}"));
+    let bytes = std::fs::read(&entry_file).unwrap();
+    std::fs::write(&entry_file, &bytes[..bytes.len() / 2]).unwrap();
+
+    let run = scratch.cudyn(&["cache", "verify", "--json"]);
+    assert_eq!(run.status.code(), Some(1), "{run:?}");
+    let report: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(report["removed"], serde_json::json!([key]), "{report}");
+    assert_eq!(entries(&scratch.json(&["list"])).len(), 0);
+}
+
+#[test]
+fn prune_evicts_down_to_the_size_given() {
+    let scratch = Scratch::new();
+    scratch.compile("scale");
+    scratch.compile("shift");
+    let before = scratch.json(&["stats"])["stats"]["bytes"].as_u64().unwrap();
+
+    let kept = scratch.json(&["prune", "--max-bytes", &before.to_string()]);
+    assert_eq!(kept["removed"], 0, "{kept}");
+    assert_eq!(kept["remaining_bytes"].as_u64(), Some(before), "{kept}");
+
+    let pruned = scratch.json(&["prune", "--max-bytes", &(before - 1).to_string()]);
+    assert_eq!(pruned["removed"], 1, "{pruned}");
+    let remaining = pruned["remaining_bytes"].as_u64().unwrap();
+    assert!(remaining < before, "{pruned}");
+    assert_eq!(pruned["freed_bytes"].as_u64(), Some(before - remaining));
+    assert_eq!(entries(&scratch.json(&["list"])).len(), 1);
+
+    let all = scratch.json(&["prune", "--max-bytes", "0K"]);
+    assert_eq!(all["remaining_bytes"], 0, "{all}");
+    assert_eq!(entries(&scratch.json(&["list"])).len(), 0);
+}
+
+#[test]
+fn clear_needs_yes_where_it_cannot_ask() {
+    let scratch = Scratch::new();
+    scratch.compile("scale");
+    let refused = scratch.cudyn(&["cache", "clear"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("error: cudyn cache clear: pass --yes"),
+        "{stderr}"
+    );
+    assert_eq!(entries(&scratch.json(&["list"])).len(), 1);
+
+    let cleared = scratch.json(&["clear", "--yes"]);
+    assert_eq!(cleared, serde_json::json!({ "removed": 1 }));
+    assert_eq!(entries(&scratch.json(&["list"])).len(), 0);
+}
+
+#[test]
+fn bad_input_is_a_usage_error_and_a_disabled_cache_a_failure() {
+    let scratch = Scratch::new();
+    for args in [
+        &["cache", "prune", "--max-bytes", "lots"][..],
+        &["cache", "prune", "--max-bytes", "-5"],
+        &["cache", "frobnicate"],
+        &["cache"],
+        &["cache", "list", "--yes"],
+    ] {
+        let run = scratch.cudyn(args);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {run:?}");
+        assert!(run.stdout.is_empty(), "{args:?}: {run:?}");
+    }
+
+    let off: Output = Command::from(common::cudyn())
+        .args(["cache", "stats"])
+        .env("CUDYN_CACHE_DIR", scratch.cache.path())
+        .env("CUDYN_CACHE", "off")
+        .output()
+        .unwrap();
+    assert_eq!(off.status.code(), Some(1), "{off:?}");
+    let stderr = String::from_utf8_lossy(&off.stderr);
+    assert!(stderr.starts_with("error: cudyn cache stats: "), "{stderr}");
+    assert!(stderr.contains("CUDYN_CACHE=off"), "{stderr}");
+}
+
+#[test]
+fn help_ends_with_exit_status_and_examples() {
+    for subcommand in ["", "path", "stats", "list", "verify", "prune", "clear"] {
+        let run = common::cudyn()
+            .args(
+                ["cache", subcommand, "--help"]
+                    .iter()
+                    .filter(|a| !a.is_empty()),
+            )
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{subcommand}: {run:?}");
+        let help = String::from_utf8(run.stdout).unwrap();
+        let exit_status = help.find("\nExit status:\n").expect(&help);
+        let examples = help.rfind("\nExamples:\n").expect(&help);
+        assert!(exit_status < examples, "{help}");
+        let lines: Vec<&str> = help[examples..].lines().skip(2).collect();
+        assert!(lines.len() >= 6, "{help}");
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.trim_start().starts_with("cudyn cache ")),
+            "{help}"
+        );
+    }
+}
