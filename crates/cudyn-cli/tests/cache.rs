@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
@@ -261,7 +261,7 @@ fn bad_input_is_a_usage_error_and_a_disabled_cache_a_failure() {
         assert!(run.stdout.is_empty(), "{args:?}: {run:?}");
     }
 
-    let off: Output = Command::from(common::cudyn())
+    let off = common::cudyn()
         .args(["cache", "stats"])
         .env("CUDYN_CACHE_DIR", scratch.cache.path())
         .env("CUDYN_CACHE", "off")
