@@ -1,0 +1,337 @@
+//! Benchmark of the compile cache: how long a new process takes from a CUDA C++ source to a
+//! kernel handle when the disk cache already holds it, against the least any loader can do.
+//!
+//! Every measurement runs in a new process (this program run again with [`MODE_ENV`] set), which
+//! first creates the CUDA context (`set_device(0)`, a synchronize through cudyn and one through
+//! the runtime): that time is reported on its own and left out of every figure below.
+//!
+//! - (a) warm disk cache: `Program::new(source).load()?.kernel("saxpy")`, the cache holding it;
+//! - (b) the reference, in the same run: read the same cubin from a file, raw
+//!   `cudaLibraryLoadData` + `cudaLibraryGetKernel`;
+//! - (c) cold: the same call with an empty cache (NVRTC opened and run);
+//! - (d) a repeat in one process: `Program::compile` of the same source again (an in-memory hit),
+//!   and the whole `load()?.kernel()` again, medians of many repetitions.
+//!
+//! Targets: (a) <= 1 ms and <= 2x (b); (d) <= 5 µs. scripts/bench_cupy_cache.py measures CuPy's
+//! warm disk-cache start on the same source, the same way.
+//!
+//! Run on a machine with a GPU: `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (or have the
+//! CUDA toolkit), then `cargo run --release -p cudyn --example bench_cache`. The caches it uses
+//! are temporary folders; the user's cache is never touched.
+
+#[macro_use]
+#[path = "../tests/raw_runtime/mod.rs"]
+mod raw_runtime;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use cudyn::{Cache, Program, Result};
+use raw_runtime::RawLibrary;
+
+/// Set only in the measuring processes: which measurement to make.
+const MODE_ENV: &str = "CUDYN_BENCH_CACHE_MODE";
+/// The source file, in the measuring processes.
+const SOURCE_ENV: &str = "CUDYN_BENCH_CACHE_SOURCE";
+/// The reference cubin file, in the measuring processes.
+const CUBIN_ENV: &str = "CUDYN_BENCH_CACHE_CUBIN";
+
+/// Process starts per measurement.
+const STARTS: usize = 11;
+/// Repetitions of (d) in one process.
+const REPEATS: usize = 2000;
+
+/// Marks a measuring process's result line among anything else it prints.
+const RESULT: &str = "cudyn-bench-cache:";
+
+const SAXPY: &str = include_str!("../tests/kernels/saxpy.cu");
+
+/// One measurement, each in a process of its own.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// (a) source to kernel handle, the disk cache warm.
+    Warm,
+    /// (b) file read + raw `cudaLibraryLoadData` + `cudaLibraryGetKernel`.
+    Raw,
+    /// (c) source to kernel handle, the cache empty.
+    Cold,
+    /// (d) the same source again and again in one process.
+    Repeat,
+}
+
+impl Mode {
+    const ALL: [Mode; 4] = [Mode::Warm, Mode::Raw, Mode::Cold, Mode::Repeat];
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Warm => "warm",
+            Mode::Raw => "raw",
+            Mode::Cold => "cold",
+            Mode::Repeat => "repeat",
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let outcome = match std::env::var(MODE_ENV) {
+        Ok(mode) => match Mode::ALL.into_iter().find(|m| m.name() == mode) {
+            Some(mode) => measure(mode),
+            None => Err(format!("unknown {MODE_ENV}={mode}")),
+        },
+        Err(_) => benchmark(),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("bench_cache: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the measuring process
+
+/// Creates the context (timed), makes `mode`'s measurement and prints one result line:
+/// context nanoseconds, then the measurement's nanoseconds (two for `Repeat`).
+fn measure(mode: Mode) -> std::result::Result<(), String> {
+    let source = std::fs::read_to_string(env_path(SOURCE_ENV)?).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    create_context().map_err(|e| format!("no CUDA context: {e}"))?;
+    let context = start.elapsed();
+    let figures = match mode {
+        Mode::Warm | Mode::Cold => {
+            let start = Instant::now();
+            source_to_kernel(&source).map_err(|e| e.to_string())?;
+            let elapsed = start.elapsed();
+            let stats = cache_stats()?;
+            let served = match mode {
+                Mode::Warm => stats.misses == 0 && stats.disk_hits >= 1,
+                _ => stats.misses >= 1 && stats.disk_hits == 0,
+            };
+            if !served {
+                return Err(format!(
+                    "the {} start was not what it claims to time: {stats:?}",
+                    mode.name()
+                ));
+            }
+            vec![elapsed]
+        }
+        Mode::Raw => {
+            let cubin = env_path(CUBIN_ENV)?;
+            let start = Instant::now();
+            let image = std::fs::read(&cubin).map_err(|e| format!("{}: {e}", cubin.display()))?;
+            let library = RawLibrary::load(&image).map_err(|e| e.to_string())?;
+            library.kernel("saxpy").map_err(|e| e.to_string())?;
+            let elapsed = start.elapsed();
+            drop(library);
+            vec![elapsed]
+        }
+        Mode::Repeat => {
+            source_to_kernel(&source).map_err(|e| e.to_string())?;
+            let compile = median_of_repeats(|| Program::new(source.as_str()).compile().map(drop))?;
+            let load = median_of_repeats(|| source_to_kernel(&source))?;
+            if cache_stats()?.memory_hits < REPEATS as u64 {
+                return Err("the repeats were not served from memory".to_owned());
+            }
+            vec![compile, load]
+        }
+    };
+    let nanos: Vec<String> = std::iter::once(context)
+        .chain(figures)
+        .map(|d| d.as_nanos().to_string())
+        .collect();
+    println!("{RESULT} {}", nanos.join(" "));
+    Ok(())
+}
+
+/// The primary context of device 0, current, with the runtime initialized on it.
+fn create_context() -> Result<()> {
+    cudyn::set_device(0)?;
+    cudyn::synchronize()?;
+    raw_runtime::synchronize()
+}
+
+/// What the cache is here for: from source text to a kernel handle.
+fn source_to_kernel(source: &str) -> Result<()> {
+    let library = Program::new(source).load()?;
+    library.kernel("saxpy")?;
+    Ok(())
+}
+
+fn cache_stats() -> std::result::Result<cudyn::cache::CacheStats, String> {
+    let cache = Cache::global().ok_or("the cache is off: CUDYN_CACHE_DIR is not usable")?;
+    cache.stats().map_err(|e| e.to_string())
+}
+
+/// The median time of `REPEATS` calls of `call`.
+fn median_of_repeats(
+    mut call: impl FnMut() -> Result<()>,
+) -> std::result::Result<Duration, String> {
+    let mut times = Vec::with_capacity(REPEATS);
+    for _ in 0..REPEATS {
+        let start = Instant::now();
+        call().map_err(|e| e.to_string())?;
+        times.push(start.elapsed());
+    }
+    Ok(median(times))
+}
+
+fn env_path(name: &str) -> std::result::Result<PathBuf, String> {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("{name} is not set"))
+}
+
+// ---------------------------------------------------------------- the parent
+
+/// Runs every measurement `STARTS` times, each in a new process, and prints medians and ratios.
+fn benchmark() -> std::result::Result<(), String> {
+    match cudyn::Device::count() {
+        Ok(0) => return Err("needs a GPU: the driver sees none".to_owned()),
+        Ok(_) => {}
+        Err(error) => return Err(format!("needs a GPU: {error}")),
+    }
+    // The parent compiles only the reference cubin: not through any cache.
+    cudyn::cache::set_enabled(false);
+    let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let source = scratch.path().join("saxpy.cu");
+    // A source of this run only, so that no cache of an earlier run can answer.
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    std::fs::write(&source, format!("{SAXPY}\n// bench_cache run {run}\n"))
+        .map_err(|e| e.to_string())?;
+    let compiled = Program::new(std::fs::read_to_string(&source).map_err(|e| e.to_string())?)
+        .compile()
+        .map_err(|e| e.to_string())?;
+    let cubin = scratch.path().join("saxpy.cubin");
+    std::fs::write(&cubin, compiled.code()).map_err(|e| e.to_string())?;
+
+    let warm_cache = scratch.path().join("warm");
+    let spawn = |mode: Mode, cache: &Path| run_child(mode, cache, &source, &cubin);
+    spawn(Mode::Cold, &warm_cache)?; // fills the warm cache
+
+    let mut samples: [Vec<Vec<Duration>>; 4] = Default::default();
+    for start in 0..STARTS {
+        for (i, mode) in Mode::ALL.into_iter().enumerate() {
+            let cache = match mode {
+                Mode::Cold => scratch.path().join(format!("cold-{start}")),
+                _ => warm_cache.clone(),
+            };
+            samples[i].push(spawn(mode, &cache)?);
+        }
+    }
+    let column = |mode: Mode, at: usize| {
+        let i = Mode::ALL.iter().position(|&m| m == mode).unwrap_or(0);
+        median(samples[i].iter().map(|figures| figures[at]).collect())
+    };
+    let context = median(samples.iter().flatten().map(|figures| figures[0]).collect());
+    let warm = column(Mode::Warm, 1);
+    let raw = column(Mode::Raw, 1);
+    let cold = column(Mode::Cold, 1);
+    let repeat_compile = column(Mode::Repeat, 1);
+    let repeat_load = column(Mode::Repeat, 2);
+
+    println!(
+        "compile cache, {} (medians of {STARTS} process starts each; context creation excluded)",
+        compiled.arch()
+    );
+    println!(
+        "  context creation (new process)               {:>10.3} ms",
+        ms(context)
+    );
+    println!(
+        "  (a) source -> kernel, warm disk cache         {:>10.3} ms",
+        ms(warm)
+    );
+    println!(
+        "  (b) read cubin + LibraryLoadData + GetKernel  {:>10.3} ms",
+        ms(raw)
+    );
+    println!(
+        "  (c) source -> kernel, cold (empty cache)      {:>10.3} ms",
+        ms(cold)
+    );
+    println!(
+        "  (d) repeat in process: compile (memory hit)   {:>10.3} µs",
+        us(repeat_compile)
+    );
+    println!(
+        "      repeat in process: load + kernel         {:>10.3} µs",
+        us(repeat_load)
+    );
+    let ratio = warm.as_secs_f64() / raw.as_secs_f64();
+    println!(
+        "  (a)/(b) = {ratio:.2} (target <= 2, {}); (a) target <= 1 ms ({}); (c)/(a) = {:.1}; \
+         (d) target <= 5 µs ({})",
+        verdict(ratio <= 2.0),
+        verdict(warm <= Duration::from_millis(1)),
+        cold.as_secs_f64() / warm.as_secs_f64(),
+        verdict(repeat_compile <= Duration::from_micros(5)),
+    );
+    println!(
+        "warm disk-cache start, source to kernel handle, context excluded: cudyn {:.3} ms \
+         (median of {STARTS} process starts)",
+        ms(warm)
+    );
+    Ok(())
+}
+
+/// Runs one measuring process and parses its result line.
+fn run_child(
+    mode: Mode,
+    cache: &Path,
+    source: &Path,
+    cubin: &Path,
+) -> std::result::Result<Vec<Duration>, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let output = Command::new(exe)
+        .env(MODE_ENV, mode.name())
+        .env(SOURCE_ENV, source)
+        .env(CUBIN_ENV, cubin)
+        .env("CUDYN_CACHE_DIR", cache)
+        .env_remove("CUDYN_CACHE")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().find_map(|line| line.strip_prefix(RESULT));
+    match (output.status.success(), line) {
+        (true, Some(line)) => line
+            .split_whitespace()
+            .map(|n| {
+                n.parse()
+                    .map(Duration::from_nanos)
+                    .map_err(|e| format!("{e}"))
+            })
+            .collect(),
+        _ => Err(format!(
+            "the {} measurement failed ({}):\n{}{}",
+            mode.name(),
+            output.status,
+            stdout,
+            String::from_utf8_lossy(&output.stderr)
+        )),
+    }
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+fn us(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "missed"
+    }
+}
