@@ -9,6 +9,8 @@
 //! creates the start file: the compiles overlap rather than run one after another.
 
 use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
@@ -100,12 +102,24 @@ impl Work {
             program().compile().expect("compiles").code().to_vec()
         };
         std::fs::write(&self.out, code).unwrap();
+        let cache = Cache::global().expect("the cache named by CUDYN_CACHE_DIR");
+        std::fs::write(
+            self.out.with_extension("cache"),
+            cache.path().as_os_str().as_bytes(),
+        )
+        .unwrap();
     }
 }
 
+/// What a worker got: the code, and the folder of the cache's entries.
+struct Outcome {
+    code: Vec<u8>,
+    entries: PathBuf,
+}
+
 /// Runs `workers` workers of `test` (each `threads` or not) on the cache `cache`, all released
-/// together; returns the code each got.
-fn race(test: &str, cache: &Path, workers: usize, threads: bool) -> Vec<Vec<u8>> {
+/// together; returns what each got.
+fn race(test: &str, cache: &Path, workers: usize, threads: bool) -> Vec<Outcome> {
     let scratch = tempfile::tempdir().unwrap();
     let start = scratch.path().join("start");
     let jobs: Vec<(Work, Child)> = (0..workers)
@@ -147,7 +161,11 @@ fn race(test: &str, cache: &Path, workers: usize, threads: bool) -> Vec<Vec<u8>>
                 std::thread::sleep(Duration::from_millis(5));
             };
             assert!(status.success(), "a worker failed: {status}");
-            std::fs::read(&work.out).unwrap()
+            let entries = std::fs::read(work.out.with_extension("cache")).unwrap();
+            Outcome {
+                code: std::fs::read(&work.out).unwrap(),
+                entries: PathBuf::from(OsString::from_vec(entries)),
+            }
         })
         .collect()
 }
@@ -174,19 +192,24 @@ fn files_under(folder: &Path) -> BTreeSet<PathBuf> {
 fn check_race(test: &str, workers: usize, threads: bool) {
     let alone = tempfile::tempdir().unwrap();
     let reference = race(test, alone.path(), 1, false).remove(0);
-    let inspection = cudyn::Image::new(&reference).unwrap().inspect().unwrap();
+    let inspection = cudyn::Image::new(&reference.code)
+        .unwrap()
+        .inspect()
+        .unwrap();
     assert_eq!(inspection.kind, cudyn::ImageKind::Cubin);
 
     let shared = tempfile::tempdir().unwrap();
-    let codes = race(test, shared.path(), workers, threads);
-    for (i, code) in codes.iter().enumerate() {
+    let outcomes = race(test, shared.path(), workers, threads);
+    for (i, outcome) in outcomes.iter().enumerate() {
         assert!(
-            *code == reference,
+            outcome.code == reference.code,
             "worker {i} got other code than a compile alone"
         );
+        assert_eq!(outcome.entries, outcomes[0].entries);
     }
+    assert!(outcomes[0].entries.starts_with(shared.path()));
 
-    let cache = Cache::open(shared.path().to_owned()).unwrap();
+    let cache = Cache::open(outcomes[0].entries.clone()).unwrap();
     let entries = cache.entries().unwrap();
     assert_eq!(entries.len(), 1, "{entries:#?}");
     assert_eq!(entries[0].kernels, ["saxpy"], "{entries:#?}");
