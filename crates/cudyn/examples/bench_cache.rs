@@ -115,6 +115,14 @@ fn measure(mode: Mode) -> std::result::Result<(), String> {
                     mode.name()
                 ));
             }
+            // (b) must load what (a) loaded: the cached code is the reference cubin.
+            let cached = Program::new(source.as_str())
+                .compile()
+                .map_err(|e| e.to_string())?;
+            let reference = std::fs::read(env_path(CUBIN_ENV)?).map_err(|e| e.to_string())?;
+            if cached.code() != reference.as_slice() {
+                return Err("the cached code differs from the reference cubin".to_owned());
+            }
             vec![elapsed]
         }
         Mode::Raw => {
