@@ -109,17 +109,9 @@ fn without_a_driver_or_arch_the_error_is_one_line_that_says_the_fix_first() {
         .arg(&source)
         .output()
         .unwrap();
-    assert_eq!(run.status.code(), Some(1), "{run:?}");
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        stderr.starts_with(
-            "error: cudyn compile: no target architecture: pass one with --arch (e.g. --arch sm_90)."
-        ),
-        "{stderr}"
-    );
+    let stderr = common::assert_arch_fix_first(&run, "compile");
     assert!(stderr.contains("no CUDA driver was found"), "{stderr}");
     assert!(stderr.contains("cudyn doctor"), "{stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
 }
 
 /// Runs `cudyn ARGS...` in `folder`; returns the exit code, standard output and standard error.

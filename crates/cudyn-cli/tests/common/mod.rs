@@ -32,3 +32,17 @@ pub fn only_libraries_beside(library: &Path, prefix: &str) -> tempfile::TempDir 
     }
     folder
 }
+
+/// Checks that `run` (a `cudyn COMMAND` without a GPU and without `--arch`) failed with one line
+/// that says the fix first; returns its standard error for further checks.
+#[allow(dead_code)]
+pub fn assert_arch_fix_first(run: &std::process::Output, command: &str) -> String {
+    assert_eq!(run.status.code(), Some(1), "{run:?}");
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    let expected = format!(
+        "error: cudyn {command}: no target architecture: pass one with --arch (e.g. --arch sm_90)."
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    stderr
+}
