@@ -124,6 +124,19 @@ pub(crate) unsafe fn in_context<T>(
     Ok(value)
 }
 
+/// Runs `destroy`, the release of a handle made in `home`, with `home` current: what every
+/// handle's explicit release and its `drop` share.
+pub(crate) fn release_in(
+    home: CUcontext,
+    destroy: impl FnOnce(&Driver) -> Result<()>,
+) -> Result<()> {
+    let driver = initialized_driver()?;
+    // SAFETY: `home` is the context the handle was made in: a primary context cudyn retained for
+    // the life of the process (or one the caller made current and keeps alive, as with any CUDA
+    // handle).
+    unsafe { in_context(driver, home, || destroy(driver)) }
+}
+
 /// The primary context of `device`, retained on first use and kept for the life of the process.
 fn primary_context(driver: &'static Driver, device: Device) -> Result<CUcontext> {
     let address = PRIMARY.get_or_init(device, || {

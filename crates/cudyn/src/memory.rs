@@ -125,11 +125,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let Some((home, _)) = self.home else {
             return Ok(());
         };
-        let driver = crate::device::initialized_driver()?;
-        // SAFETY: the context is a primary context cudyn retained for the life of the process
-        // (or one the caller made current and keeps alive, as with any CUDA handle); the pointer
-        // came from cuMemAlloc in it and is freed once (the buffer is being dropped or consumed).
-        unsafe { context::in_context(driver, home, || api::mem_free(driver, self.ptr)) }
+        // SAFETY: the pointer came from cuMemAlloc in `home` and is freed once (the buffer is
+        // being dropped or consumed).
+        context::release_in(home, |driver| unsafe { api::mem_free(driver, self.ptr) })
     }
 
     /// Sets every byte to `value`, e.g. `0xff` to poison a float buffer with NaNs.

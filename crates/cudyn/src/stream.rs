@@ -12,7 +12,7 @@ use crate::api::driver as api;
 use crate::context::{self, Current};
 use crate::device::Device;
 use crate::error::Result;
-use crate::sys::driver::{CUcontext, CUevent, CUstream, Driver};
+use crate::sys::driver::{CUcontext, CUevent, CUstream};
 
 /// A stream on the current device of the thread that created it.
 #[derive(Debug)]
@@ -67,32 +67,24 @@ impl Stream {
     /// Destroys the stream now, in the context it was made in, and says whether that worked.
     /// Work already in the stream still completes, as the driver documents.
     pub fn destroy(self) -> Result<()> {
-        let stream = ManuallyDrop::new(self);
-        release(stream.context, |driver| {
-            // SAFETY: the stream is destroyed once: `self` is consumed and never dropped.
-            unsafe { api::stream_destroy(driver, stream.raw) }
+        ManuallyDrop::new(self).release()
+    }
+
+    /// Destroys the stream in its own context; called once, by `destroy` or `drop`.
+    fn release(&self) -> Result<()> {
+        // SAFETY: the stream is destroyed once: it is being consumed or dropped.
+        context::release_in(self.context, |driver| unsafe {
+            api::stream_destroy(driver, self.raw)
         })
     }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        let destroyed = release(self.context, |driver| {
-            // SAFETY: destroyed once, as the stream is dropped.
-            unsafe { api::stream_destroy(driver, self.raw) }
-        });
-        if let Err(error) = destroyed {
+        if let Err(error) = self.release() {
             context::report_drop_error("Stream", &error);
         }
     }
-}
-
-/// Runs the release call `destroy` with `home`, the handle's own context, current.
-fn release(home: CUcontext, destroy: impl FnOnce(&Driver) -> Result<()>) -> Result<()> {
-    let driver = crate::device::initialized_driver()?;
-    // SAFETY: `home` is the context the handle was made in: a primary context cudyn retained for
-    // the life of the process (or one the caller made current and keeps alive).
-    unsafe { context::in_context(driver, home, || destroy(driver)) }
 }
 
 /// An event: a marker recorded into a stream, used to wait for or time the work before it.
@@ -151,21 +143,21 @@ impl Event {
 
     /// Destroys the event now, in the context it was made in, and says whether that worked.
     pub fn destroy(self) -> Result<()> {
-        let event = ManuallyDrop::new(self);
-        release(event.context, |driver| {
-            // SAFETY: the event is destroyed once: `self` is consumed and never dropped.
-            unsafe { api::event_destroy(driver, event.raw) }
+        ManuallyDrop::new(self).release()
+    }
+
+    /// Destroys the event in its own context; called once, by `destroy` or `drop`.
+    fn release(&self) -> Result<()> {
+        // SAFETY: the event is destroyed once: it is being consumed or dropped.
+        context::release_in(self.context, |driver| unsafe {
+            api::event_destroy(driver, self.raw)
         })
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
-        let destroyed = release(self.context, |driver| {
-            // SAFETY: destroyed once, as the event is dropped.
-            unsafe { api::event_destroy(driver, self.raw) }
-        });
-        if let Err(error) = destroyed {
+        if let Err(error) = self.release() {
             context::report_drop_error("Event", &error);
         }
     }
