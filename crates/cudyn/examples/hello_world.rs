@@ -10,11 +10,10 @@
 mod common;
 
 use std::error::Error;
-use std::ffi::{c_char, CString};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cudyn::sys::Api;
+use cudyn::compile::FatbinBuilder;
 use cudyn::{DeviceBuffer, LaunchConfig, Library, Program};
 
 /// The kernel, kept in its own file so that it can also be compiled on the command line.
@@ -53,50 +52,7 @@ fn main() -> ExitCode {
 /// A fatbin holding `helloWorld` as SASS for this GPU: NVRTC's cubin wrapped by nvFatbin.
 fn fatbin_of_helloworld() -> Result<Vec<u8>, Box<dyn Error>> {
     let compiled = Program::new(DEVICE_CU).name("device.cu").compile()?;
-    let nvfatbin = cudyn::sys::nvfatbin()?;
-    let api = &nvfatbin.api;
-    let entry = |name: &'static str| nvfatbin.missing(name);
-    let create = api.nvFatbinCreate.ok_or_else(|| entry("nvFatbinCreate"))?;
-    let add_cubin = api
-        .nvFatbinAddCubin
-        .ok_or_else(|| entry("nvFatbinAddCubin"))?;
-    let size_of = api.nvFatbinSize.ok_or_else(|| entry("nvFatbinSize"))?;
-    let get = api.nvFatbinGet.ok_or_else(|| entry("nvFatbinGet"))?;
-    let destroy = api
-        .nvFatbinDestroy
-        .ok_or_else(|| entry("nvFatbinDestroy"))?;
-
-    let arch = CString::new(compiled.arch().number().to_string())?;
-    let identifier = CString::new("device.cu")?;
-    let mut handle = std::ptr::null_mut();
-    // SAFETY: no options (a null array of length 0); the handle is written on success.
-    nvfatbin.check("nvFatbinCreate", unsafe {
-        create(&mut handle, std::ptr::null_mut::<*const c_char>(), 0)
-    })?;
-    let built = || -> cudyn::Result<Vec<u8>> {
-        let cubin = compiled.code();
-        // SAFETY: the cubin's bytes and the two C strings live across the call, which copies them.
-        nvfatbin.check("nvFatbinAddCubin", unsafe {
-            add_cubin(
-                handle,
-                cubin.as_ptr().cast(),
-                cubin.len(),
-                arch.as_ptr(),
-                identifier.as_ptr(),
-            )
-        })?;
-        let mut size = 0;
-        // SAFETY: writes one size_t.
-        nvfatbin.check("nvFatbinSize", unsafe { size_of(handle, &mut size) })?;
-        let mut fatbin = vec![0u8; size];
-        // SAFETY: the buffer holds the `size` bytes nvFatbinSize asked for.
-        nvfatbin.check("nvFatbinGet", unsafe {
-            get(handle, fatbin.as_mut_ptr().cast())
-        })?;
-        Ok(fatbin)
-    };
-    let fatbin = built();
-    // SAFETY: the handle was created above and is not used after this.
-    nvfatbin.check("nvFatbinDestroy", unsafe { destroy(&mut handle) })?;
-    Ok(fatbin?)
+    let mut fatbin = FatbinBuilder::new()?;
+    fatbin.add_cubin(compiled.code(), compiled.arch(), "device.cu")?;
+    Ok(fatbin.finish()?)
 }
