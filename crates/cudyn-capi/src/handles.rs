@@ -122,9 +122,8 @@ pub(crate) unsafe fn text_arg<'a>(text: *const c_char, name: &str) -> Result<&'a
     }
     // SAFETY: the caller's contract.
     let text = unsafe { CStr::from_ptr(text) };
-    text.to_str().map_err(|error| {
-        Failure::invalid_argument(format!("`{name}` is not UTF-8 text: {error}"))
-    })
+    text.to_str()
+        .map_err(|error| Failure::invalid_argument(format!("`{name}` is not UTF-8 text: {error}")))
 }
 
 /// The `count` C strings at `array`, named `name` in messages; none when `count` is 0.

@@ -1,6 +1,6 @@
 //! The version, the toolchain report, devices, and the strings cudyn hands out.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::ffi::{c_char, CStr, CString};
 use std::fmt::Write as _;
 use std::sync::{Mutex, PoisonError};
@@ -10,10 +10,11 @@ use cudyn::{Device, ToolchainReport};
 use crate::handles::{require_out, write_out};
 use crate::status::{cudyn_status, entry, Failure};
 
-const VERSION: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
-    Ok(version) => version,
-    Err(_) => panic!("the package version holds no NUL"),
-};
+const VERSION: &CStr =
+    match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(version) => version,
+        Err(_) => panic!("the package version holds no NUL"),
+    };
 
 /// The version of cudyn, such as `"0.1.0"`. The text is static.
 #[no_mangle]
@@ -21,18 +22,19 @@ pub extern "C" fn cudyn_version() -> *const c_char {
     VERSION.as_ptr()
 }
 
-/// The addresses of the strings handed out and not yet freed, so that freeing anything else is
-/// refused instead of corrupting the heap.
-static LIVE_STRINGS: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
+/// The strings handed out and not yet freed, by address: freeing one drops it here, and
+/// freeing anything else is refused instead of corrupting the heap.
+static LIVE_STRINGS: Mutex<BTreeMap<usize, CString>> = Mutex::new(BTreeMap::new());
 
 /// `text` as a C string the caller frees with `cudyn_string_free`.
 pub(crate) fn give_string(text: &str) -> *mut c_char {
     let text = CString::new(text.replace('\0', "\\0")).unwrap_or_default();
-    let raw = text.into_raw();
+    // The characters stay where they are when the CString moves into the map.
+    let raw = text.as_ptr().cast_mut();
     LIVE_STRINGS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .insert(raw.addr());
+        .insert(raw.addr(), text);
     raw
 }
 
@@ -45,19 +47,16 @@ pub extern "C" fn cudyn_string_free(text: *mut c_char) -> cudyn_status {
         if text.is_null() {
             return Ok(());
         }
-        let known = LIVE_STRINGS
+        let freed = LIVE_STRINGS
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&text.addr());
-        if !known {
-            return Err(Failure::invalid_argument(format!(
+        match freed {
+            Some(_) => Ok(()),
+            None => Err(Failure::invalid_argument(format!(
                 "{text:p} is not a string cudyn returned, or it was freed already"
-            )));
+            ))),
         }
-        // SAFETY: the address came from CString::into_raw in give_string and is freed once
-        // (it was just removed from the live set).
-        drop(unsafe { CString::from_raw(text) });
-        Ok(())
     })
 }
 
@@ -79,7 +78,7 @@ pub unsafe extern "C" fn cudyn_toolchain_report(report: *mut *mut c_char) -> cud
 }
 
 fn report_text(report: &ToolchainReport) -> String {
-    let mut text = format!("cudyn {}\n", env!("CARGO_PKG_VERSION"));
+    let mut text = String::new();
     for component in &report.components {
         let optional = if component.required || component.found.is_some() {
             ""
@@ -95,7 +94,11 @@ fn report_text(report: &ToolchainReport) -> String {
     }
     if report.devices.is_empty() {
         let why = report.devices_error.as_deref().unwrap_or("none found");
-        let _ = writeln!(text, "GPUs          none: {}", why.lines().next().unwrap_or_default());
+        let _ = writeln!(
+            text,
+            "GPUs          none: {}",
+            why.lines().next().unwrap_or_default()
+        );
     }
     for device in &report.devices {
         let (major, minor) = device.compute_capability;

@@ -242,7 +242,11 @@ unsafe impl KernelArgs for CArguments<'_> {
 /// The layouts the C arguments describe: the kernel's own offsets (C cannot say alignments),
 /// with the sizes the caller gave or, without sizes, the kernel's own sizes. The launch compares
 /// them with the kernel's, so a count or size that differs is refused there.
-fn argument_layouts<'a>(params: &'a [ParamLayout], sizes: Option<&[usize]>, count: usize) -> Cow<'a, [ParamLayout]> {
+fn argument_layouts<'a>(
+    params: &'a [ParamLayout],
+    sizes: Option<&[usize]>,
+    count: usize,
+) -> Cow<'a, [ParamLayout]> {
     match sizes {
         None if count == params.len() => Cow::Borrowed(params),
         _ => Cow::Owned(

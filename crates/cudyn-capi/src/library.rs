@@ -74,7 +74,10 @@ impl cudyn_load_options {
             debug_info: self.debug_info,
             line_info: self.line_info,
             verbose_log: self.verbose_log,
-            ..JitOptions::default()
+            log_capacity: match self.log_capacity {
+                0 => JitOptions::default().log_capacity,
+                capacity => capacity,
+            },
         };
         match u32::try_from(self.optimization_level) {
             Ok(level) => jit.optimization_level = Some(level),
@@ -86,12 +89,10 @@ impl cudyn_load_options {
                 )))
             }
         }
-        if self.log_capacity != 0 {
-            jit.log_capacity = self.log_capacity;
-        }
+        // Every field named, here and above: a new option of cudyn's fails to compile until
+        // the C options carry it too.
         let options = LibraryOptions {
             preserve_binary: self.preserve_binary,
-            ..LibraryOptions::default()
         };
         let loader = Library::loader().jit(jit).options(options);
         match self.backend {
@@ -243,8 +244,13 @@ pub unsafe extern "C" fn cudyn_library_compile(
     entry(|| {
         require_out(library, "library")?;
         // SAFETY: the caller's contract.
-        let (source, loader, compile) =
-            unsafe { (text_arg(source, "source")?, loader_for(load)?, compile.as_ref()) };
+        let (source, loader, compile) = unsafe {
+            (
+                text_arg(source, "source")?,
+                loader_for(load)?,
+                compile.as_ref(),
+            )
+        };
         let program = match compile {
             // SAFETY: the caller's contract for the options' pointers.
             Some(compile) => unsafe { compile.program(source)? },

@@ -109,7 +109,9 @@ pub unsafe extern "C" fn cudyn_buffer_copy_from_host(
         // SAFETY: the caller's contract.
         let data = unsafe { bytes_arg(source, bytes, "source")? };
         let range = byte_range(offset, bytes)?;
-        with_buffer(buffer, |buffer| Ok(buffer.slice_mut(range)?.copy_from(data)?))
+        with_buffer(buffer, |buffer| {
+            Ok(buffer.slice_mut(range)?.copy_from(data)?)
+        })
     })
 }
 
@@ -153,7 +155,9 @@ pub extern "C" fn cudyn_buffer_fill(
 ) -> cudyn_status {
     entry(|| {
         let range = byte_range(offset, bytes)?;
-        with_buffer(buffer, |buffer| Ok(buffer.slice_mut(range)?.fill_bytes(value)?))
+        with_buffer(buffer, |buffer| {
+            Ok(buffer.slice_mut(range)?.fill_bytes(value)?)
+        })
     })
 }
 
@@ -166,7 +170,10 @@ pub extern "C" fn cudyn_buffer_free(buffer: *mut cudyn_buffer) -> cudyn_status {
         // A copy on another thread may still hold the buffer: it is freed when that copy
         // returns, and only a free here can report its outcome.
         if let Some(buffer) = BUFFERS.remove(buffer)?.and_then(Arc::into_inner) {
-            buffer.into_inner().unwrap_or_else(PoisonError::into_inner).free()?;
+            buffer
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                .free()?;
         }
         Ok(())
     })

@@ -64,7 +64,7 @@ pub extern "C" fn cudyn_stream_destroy(stream: *mut cudyn_stream) -> cudyn_statu
     entry(|| {
         // A launch on another thread may still hold the stream: it is destroyed when that
         // launch returns, and only a destroy here can report its outcome.
-        if let Some(stream) = STREAMS.remove(stream)?.and_then(|s| Arc::into_inner(s)) {
+        if let Some(stream) = STREAMS.remove(stream)?.and_then(Arc::into_inner) {
             stream.destroy()?;
         }
         Ok(())

@@ -51,7 +51,9 @@ fn every_module_is_embedded() {
             continue;
         };
         assert!(
-            SOURCES.iter().any(|(name, _)| *name == format!("{module}.rs")),
+            SOURCES
+                .iter()
+                .any(|(name, _)| *name == format!("{module}.rs")),
             "src/{module}.rs is not in SOURCES of tests/header.rs: add it, or the header misses \
              its declarations"
         );
@@ -96,7 +98,14 @@ fn the_header_compiles_as_c_and_as_cpp() {
     .unwrap();
     for (compiler, language) in [("cc", "c"), ("g++", "c++")] {
         let output = std::process::Command::new(compiler)
-            .args(["-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-x", language])
+            .args([
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-fsyntax-only",
+                "-x",
+                language,
+            ])
             .arg(&source)
             .output()
             .unwrap_or_else(|error| panic!("running {compiler}: {error}"));
