@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::status::Failure;
+use crate::status::{cudyn_status, entry, Failure};
 
 /// The next handle number, shared by every type so that a handle of one type is no handle of
 /// another.
@@ -86,25 +86,26 @@ impl<H, T> Registry<H, T> {
     }
 }
 
-/// Writes `value` through the out-pointer `out`, named `name` in the message when it is null.
+/// Runs an entry point whose result goes through the out-pointer `out` (named `name` in
+/// messages): refused when `out` is null, before any work; written only when `compute`
+/// succeeds.
 ///
 /// # Safety
 /// `out` is null or valid for writing a `T`.
-pub(crate) unsafe fn write_out<T>(out: *mut T, name: &str, value: T) -> Result<(), Failure> {
-    if out.is_null() {
-        return Err(null_argument(name));
-    }
-    // SAFETY: not null, and the caller vouches that it is writable.
-    unsafe { out.write(value) };
-    Ok(())
-}
-
-/// Checks that the out-pointer `out` is not null before work whose result it will receive.
-pub(crate) fn require_out<T>(out: *mut T, name: &str) -> Result<(), Failure> {
-    if out.is_null() {
-        return Err(null_argument(name));
-    }
-    Ok(())
+pub(crate) unsafe fn entry_returning<T>(
+    out: *mut T,
+    name: &str,
+    compute: impl FnOnce() -> Result<T, Failure>,
+) -> cudyn_status {
+    entry(|| {
+        if out.is_null() {
+            return Err(null_argument(name));
+        }
+        let value = compute()?;
+        // SAFETY: not null, and the caller vouches that it is writable.
+        unsafe { out.write(value) };
+        Ok(())
+    })
 }
 
 /// The failure of a null pointer passed as argument `name`.

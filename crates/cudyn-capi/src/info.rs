@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 
 use cudyn::{Device, ToolchainReport};
 
-use crate::handles::{require_out, write_out};
+use crate::handles::entry_returning;
 use crate::status::{cudyn_status, entry, Failure};
 
 const VERSION: &CStr =
@@ -69,12 +69,12 @@ pub extern "C" fn cudyn_string_free(text: *mut c_char) -> cudyn_status {
 /// `report` is null (refused) or valid for writing a pointer.
 #[no_mangle]
 pub unsafe extern "C" fn cudyn_toolchain_report(report: *mut *mut c_char) -> cudyn_status {
-    entry(|| {
-        require_out(report, "report")?;
+    let compute = || {
         let text = report_text(&ToolchainReport::probe());
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(report, "report", give_string(&text)) }
-    })
+        Ok(give_string(&text))
+    };
+    // SAFETY: the caller vouches that `report` is null or writable.
+    unsafe { entry_returning(report, "report", compute) }
 }
 
 fn report_text(report: &ToolchainReport) -> String {
@@ -123,12 +123,12 @@ fn report_text(report: &ToolchainReport) -> String {
 /// `count` is null (refused) or valid for writing a `size_t`.
 #[no_mangle]
 pub unsafe extern "C" fn cudyn_device_count(count: *mut usize) -> cudyn_status {
-    entry(|| {
-        require_out(count, "count")?;
+    let compute = || {
         let devices = Device::count()?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(count, "count", devices) }
-    })
+        Ok(devices)
+    };
+    // SAFETY: the caller vouches that `count` is null or writable.
+    unsafe { entry_returning(count, "count", compute) }
 }
 
 /// Makes GPU `ordinal` the calling thread's current device: later allocations, streams, loads

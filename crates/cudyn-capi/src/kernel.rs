@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_void};
 
 use cudyn::{Kernel, KernelArgs, LaunchConfig, ParamLayout};
 
-use crate::handles::{null_argument, require_out, text_arg, write_out, Registry};
+use crate::handles::{entry_returning, null_argument, text_arg, Registry};
 use crate::info::give_string;
 use crate::library::{cudyn_library, LIBRARIES};
 use crate::status::{cudyn_status, entry, Failure};
@@ -39,15 +39,15 @@ pub unsafe extern "C" fn cudyn_library_kernel(
     name: *const c_char,
     kernel: *mut *mut cudyn_kernel,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(kernel, "kernel")?;
+    let compute = || {
         let library = LIBRARIES.get(library)?;
         // SAFETY: the caller's contract.
         let name = unsafe { text_arg(name, "name")? };
         let found = library.kernel(name)?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(kernel, "kernel", KERNELS.insert(found)) }
-    })
+        Ok(KERNELS.insert(found))
+    };
+    // SAFETY: the caller vouches that `kernel` is null or writable.
+    unsafe { entry_returning(kernel, "kernel", compute) }
 }
 
 /// Wraps a kernel handle made elsewhere: a `cudaKernel_t` (from `cudaGetKernel` on a
@@ -69,16 +69,16 @@ pub unsafe extern "C" fn cudyn_kernel_from_raw(
     raw: *mut c_void,
     kernel: *mut *mut cudyn_kernel,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(kernel, "kernel")?;
+    let compute = || {
         if raw.is_null() {
             return Err(null_argument("raw"));
         }
         // SAFETY: the caller vouches that it is a valid kernel handle that stays loaded.
         let wrapped = unsafe { Kernel::from_raw(raw.cast()) };
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(kernel, "kernel", KERNELS.insert(wrapped)) }
-    })
+        Ok(KERNELS.insert(wrapped))
+    };
+    // SAFETY: the caller vouches that `kernel` is null or writable.
+    unsafe { entry_returning(kernel, "kernel", compute) }
 }
 
 /// The kernel's raw handle, a `CUkernel` that is also a `cudaKernel_t`: pass it to another
@@ -92,12 +92,12 @@ pub unsafe extern "C" fn cudyn_kernel_raw(
     kernel: *const cudyn_kernel,
     raw: *mut *mut c_void,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(raw, "raw")?;
+    let compute = || {
         let kernel = KERNELS.get(kernel)?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(raw, "raw", kernel.as_raw().cast()) }
-    })
+        Ok(kernel.as_raw().cast())
+    };
+    // SAFETY: the caller vouches that `raw` is null or writable.
+    unsafe { entry_returning(raw, "raw", compute) }
 }
 
 /// The kernel's name (its symbol: mangled for kernels without C linkage). On success `*name` is
@@ -110,13 +110,13 @@ pub unsafe extern "C" fn cudyn_kernel_name(
     kernel: *const cudyn_kernel,
     name: *mut *mut c_char,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(name, "name")?;
+    let compute = || {
         let kernel = KERNELS.get(kernel)?;
         let text = give_string(kernel.name()?);
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(name, "name", text) }
-    })
+        Ok(text)
+    };
+    // SAFETY: the caller vouches that `name` is null or writable.
+    unsafe { entry_returning(name, "name", compute) }
 }
 
 /// Where one kernel parameter lies in the kernel's parameter buffer. The driver reports offset
@@ -142,13 +142,13 @@ pub unsafe extern "C" fn cudyn_kernel_param_count(
     kernel: *const cudyn_kernel,
     count: *mut usize,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(count, "count")?;
+    let compute = || {
         let kernel = KERNELS.get(kernel)?;
         let params = kernel.params()?.len();
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(count, "count", params) }
-    })
+        Ok(params)
+    };
+    // SAFETY: the caller vouches that `count` is null or writable.
+    unsafe { entry_returning(count, "count", compute) }
 }
 
 /// The layout of parameter `index` (from 0) of the kernel; an index past the last parameter is
@@ -162,8 +162,7 @@ pub unsafe extern "C" fn cudyn_kernel_param(
     index: usize,
     layout: *mut cudyn_param_layout,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(layout, "layout")?;
+    let compute = || {
         let kernel = KERNELS.get(kernel)?;
         let params = kernel.params()?;
         let param = params.get(index).ok_or_else(|| {
@@ -176,9 +175,10 @@ pub unsafe extern "C" fn cudyn_kernel_param(
             offset: param.offset,
             size: param.size,
         };
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(layout, "layout", param) }
-    })
+        Ok(param)
+    };
+    // SAFETY: the caller vouches that `layout` is null or writable.
+    unsafe { entry_returning(layout, "layout", compute) }
 }
 
 /// Gives up this kernel handle. A kernel from a library lets that library be unloaded once

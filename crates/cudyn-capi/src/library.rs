@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_void};
 
 use cudyn::{Arch, Backend, JitOptions, Library, LibraryLoader, LibraryOptions, Program};
 
-use crate::handles::{bytes_arg, require_out, text_arg, text_array_arg, write_out, Registry};
+use crate::handles::{bytes_arg, entry_returning, text_arg, text_array_arg, Registry};
 use crate::status::{cudyn_status, entry, Failure};
 
 /// Device code loaded by cudyn: a reference to a loaded library. The library is unloaded when
@@ -133,14 +133,14 @@ pub unsafe extern "C" fn cudyn_library_load_file(
     options: *const cudyn_load_options,
     library: *mut *mut cudyn_library,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(library, "library")?;
+    let compute = || {
         // SAFETY: the caller's contract.
         let (path, loader) = unsafe { (text_arg(path, "path")?, loader_for(options)?) };
         let loaded = loader.from_file(path)?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(library, "library", LIBRARIES.insert(loaded)) }
-    })
+        Ok(LIBRARIES.insert(loaded))
+    };
+    // SAFETY: the caller vouches that `library` is null or writable.
+    unsafe { entry_returning(library, "library", compute) }
 }
 
 /// Loads device code from memory: a cubin, a fatbin or PTX text (`cudaLibraryLoadData`). The
@@ -159,17 +159,17 @@ pub unsafe extern "C" fn cudyn_library_load_data(
     options: *const cudyn_load_options,
     library: *mut *mut cudyn_library,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(library, "library")?;
+    let compute = || {
         if image.is_null() {
             return Err(crate::handles::null_argument("image"));
         }
         // SAFETY: the caller's contract.
         let (image, loader) = unsafe { (bytes_arg(image, size, "image")?, loader_for(options)?) };
         let loaded = loader.load(image)?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(library, "library", LIBRARIES.insert(loaded)) }
-    })
+        Ok(LIBRARIES.insert(loaded))
+    };
+    // SAFETY: the caller vouches that `library` is null or writable.
+    unsafe { entry_returning(library, "library", compute) }
 }
 
 /// How `cudyn_library_compile` compiles. Zero-initialize it (`= {0}` in C, `{}` in C++) and set
@@ -241,8 +241,7 @@ pub unsafe extern "C" fn cudyn_library_compile(
     load: *const cudyn_load_options,
     library: *mut *mut cudyn_library,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(library, "library")?;
+    let compute = || {
         // SAFETY: the caller's contract.
         let (source, loader, compile) = unsafe {
             (
@@ -257,9 +256,10 @@ pub unsafe extern "C" fn cudyn_library_compile(
             None => Program::new(source),
         };
         let loaded = loader.load_compiled(&program.compile()?)?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(library, "library", LIBRARIES.insert(loaded)) }
-    })
+        Ok(LIBRARIES.insert(loaded))
+    };
+    // SAFETY: the caller vouches that `library` is null or writable.
+    unsafe { entry_returning(library, "library", compute) }
 }
 
 /// The library's raw handle, a `CUlibrary` that is also a `cudaLibrary_t`, for use with the
@@ -272,12 +272,12 @@ pub unsafe extern "C" fn cudyn_library_raw(
     library: *const cudyn_library,
     raw: *mut *mut c_void,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(raw, "raw")?;
+    let compute = || {
         let library = LIBRARIES.get(library)?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(raw, "raw", library.as_raw().cast()) }
-    })
+        Ok(library.as_raw().cast())
+    };
+    // SAFETY: the caller vouches that `raw` is null or writable.
+    unsafe { entry_returning(raw, "raw", compute) }
 }
 
 /// Gives up this handle. The library is unloaded once no handle and no kernel taken from it

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use cudyn::DeviceBuffer;
 
-use crate::handles::{bytes_arg, require_out, write_out, Registry};
+use crate::handles::{bytes_arg, entry_returning, Registry};
 use crate::status::{cudyn_status, entry, Failure};
 
 /// Device memory on the device that was current when it was allocated.
@@ -49,12 +49,12 @@ pub unsafe extern "C" fn cudyn_buffer_alloc(
     bytes: usize,
     buffer: *mut *mut cudyn_buffer,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(buffer, "buffer")?;
+    let compute = || {
         let allocated = DeviceBuffer::<u8>::alloc(bytes)?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(buffer, "buffer", BUFFERS.insert(Mutex::new(allocated))) }
-    })
+        Ok(BUFFERS.insert(Mutex::new(allocated)))
+    };
+    // SAFETY: the caller vouches that `buffer` is null or writable.
+    unsafe { entry_returning(buffer, "buffer", compute) }
 }
 
 /// The buffer's device address (a `CUdeviceptr`): what a kernel's pointer parameter receives.
@@ -67,12 +67,12 @@ pub unsafe extern "C" fn cudyn_buffer_address(
     buffer: *const cudyn_buffer,
     address: *mut u64,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(address, "address")?;
+    let compute = || {
         let device_address = with_buffer(buffer, |buffer| Ok(buffer.as_slice().as_raw()))?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(address, "address", device_address) }
-    })
+        Ok(device_address)
+    };
+    // SAFETY: the caller vouches that `address` is null or writable.
+    unsafe { entry_returning(address, "address", compute) }
 }
 
 /// The buffer's size in bytes.
@@ -84,12 +84,12 @@ pub unsafe extern "C" fn cudyn_buffer_size(
     buffer: *const cudyn_buffer,
     bytes: *mut usize,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(bytes, "bytes")?;
+    let compute = || {
         let size = with_buffer(buffer, |buffer| Ok(buffer.as_slice().len()))?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(bytes, "bytes", size) }
-    })
+        Ok(size)
+    };
+    // SAFETY: the caller vouches that `bytes` is null or writable.
+    unsafe { entry_returning(bytes, "bytes", compute) }
 }
 
 /// Copies `bytes` bytes from host memory at `source` into the buffer at byte `offset`. The

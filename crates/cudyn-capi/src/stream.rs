@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudyn::Stream;
 
-use crate::handles::{require_out, write_out, Registry};
+use crate::handles::{entry_returning, Registry};
 use crate::status::{cudyn_status, entry};
 
 /// A stream on the device that was current when it was made.
@@ -24,12 +24,12 @@ pub(crate) static STREAMS: Registry<cudyn_stream, Stream> = Registry::new("cudyn
 /// `stream` is valid for writing a pointer (null is refused).
 #[no_mangle]
 pub unsafe extern "C" fn cudyn_stream_create(stream: *mut *mut cudyn_stream) -> cudyn_status {
-    entry(|| {
-        require_out(stream, "stream")?;
+    let compute = || {
         let created = Stream::new()?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(stream, "stream", STREAMS.insert(created)) }
-    })
+        Ok(STREAMS.insert(created))
+    };
+    // SAFETY: the caller vouches that `stream` is null or writable.
+    unsafe { entry_returning(stream, "stream", compute) }
 }
 
 /// Waits until all work in the stream is done.
@@ -48,12 +48,12 @@ pub unsafe extern "C" fn cudyn_stream_raw(
     stream: *const cudyn_stream,
     raw: *mut *mut c_void,
 ) -> cudyn_status {
-    entry(|| {
-        require_out(raw, "raw")?;
+    let compute = || {
         let stream = STREAMS.get(stream)?;
-        // SAFETY: checked not null; the caller vouches that it is writable.
-        unsafe { write_out(raw, "raw", stream.as_raw().cast()) }
-    })
+        Ok(stream.as_raw().cast())
+    };
+    // SAFETY: the caller vouches that `raw` is null or writable.
+    unsafe { entry_returning(raw, "raw", compute) }
 }
 
 /// Destroys the stream, in the context it was made in, whichever thread calls. Work already in
