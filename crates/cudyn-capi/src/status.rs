@@ -1,5 +1,5 @@
 //! Status codes, the thread-local message of the last failure, and the one gate every entry
-//! point goes through ([`entry`]), which turns errors and panics into a status and a message.
+//! point goes through (`entry`), which turns errors and panics into a status and a message.
 
 use std::any::Any;
 use std::cell::RefCell;
