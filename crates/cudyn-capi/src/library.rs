@@ -68,8 +68,16 @@ pub extern "C" fn cudyn_load_options_default() -> cudyn_load_options {
 
 impl cudyn_load_options {
     fn loader(&self) -> Result<LibraryLoader, Failure> {
-        let mut jit = JitOptions {
-            optimization_level: None,
+        let optimization_level = match self.optimization_level {
+            -1 => None,
+            level => Some(u32::try_from(level).map_err(|_| {
+                Failure::invalid_argument(format!(
+                    "optimization_level {level} is out of range: use 0 to 4, or -1 for the default"
+                ))
+            })?),
+        };
+        let jit = JitOptions {
+            optimization_level,
             max_registers: (self.max_registers != 0).then_some(self.max_registers),
             debug_info: self.debug_info,
             line_info: self.line_info,
@@ -79,16 +87,6 @@ impl cudyn_load_options {
                 capacity => capacity,
             },
         };
-        match u32::try_from(self.optimization_level) {
-            Ok(level) => jit.optimization_level = Some(level),
-            Err(_) if self.optimization_level == -1 => {}
-            Err(_) => {
-                return Err(Failure::invalid_argument(format!(
-                    "optimization_level {} is out of range: use 0 to 4, or -1 for the default",
-                    self.optimization_level
-                )))
-            }
-        }
         // Every field named, here and above: a new option of cudyn's fails to compile until
         // the C options carry it too.
         let options = LibraryOptions {

@@ -50,6 +50,9 @@ int main(void) {
     cudyn_load_options load = cudyn_load_options_default();
     load.backend = 7;
     EXPECT(cudyn_library_load_data("x", 1, &load, &library), invalid, "backend 7");
+    load = cudyn_load_options_default();
+    load.optimization_level = -2;
+    EXPECT(cudyn_library_load_data("x", 1, &load, &library), invalid, "optimization_level -2");
     if (library != NULL) {
         printf("FAIL: a failed load wrote its out-pointer\n");
         failures++;
