@@ -94,7 +94,10 @@ fn status_of(error: &Error) -> cudyn_status {
             CUDYN_ERROR_NO_GPU
         }
         Error::ArchRequired { .. } => CUDYN_ERROR_NO_GPU,
-        Error::Cuda(call) if call.code == CUDA_ERROR_NO_DEVICE && call.api == Component::Driver => {
+        Error::Cuda(call)
+            if call.code == CUDA_ERROR_NO_DEVICE
+                && matches!(call.api, Component::Driver | Component::Runtime) =>
+        {
             CUDYN_ERROR_NO_GPU
         }
         Error::LibraryNotFound { .. }

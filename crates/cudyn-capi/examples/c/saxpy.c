@@ -1,7 +1,7 @@
 /* SAXPY through cudyn's C API: print the version and what CUDA is here, compile the kernel
  * with NVRTC for the current GPU, launch it with a checked launch, and compare with the CPU.
  *
- * Build: cc -std=c11 -I crates/cudyn-capi/include saxpy.c -L target/debug -lcudyn_capi \
+ * Build: cc -std=c11 -I crates/cudyn-capi/include saxpy.c -L target/debug -lcudyn_capi -lm \
  *           -Wl,-rpath,target/debug -o saxpy
  * Exit status: 0 when the GPU agrees with the CPU, 1 on a failure, 3 when there is no GPU. */
 #include <math.h>
