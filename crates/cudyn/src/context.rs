@@ -137,6 +137,16 @@ pub(crate) fn release_in(
     unsafe { in_context(driver, home, || destroy(driver)) }
 }
 
+/// Runs `call` with the primary context of `device` current on this thread (retaining it if
+/// cudyn had not yet), then restores the thread's previous context: for calls that act on "the
+/// current context" but are asked about a given device.
+pub(crate) fn in_device<T>(device: Device, call: impl FnOnce(&Driver) -> Result<T>) -> Result<T> {
+    let driver = initialized_driver()?;
+    let context = primary_context(driver, device)?;
+    // SAFETY: a retained primary context stays valid for the life of the process.
+    unsafe { in_context(driver, context, || call(driver)) }
+}
+
 /// The primary context of `device`, retained on first use and kept for the life of the process.
 fn primary_context(driver: &'static Driver, device: Device) -> Result<CUcontext> {
     let address = PRIMARY.get_or_init(device, || {

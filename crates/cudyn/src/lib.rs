@@ -118,7 +118,7 @@ pub use compile::{
     Program,
 };
 pub use context::{current_device, set_device, synchronize};
-pub use device::{Device, DeviceLimits};
+pub use device::{Device, DeviceLimits, MemoryInfo};
 pub use error::{CallError, Error, Result};
 pub use image::{Image, ImageKind};
 pub use inspect::{Inspection, ParseError};

@@ -478,8 +478,8 @@ mod tests {
                     .output(output)
                     .compile()
                     .expect("NVRTC compiles (run scripts/cuda-wheels and activate its venv)");
-                let kind = crate::image::validate_loadable(compiled.code(), &|| "nvrtc".into())
-                    .unwrap();
+                let kind =
+                    crate::image::validate_loadable(compiled.code(), &|| "nvrtc".into()).unwrap();
                 assert_eq!(
                     defines_variables(compiled.code(), kind),
                     defines,
