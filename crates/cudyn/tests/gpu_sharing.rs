@@ -148,15 +148,8 @@ fn device_variables_are_shared_only_when_asked() {
     assert_eq!(default.global::<i32>("counter").unwrap().read().unwrap(), 0);
 }
 
-/// A 64 MiB table in device memory (uninitialized, so the image stays small): a loaded library
-/// of this code is plain to see in the GPU's memory.
-const TABLE: &str = r#"
-__device__ unsigned int table[16 << 20];
-extern "C" __global__ void touch(unsigned int *out) {
-    table[threadIdx.x] = threadIdx.x;
-    out[threadIdx.x] = table[threadIdx.x] + 1;
-}
-"#;
+/// A 64 MiB `__device__` table and a kernel `touch` using it.
+const TABLE: &str = include_str!("kernels/device_table.cu");
 const TABLE_BYTES: u64 = 64 << 20;
 
 /// Launches `touch` (which makes the driver load the library on the device) and checks it ran.
@@ -188,9 +181,11 @@ fn the_last_drop_unloads_and_the_next_load_loads_afresh() {
     };
     let first = load();
     touch(&first);
+    // Other tests of this file load and allocate meanwhile, a few MiB at most: the checks
+    // leave a quarter of the table for them.
     let loaded = used();
     assert!(
-        loaded >= before + TABLE_BYTES,
+        loaded >= before + TABLE_BYTES * 3 / 4,
         "one load takes the table's device memory: {before} -> {loaded} bytes used"
     );
     let second = load();
@@ -204,14 +199,14 @@ fn the_last_drop_unloads_and_the_next_load_loads_afresh() {
     drop((third, kernel));
     let unloaded = used();
     assert!(
-        unloaded < before + TABLE_BYTES / 2,
+        unloaded < before + TABLE_BYTES / 4,
         "the last drop unloads: {before} bytes used before the load, {loaded} loaded, \
          {unloaded} after the last drop"
     );
     // A new load loads afresh and works (the old handle is never used again).
     let fresh = load();
     touch(&fresh);
-    assert!(used() >= before + TABLE_BYTES);
+    assert!(used() >= before + TABLE_BYTES * 3 / 4);
 }
 
 #[test]
