@@ -272,7 +272,9 @@ fn multi_gpu_program_load_after_set_device_1_targets_gpu_1() {
     let (before0, before1) = (used(gpu0), used(gpu1));
 
     // PTX is compiled by the JIT and loaded into the current context during the load: the table
-    // appears on device 1 before any launch.
+    // appears on device 1 before any launch. (Other contexts get a library when it is first used
+    // there, the driver's default lazy loading; CUDA_MODULE_LOADING=EAGER would load it into
+    // every context at once.)
     let ptx = Program::new(format!("// as PTX\n{TABLE}"))
         .output(cudyn::Output::Ptx)
         .load()

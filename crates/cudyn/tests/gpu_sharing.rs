@@ -60,6 +60,13 @@ fn identical_loads_share_one_library_and_each_launches() {
     let second = program.load().unwrap();
     assert_eq!(first.as_raw(), second.as_raw());
 
+    // PTX too: the second load finds the library the first JIT-compiled.
+    let ptx = compile(SAXPY, Output::Ptx).bytes();
+    let ptx_first = Library::load(&ptx).unwrap();
+    let ptx_second = Library::load(&ptx).unwrap();
+    assert_eq!(ptx_first.as_raw(), ptx_second.as_raw());
+    assert!(ptx_second.jit_log().error.is_empty());
+
     let n = 4099usize;
     let (x, y) = (random_floats(n, 1), random_floats(n, 2));
     let expected: Vec<f32> = x
@@ -67,7 +74,7 @@ fn identical_loads_share_one_library_and_each_launches() {
         .zip(&y)
         .map(|(x, y)| 1.5f32.mul_add(*x, *y))
         .collect();
-    for library in [&from_file, &through_driver_again, &second] {
+    for library in [&from_file, &through_driver_again, &second, &ptx_second] {
         let saxpy = library.kernel("saxpy").unwrap();
         let (dx, dy) = (
             DeviceBuffer::from_slice(&x).unwrap(),
