@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::registry::KeyParts;
 use super::{Backend, Inner, Library, SHARED};
@@ -214,28 +214,48 @@ impl LibraryLoader {
             }
             .key()
         });
-        let shareable = |defines_variables: bool| {
-            self.sharing == Sharing::Always || (self.sharing == Sharing::Auto && !defines_variables)
+        let Some(key) = key else {
+            return Ok(Library::from(self.load_new(image, kind, backend)?));
         };
-        if let Some(shared) = key.as_ref().and_then(|key| SHARED.alive(key)) {
-            if shareable(shared.defines_variables) {
-                return Library { inner: shared }.entered(kind);
+        let found = SHARED.alive(&key);
+        if let Some(shared) = &found {
+            if self.may_join(shared, image, kind) {
+                return Library {
+                    inner: Arc::clone(shared),
+                }
+                .entered(kind);
+            }
+            // The code defines variables and the library found does not share them with this
+            // load. A load that asks to share them takes the library's place for later loads
+            // that ask the same; any other gets a library no later load finds.
+            if self.sharing != Sharing::Always {
+                return Ok(Library::from(self.load_new(image, kind, backend)?));
             }
         }
-        let defines_variables = key.is_some() && defines_variables(image, kind);
-        let key = key.filter(|_| shareable(defines_variables));
         let mut inner = self.load_new(image, kind, backend)?;
-        inner.defines_variables = defines_variables;
-        inner.shared_as = key;
-        let inner = Arc::new(inner);
-        match key {
-            // Another load of the same code may have finished first: then that library is used.
-            Some(key) => Library {
-                inner: SHARED.publish(key, inner),
+        inner.shared_as = Some(key);
+        inner.shared_always = self.sharing == Sharing::Always;
+        let fresh = Arc::new(inner);
+        match SHARED.publish(key, &fresh, found.as_ref()) {
+            // Another load of the same code finished first: its library is used, this one
+            // unloaded.
+            Some(first) if self.may_join(&first, image, kind) => {
+                drop(fresh);
+                Library { inner: first }.entered(kind)
             }
-            .entered(kind),
-            None => Ok(Library { inner }),
+            _ => Ok(Library { inner: fresh }),
         }
+    }
+
+    /// Whether this load may share `shared`, loaded from the same `image`: when both loads asked
+    /// for [`Sharing::Always`], or when the code defines no variables (inspected once per
+    /// library, at the first load that would share it).
+    fn may_join(&self, shared: &Inner, image: &[u8], kind: ImageKind) -> bool {
+        let both_always = self.sharing == Sharing::Always && shared.shared_always;
+        both_always
+            || !*shared
+                .defines_variables
+                .get_or_init(|| defines_variables(image, kind))
     }
 
     /// Loads `image`, of `kind`, through `backend`: always a new library.
@@ -280,7 +300,8 @@ impl LibraryLoader {
             _image: owned.filter(|_| self.options.preserve_binary),
             _jit_buffers: None,
             shared_as: None,
-            defines_variables: false,
+            shared_always: false,
+            defines_variables: OnceLock::new(),
         };
         // With lazy module loading (the driver's default) PTX would be compiled at the first
         // kernel lookup or launch, and a PTX the JIT rejects would load "successfully" and fail
@@ -297,6 +318,15 @@ impl LibraryLoader {
         // given: they live as long as the library.
         inner._jit_buffers = Some(jit);
         Ok(inner)
+    }
+}
+
+impl From<Inner> for Library {
+    /// A library of one load's own.
+    fn from(inner: Inner) -> Library {
+        Library {
+            inner: Arc::new(inner),
+        }
     }
 }
 

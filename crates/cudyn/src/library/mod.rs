@@ -32,6 +32,10 @@
 //! - **Raw handles are equal** and the unload happens once, on the last drop of all sharers: a
 //!   failure to unload is reported once, to the drop-error hook.
 //!
+//! What it costs: a load that may share hashes the image (blake3) and looks the hash up in a
+//! process-wide table; whether the code defines variables is read from the image once per
+//! library, when a second load would share it. A load with [`Sharing::Never`] does neither.
+//!
 //! # The parts
 //!
 //! [`loader`] (options, JIT logs, the checks before the driver sees any byte), `registry` (the
@@ -39,7 +43,7 @@
 //! variables), and here the handle itself, unloaded when its last user is dropped.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::api::library::{preferred_backend, LibraryApi};
 use crate::error::{Error, Result};
@@ -113,9 +117,12 @@ struct Inner {
     _jit_buffers: Option<JitArgs>,
     /// The key under which loads share this library; `None` when it is not shared.
     shared_as: Option<Key>,
-    /// Whether the device code defines variables (or could not be inspected): then it is shared
-    /// only with loads that ask for [`Sharing::Always`]. Known only for shared libraries.
-    defines_variables: bool,
+    /// Whether the load asked for [`Sharing::Always`].
+    shared_always: bool,
+    /// Whether the device code defines variables (or could not be inspected), found out when a
+    /// second load would share the library: then only loads that all asked for
+    /// [`Sharing::Always`] share it. A first load does not pay for the inspection.
+    defines_variables: OnceLock<bool>,
 }
 
 // SAFETY: a library handle is context-independent and not tied to a host thread; the driver and
@@ -197,7 +204,8 @@ impl Library {
                 _image: None,
                 _jit_buffers: None,
                 shared_as: None,
-                defines_variables: false,
+                shared_always: false,
+                defines_variables: OnceLock::new(),
             }),
         }
     }

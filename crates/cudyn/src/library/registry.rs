@@ -10,6 +10,8 @@
 //!
 //! Loads of the same key that start together may each load; the first to finish is published and
 //! the others use it, dropping (unloading) their own copy outside the table's lock.
+//!
+//! The table only finds; whether a load may join what it found is the loader's decision.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -108,28 +110,34 @@ impl<T> Registry<T> {
         self.lock().as_ref()?.get(key)?.upgrade()
     }
 
-    /// Publishes `fresh`, just loaded under `key`, and returns the value to use: `fresh`, or the
-    /// value another load published meanwhile, which is still alive (then `fresh` is dropped,
-    /// after the lock is released: dropping it unloads it, which calls [`Registry::forget`]).
-    pub(crate) fn publish(&self, key: Key, fresh: Arc<T>) -> Arc<T> {
-        let existing = {
-            let mut entries = self.lock();
-            let entries = entries.get_or_insert_with(HashMap::new);
-            match entries.get(&key).and_then(Weak::upgrade) {
-                Some(existing) => existing,
-                None => {
-                    // A dead entry is replaced; its value's `forget` will see it is not its own.
-                    entries.insert(key, Arc::downgrade(&fresh));
-                    return fresh;
-                }
-            }
-        };
-        drop(fresh);
+    /// Publishes `fresh`, just loaded under `key`, in place of a dead entry or of `replacing`
+    /// (a live value the caller found and may not share). When another live value is there (a
+    /// load that finished first), that value is returned instead, and the caller chooses which
+    /// to use. Whatever it drops, it drops after this returns, outside the lock (dropping a value
+    /// unloads it, which calls [`Registry::forget`]).
+    pub(crate) fn publish(
+        &self,
+        key: Key,
+        fresh: &Arc<T>,
+        replacing: Option<&Arc<T>>,
+    ) -> Option<Arc<T>> {
+        let mut entries = self.lock();
+        let entries = entries.get_or_insert_with(HashMap::new);
+        let existing = entries
+            .get(&key)
+            .and_then(Weak::upgrade)
+            .filter(|existing| !replacing.is_some_and(|replaced| Arc::ptr_eq(existing, replaced)));
+        if existing.is_none() {
+            // The value replaced, dead or not, will see in its `forget` that the entry is not its
+            // own.
+            entries.insert(key, Arc::downgrade(fresh));
+        }
         existing
     }
 
     /// Removes the entry of `key` if it still refers to `value`: called when `value` is dropped.
-    /// An entry that a later load put in its place is left alone.
+    /// An entry that a later load put in its place is left alone, and so is the entry of a
+    /// value that was never published (a load that lost the race to publish and kept its own).
     pub(crate) fn forget(&self, key: &Key, value: *const T) {
         let mut entries = self.lock();
         let Some(table) = entries.as_mut() else {
@@ -208,7 +216,7 @@ mod tests {
             counts,
             before_forget: None,
         });
-        registry.publish(key, fresh)
+        registry.publish(key, &fresh, None).unwrap_or(fresh)
     }
 
     #[test]
@@ -257,7 +265,8 @@ mod tests {
             counts: &COUNTS,
             before_forget: Some(load_while_dying),
         });
-        drop(REGISTRY.publish(key, old));
+        assert!(REGISTRY.publish(key, &old, None).is_none());
+        drop(old);
         let new = REPLACEMENT
             .lock()
             .unwrap()
@@ -285,23 +294,58 @@ mod tests {
                 before_forget: None,
             })
         };
-        let winner = REGISTRY.publish(key, fresh(&COUNTS));
+        let winner = fresh(&COUNTS);
+        assert!(REGISTRY.publish(key, &winner, None).is_none());
         let loser = fresh(&COUNTS);
-        let loser_address = Arc::as_ptr(&loser);
-        let used = REGISTRY.publish(key, loser);
+        let used = REGISTRY
+            .publish(key, &loser, None)
+            .expect("the winner is alive");
         assert!(Arc::ptr_eq(&used, &winner));
-        assert_ne!(Arc::as_ptr(&used), loser_address);
+        drop(loser);
         assert_eq!(
             COUNTS.unloads.load(Ordering::SeqCst),
             1,
             "the loser is unloaded"
         );
         assert!(
-            REGISTRY.alive(&key).is_some(),
+            Arc::ptr_eq(&REGISTRY.alive(&key).unwrap(), &winner),
             "and the winner's entry stays"
         );
         drop((used, winner));
         assert_eq!(REGISTRY.len(), 0);
+    }
+
+    #[test]
+    fn a_value_found_unshareable_is_replaced_only_while_it_is_still_the_entry() {
+        static REGISTRY: Registry<FakeLibrary> = Registry::new();
+        static COUNTS: Counts = Counts::new();
+        let key = [6; 32];
+        let fresh = || {
+            Arc::new(FakeLibrary {
+                key,
+                registry: &REGISTRY,
+                counts: &COUNTS,
+                before_forget: None,
+            })
+        };
+        let found = fresh();
+        assert!(REGISTRY.publish(key, &found, None).is_none());
+        // A load that may not share `found` publishes its own in its place...
+        let replacement = fresh();
+        assert!(REGISTRY.publish(key, &replacement, Some(&found)).is_none());
+        assert!(Arc::ptr_eq(&REGISTRY.alive(&key).unwrap(), &replacement));
+        // ...but not in place of what another load put there meanwhile.
+        let late = fresh();
+        let first = REGISTRY
+            .publish(key, &late, Some(&found))
+            .expect("live entry");
+        assert!(Arc::ptr_eq(&first, &replacement));
+        // The replaced value still works for its users and, dropped, forgets nothing.
+        drop((found, late, first));
+        assert!(Arc::ptr_eq(&REGISTRY.alive(&key).unwrap(), &replacement));
+        drop(replacement);
+        assert_eq!(REGISTRY.len(), 0);
+        assert_eq!(COUNTS.unloads.load(Ordering::SeqCst), 3);
     }
 
     #[test]
