@@ -159,7 +159,9 @@ impl Library {
     }
 
     /// Loads device code from memory with default options (`cudaLibraryLoadData`): a cubin, a
-    /// fatbin or PTX text.
+    /// fatbin or PTX text. Code loaded already (and still in use) with the same options is
+    /// shared, unless it defines variables: see
+    /// [loading identical code once](self#loading-identical-code-once).
     pub fn load(image: impl AsRef<[u8]>) -> Result<Library> {
         Self::loader().load(image)
     }
