@@ -190,6 +190,23 @@ mod tests {
         }
     }
 
+    impl FakeLibrary {
+        /// A fresh "load" of `key`, not yet published.
+        fn load(
+            key: Key,
+            registry: &'static Registry<FakeLibrary>,
+            counts: &'static Counts,
+        ) -> Arc<FakeLibrary> {
+            counts.loads.fetch_add(1, Ordering::SeqCst);
+            Arc::new(FakeLibrary {
+                key,
+                registry,
+                counts,
+                before_forget: None,
+            })
+        }
+    }
+
     impl Drop for FakeLibrary {
         fn drop(&mut self) {
             if let Some(race) = self.before_forget {
@@ -209,13 +226,7 @@ mod tests {
         if let Some(alive) = registry.alive(&key) {
             return alive;
         }
-        counts.loads.fetch_add(1, Ordering::SeqCst);
-        let fresh = Arc::new(FakeLibrary {
-            key,
-            registry,
-            counts,
-            before_forget: None,
-        });
+        let fresh = FakeLibrary::load(key, registry, counts);
         registry.publish(key, &fresh, None).unwrap_or(fresh)
     }
 
@@ -286,14 +297,7 @@ mod tests {
         static REGISTRY: Registry<FakeLibrary> = Registry::new();
         static COUNTS: Counts = Counts::new();
         let key = [4; 32];
-        let fresh = |counts: &'static Counts| {
-            Arc::new(FakeLibrary {
-                key,
-                registry: &REGISTRY,
-                counts,
-                before_forget: None,
-            })
-        };
+        let fresh = |counts| FakeLibrary::load(key, &REGISTRY, counts);
         let winner = fresh(&COUNTS);
         assert!(REGISTRY.publish(key, &winner, None).is_none());
         let loser = fresh(&COUNTS);
@@ -320,14 +324,7 @@ mod tests {
         static REGISTRY: Registry<FakeLibrary> = Registry::new();
         static COUNTS: Counts = Counts::new();
         let key = [6; 32];
-        let fresh = || {
-            Arc::new(FakeLibrary {
-                key,
-                registry: &REGISTRY,
-                counts: &COUNTS,
-                before_forget: None,
-            })
-        };
+        let fresh = || FakeLibrary::load(key, &REGISTRY, &COUNTS);
         let found = fresh();
         assert!(REGISTRY.publish(key, &found, None).is_none());
         // A load that may not share `found` publishes its own in its place...
