@@ -13,8 +13,26 @@
 //!
 //! Handles ([`DeviceBuffer`](crate::DeviceBuffer), [`Stream`](crate::Stream),
 //! [`Event`](crate::Event)) remember the context they were made in and are released there, on
-//! whichever thread drops them, without changing that thread's current context. A release that
-//! fails in `drop` is handed to the hook set with [`set_drop_error_hook`].
+//! whichever thread drops them, without changing that thread's current context; a buffer's copies
+//! run there too. A release that fails in `drop` is handed to the hook set with
+//! [`set_drop_error_hook`].
+//!
+//! # Which device each operation uses
+//!
+//! - **The thread's current device**: allocating a [`DeviceBuffer`](crate::DeviceBuffer),
+//!   creating a [`Stream`](crate::Stream) or an [`Event`](crate::Event), launching a kernel (its
+//!   configuration is checked against that device's limits), compiling for "this GPU"
+//!   ([`Program::compile`](crate::Program::compile) or `load` without an explicit architecture),
+//!   loading PTX (the JIT runs for that device during the load), looking up a library's
+//!   variables ([`Library::global`](crate::Library::global)), occupancy queries, [`synchronize`].
+//! - **The handle's own device**, whatever the current one is: a buffer's copies, fills and free;
+//!   destroying a stream or an event.
+//! - **The device named in the call**: [`Kernel::attribute`](crate::Kernel::attribute) and
+//!   [`Kernel::set_attribute`](crate::Kernel::set_attribute) (each device keeps its own values),
+//!   [`Device::memory_info`] and the other [`Device`] queries.
+//! - **No device**: loading a cubin or a fatbin and looking up its kernels. A library is
+//!   context-independent: one `Library` and its `Kernel`s serve every device, and the driver loads
+//!   the code into a device's context the first time it is used there.
 
 use std::cell::Cell;
 use std::sync::RwLock;
@@ -124,17 +142,25 @@ pub(crate) unsafe fn in_context<T>(
     Ok(value)
 }
 
-/// Runs `destroy`, the release of a handle made in `home`, with `home` current: what every
-/// handle's explicit release and its `drop` share.
-pub(crate) fn release_in(
-    home: CUcontext,
-    destroy: impl FnOnce(&Driver) -> Result<()>,
-) -> Result<()> {
+/// Runs `call` with `home`, the context a handle was made in, current: a handle is released,
+/// and a buffer copied, in its own context, whichever thread does it and whatever that thread's
+/// current context is (which is left as it was).
+pub(crate) fn in_home<T>(home: CUcontext, call: impl FnOnce(&Driver) -> Result<T>) -> Result<T> {
     let driver = initialized_driver()?;
     // SAFETY: `home` is the context the handle was made in: a primary context cudyn retained for
     // the life of the process (or one the caller made current and keeps alive, as with any CUDA
     // handle).
-    unsafe { in_context(driver, home, || destroy(driver)) }
+    unsafe { in_context(driver, home, || call(driver)) }
+}
+
+/// Runs `call` with the primary context of `device` current on this thread (retaining it if
+/// cudyn had not yet), then restores the thread's previous context: for calls that act on "the
+/// current context" but are asked about a given device.
+pub(crate) fn in_device<T>(device: Device, call: impl FnOnce(&Driver) -> Result<T>) -> Result<T> {
+    let driver = initialized_driver()?;
+    let context = primary_context(driver, device)?;
+    // SAFETY: a retained primary context stays valid for the life of the process.
+    unsafe { in_context(driver, context, || call(driver)) }
 }
 
 /// The primary context of `device`, retained on first use and kept for the life of the process.

@@ -70,6 +70,20 @@ impl Device {
     pub fn total_memory(&self) -> Result<u64> {
         Ok(api::device_total_memory(initialized_driver()?, self.raw)? as u64)
     }
+
+    /// How much of the GPU's memory is free and how much there is (`cuMemGetInfo`, as
+    /// `cudaMemGetInfo` reports it), asked in this GPU's primary context whatever the calling
+    /// thread's current device is. Like the runtime, this creates the primary context if no one
+    /// has yet, which itself takes device memory.
+    ///
+    /// Free memory is the whole GPU's: other processes' allocations count too.
+    pub fn memory_info(&self) -> Result<MemoryInfo> {
+        let (free, total) = crate::context::in_device(*self, api::mem_get_info)?;
+        Ok(MemoryInfo {
+            free: free as u64,
+            total: total as u64,
+        })
+    }
 }
 
 impl Device {
@@ -90,6 +104,22 @@ impl Device {
     pub fn limits(&self) -> Result<&'static DeviceLimits> {
         static LIMITS: PerDevice<DeviceLimits> = PerDevice::new();
         LIMITS.get_or_init(*self, || DeviceLimits::query(self))
+    }
+}
+
+/// Free and total memory of a GPU, in bytes: [`Device::memory_info`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryInfo {
+    /// Bytes not allocated by anyone.
+    pub free: u64,
+    /// All the GPU's memory.
+    pub total: u64,
+}
+
+impl MemoryInfo {
+    /// Bytes allocated, by this process and any other.
+    pub fn used(&self) -> u64 {
+        self.total.saturating_sub(self.free)
     }
 }
 

@@ -254,37 +254,43 @@ impl Kernel {
         Ok(params.into_boxed_slice())
     }
 
-    /// An attribute of the kernel on `device` (`cuKernelGetAttribute`).
+    /// An attribute of the kernel on `device` (`cuKernelGetAttribute`), asked with that device's
+    /// primary context current, whatever the calling thread's current device is.
     pub fn attribute(&self, attribute: KernelAttribute, device: Device) -> Result<i32> {
-        let driver = initialized_driver()?;
-        // SAFETY: `self` keeps the kernel's library loaded; the device handle came from the driver.
-        unsafe {
-            api::kernel_attribute(driver, attribute.as_raw(), self.inner.raw, device.as_raw())
-        }
+        // The kernel is loaded into the device's context to answer: that context must exist.
+        context::in_device(device, |driver| {
+            // SAFETY: `self` keeps the kernel's library loaded; the device handle came from the
+            // driver.
+            unsafe {
+                api::kernel_attribute(driver, attribute.as_raw(), self.inner.raw, device.as_raw())
+            }
+        })
         .map_err(|error| self.with_library_log(error))
     }
 
     /// Sets an attribute of the kernel on `device` (`cuKernelSetAttribute`), e.g.
     /// [`KernelAttribute::MaxDynamicSharedSizeBytes`] before a launch with more than 48 KiB of
-    /// dynamic shared memory.
+    /// dynamic shared memory. Each device keeps its own values: setting one on device 1 leaves
+    /// device 0's as it was.
     pub fn set_attribute(
         &self,
         attribute: KernelAttribute,
         value: i32,
         device: Device,
     ) -> Result<()> {
-        let driver = initialized_driver()?;
-        // SAFETY: `self` keeps the kernel's library loaded; the device handle came from the
-        // driver; a bad attribute or value is an error status.
-        unsafe {
-            api::kernel_set_attribute(
-                driver,
-                attribute.as_raw(),
-                value,
-                self.inner.raw,
-                device.as_raw(),
-            )
-        }
+        context::in_device(device, |driver| {
+            // SAFETY: `self` keeps the kernel's library loaded; the device handle came from the
+            // driver; a bad attribute or value is an error status.
+            unsafe {
+                api::kernel_set_attribute(
+                    driver,
+                    attribute.as_raw(),
+                    value,
+                    self.inner.raw,
+                    device.as_raw(),
+                )
+            }
+        })
         .map_err(|error| self.with_library_log(error))
     }
 

@@ -118,7 +118,7 @@ pub use compile::{
     Program,
 };
 pub use context::{current_device, set_device, synchronize};
-pub use device::{Device, DeviceLimits};
+pub use device::{Device, DeviceLimits, MemoryInfo};
 pub use error::{CallError, Error, Result};
 pub use image::{Image, ImageKind};
 pub use inspect::{Inspection, ParseError};
@@ -126,7 +126,9 @@ pub use kernel::{Kernel, KernelAttribute};
 pub use launch::{
     ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig,
 };
-pub use library::{Backend, Global, JitLog, JitOptions, Library, LibraryLoader, LibraryOptions};
+pub use library::{
+    Backend, Global, JitLog, JitOptions, Library, LibraryLoader, LibraryOptions, Sharing,
+};
 pub use memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 pub use param::ParamLayout;
 pub use stream::{Event, Stream};

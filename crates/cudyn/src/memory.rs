@@ -127,27 +127,27 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         };
         // SAFETY: the pointer came from cuMemAlloc in `home` and is freed once (the buffer is
         // being dropped or consumed).
-        context::release_in(home, |driver| unsafe { api::mem_free(driver, self.ptr) })
+        context::in_home(home, |driver| unsafe { api::mem_free(driver, self.ptr) })
     }
 
     /// Sets every byte to `value`, e.g. `0xff` to poison a float buffer with NaNs.
     pub fn fill_bytes(&mut self, value: u8) -> Result<()> {
-        self.as_slice_mut().fill_bytes(value)
+        at_home(self.home, || self.as_slice_mut().fill_bytes(value))
     }
 
     /// Copies `data` (exactly `len` elements) from the host into the buffer.
     pub fn copy_from(&mut self, data: &[T]) -> Result<()> {
-        self.as_slice_mut().copy_from(data)
+        at_home(self.home, || self.as_slice_mut().copy_from(data))
     }
 
     /// Copies the buffer into `out` (exactly `len` elements).
     pub fn copy_to(&self, out: &mut [T]) -> Result<()> {
-        self.as_slice().copy_to(out)
+        at_home(self.home, || self.as_slice().copy_to(out))
     }
 
     /// The contents, copied to the host.
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        self.as_slice().to_vec()
+        at_home(self.home, || self.as_slice().to_vec())
     }
 
     /// A view of the whole buffer.
@@ -309,6 +309,17 @@ impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
         // SAFETY: the destination bytes lie inside the allocation, borrowed mutably; the source
         // is `data`, of the same length.
         unsafe { api::memcpy_htod(driver, self.ptr, data.as_ptr().cast(), size_of_val(data)) }
+    }
+}
+
+/// Runs `copy`, a copy or fill of a buffer allocated in `home`, with that context current. A
+/// synchronous copy is ordered on the default stream of the current context: in the buffer's
+/// own, it waits for the work launched on the buffer's device before it, as `cudaMemcpy` on that
+/// device would, even when the thread has another device current.
+fn at_home<R>(home: Option<(CUcontext, Device)>, copy: impl FnOnce() -> Result<R>) -> Result<R> {
+    match home {
+        Some((context, _)) => context::in_home(context, |_| copy()),
+        None => copy(),
     }
 }
 

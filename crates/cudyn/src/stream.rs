@@ -73,7 +73,7 @@ impl Stream {
     /// Destroys the stream in its own context; called once, by `destroy` or `drop`.
     fn release(&self) -> Result<()> {
         // SAFETY: the stream is destroyed once: it is being consumed or dropped.
-        context::release_in(self.context, |driver| unsafe {
+        context::in_home(self.context, |driver| unsafe {
             api::stream_destroy(driver, self.raw)
         })
     }
@@ -149,7 +149,7 @@ impl Event {
     /// Destroys the event in its own context; called once, by `destroy` or `drop`.
     fn release(&self) -> Result<()> {
         // SAFETY: the event is destroyed once: it is being consumed or dropped.
-        context::release_in(self.context, |driver| unsafe {
+        context::in_home(self.context, |driver| unsafe {
             api::event_destroy(driver, self.raw)
         })
     }

@@ -135,6 +135,14 @@ pub(crate) fn context_synchronize(driver: &Driver) -> Result<()> {
     unsafe { call!(driver, cuCtxSynchronize()) }
 }
 
+/// `cuMemGetInfo`: the free and total device memory of the current context's device, in bytes.
+pub(crate) fn mem_get_info(driver: &Driver) -> Result<(usize, usize)> {
+    let (mut free, mut total) = (0, 0);
+    // SAFETY: writes two size_t; with no current context the status is an error.
+    unsafe { call!(driver, cuMemGetInfo_v2(&mut free, &mut total)) }?;
+    Ok((free, total))
+}
+
 /// `cuMemAlloc`: `bytes` of device memory in the current context.
 pub(crate) fn mem_alloc(driver: &Driver, bytes: usize) -> Result<CUdeviceptr> {
     let mut ptr = 0;

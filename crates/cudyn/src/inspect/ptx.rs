@@ -252,7 +252,8 @@ fn read_statement(statement: &[&str], module: &mut PtxModule) {
         }
         return;
     }
-    let declarators = split_declarators(statement);
+    let statement = without_attributes(statement);
+    let declarators = split_declarators(&statement);
     let Some(first) = declarators.first() else {
         return;
     };
@@ -283,6 +284,21 @@ fn read_statement(statement: &[&str], module: &mut PtxModule) {
             });
         }
     }
+}
+
+/// `statement` without its `.attribute(...)` groups (`.global .attribute(.managed) .u32 flag;`
+/// declares a `__managed__` variable), whose parentheses would read as a function's.
+fn without_attributes<'a>(statement: &[&'a str]) -> Vec<&'a str> {
+    let mut out = Vec::with_capacity(statement.len());
+    let mut tokens = statement.iter().copied().peekable();
+    while let Some(token) = tokens.next() {
+        if token == ".attribute" && tokens.peek() == Some(&"(") {
+            tokens.by_ref().find(|&t| t == ")");
+        } else {
+            out.push(token);
+        }
+    }
+    out
 }
 
 /// The declarators of a declaration, split at its top-level commas, each without its
@@ -540,6 +556,19 @@ mod tests {
             variables,
             [("table", ".global", Some(12)), ("scale", ".const", Some(8))]
         );
+    }
+
+    #[test]
+    fn managed_variables_are_listed_despite_their_attribute() {
+        let ptx = ".version 9.0\n.target sm_90\n.address_size 64\n\
+            .global .attribute(.managed) .align 4 .u32 flag;\n";
+        let module = parse(ptx.as_bytes()).unwrap();
+        let variables: Vec<_> = module
+            .variables
+            .iter()
+            .map(|v| (v.name.as_str(), v.space.as_str(), v.size))
+            .collect();
+        assert_eq!(variables, [("flag", ".global", Some(4))]);
     }
 
     const HELLO: &str = ".version 9.0\n.target sm_90\n.address_size 64\n\

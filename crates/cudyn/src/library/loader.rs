@@ -3,14 +3,16 @@
 
 use std::ffi::c_void;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use super::{Backend, Inner, Library};
+use super::registry::KeyParts;
+use super::{Backend, Inner, Library, SHARED};
 use crate::api::library::{LibraryApi, LoadOptions};
 use crate::compile::Compiled;
 use crate::context;
 use crate::error::{Error, Result};
 use crate::image::ImageKind;
+use crate::inspect::Module;
 use crate::sys::driver;
 
 /// Options for the JIT compiler, used when the library holds PTX that must be compiled for the
@@ -51,6 +53,21 @@ pub struct LibraryOptions {
     /// (`CU_LIBRARY_BINARY_IS_PRESERVED`). cudyn then keeps its own copy of the bytes alive until
     /// the library is unloaded.
     pub preserve_binary: bool,
+}
+
+/// Whether a load may share a library already loaded from identical device code with identical
+/// options (see [the library module](super#loading-identical-code-once)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Sharing {
+    /// Share unless the device code defines variables (`__device__`, `__constant__`,
+    /// `__managed__`), which sharing would make common to every load; device code that cannot be
+    /// inspected counts as defining some. The default.
+    #[default]
+    Auto,
+    /// Share, variables included: every load sees and changes the same device variables.
+    Always,
+    /// Load a library of this load's own, and let no later load share it.
+    Never,
 }
 
 /// What the JIT compiler said while loading a library; empty for code that needed no JIT.
@@ -98,6 +115,7 @@ pub struct LibraryLoader {
     backend: Option<Backend>,
     /// Name expressions (`saxpy<float>`) and the lowered names NVRTC gave them.
     names: Vec<(String, String)>,
+    sharing: Sharing,
 }
 
 impl LibraryLoader {
@@ -117,6 +135,27 @@ impl LibraryLoader {
     /// when no runtime with the library API is found.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = Some(backend);
+        self
+    }
+
+    /// Sets whether this load may share a library loaded from identical device code with
+    /// identical options; [`Sharing::Auto`] by default.
+    ///
+    /// ```no_run
+    /// use cudyn::{Library, Sharing};
+    /// let image = std::fs::read("counter.cubin")?;
+    /// // The image defines a __device__ counter: each load gets a counter of its own...
+    /// let first = Library::load(&image)?;
+    /// let second = Library::load(&image)?;
+    /// assert_ne!(first.as_raw(), second.as_raw());
+    /// // ...unless the loads ask to share it.
+    /// let shared = Library::loader().sharing(Sharing::Always).load(&image)?;
+    /// let also_shared = Library::loader().sharing(Sharing::Always).load(&image)?;
+    /// assert_eq!(shared.as_raw(), also_shared.as_raw());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sharing(mut self, sharing: Sharing) -> Self {
+        self.sharing = sharing;
         self
     }
 
@@ -158,11 +197,69 @@ impl LibraryLoader {
         self.load_checked(image, &|| crate::image::bytes_given(image))
     }
 
-    /// Checks `image` (named by `what` in errors) and loads it.
+    /// Checks `image` (named by `what` in errors) and loads it, or shares a library loaded from
+    /// the same code with the same options.
     fn load_checked(&self, image: &[u8], what: &dyn Fn() -> String) -> Result<Library> {
         // The driver believes the image's own headers (the load call takes no length): only
         // bytes checked whole and loadable reach it.
         let kind = crate::image::validate_loadable(image, what)?;
+        let backend = self.backend.unwrap_or_else(Backend::preferred);
+        let key = (self.sharing != Sharing::Never).then(|| {
+            KeyParts {
+                image,
+                jit: &self.jit,
+                options: &self.options,
+                backend,
+                names: &self.names,
+            }
+            .key()
+        });
+        let Some(key) = key else {
+            return Ok(Library::from(self.load_new(image, kind, backend)?));
+        };
+        let found = SHARED.alive(&key);
+        if let Some(shared) = &found {
+            if self.may_join(shared, image, kind) {
+                return Library {
+                    inner: Arc::clone(shared),
+                }
+                .entered(kind);
+            }
+            // The code defines variables and the library found does not share them with this
+            // load. A load that asks to share them takes the library's place for later loads
+            // that ask the same; any other gets a library no later load finds.
+            if self.sharing != Sharing::Always {
+                return Ok(Library::from(self.load_new(image, kind, backend)?));
+            }
+        }
+        let mut inner = self.load_new(image, kind, backend)?;
+        inner.shared_as = Some(key);
+        inner.shared_always = self.sharing == Sharing::Always;
+        let fresh = Arc::new(inner);
+        match SHARED.publish(key, &fresh, found.as_ref()) {
+            // Another load of the same code finished first: its library is used, this one
+            // unloaded.
+            Some(first) if self.may_join(&first, image, kind) => {
+                drop(fresh);
+                Library { inner: first }.entered(kind)
+            }
+            _ => Ok(Library { inner: fresh }),
+        }
+    }
+
+    /// Whether this load may share `shared`, loaded from the same `image`: when both loads asked
+    /// for [`Sharing::Always`], or when the code defines no variables (inspected once per
+    /// library, at the first load that would share it).
+    fn may_join(&self, shared: &Inner, image: &[u8], kind: ImageKind) -> bool {
+        let both_always = self.sharing == Sharing::Always && shared.shared_always;
+        both_always
+            || !*shared
+                .defines_variables
+                .get_or_init(|| defines_variables(image, kind))
+    }
+
+    /// Loads `image`, of `kind`, through `backend`: always a new library.
+    fn load_new(&self, image: &[u8], kind: ImageKind, backend: Backend) -> Result<Inner> {
         let needs_nul = kind == ImageKind::Ptx && image.last() != Some(&0);
         let owned = (needs_nul || self.options.preserve_binary).then(|| {
             let mut owned = Vec::with_capacity(image.len() + 1);
@@ -172,7 +269,7 @@ impl LibraryLoader {
             }
             owned.into_boxed_slice()
         });
-        let api = LibraryApi::new(self.backend.unwrap_or_else(Backend::preferred))?;
+        let api = LibraryApi::new(backend)?;
         let mut jit = JitArgs::new(&self.jit)?;
         let mut library_options = [driver::CU_LIBRARY_BINARY_IS_PRESERVED];
         // The option is a flag; its value is the flag's value.
@@ -202,6 +299,9 @@ impl LibraryLoader {
             offline_image: driver_lacks_param_info().then(|| Arc::from(image)),
             _image: owned.filter(|_| self.options.preserve_binary),
             _jit_buffers: None,
+            shared_as: None,
+            shared_always: false,
+            defines_variables: OnceLock::new(),
         };
         // With lazy module loading (the driver's default) PTX would be compiled at the first
         // kernel lookup or launch, and a PTX the JIT rejects would load "successfully" and fail
@@ -217,10 +317,41 @@ impl LibraryLoader {
         // A later lazy load into another context may still write the log buffers the driver was
         // given: they live as long as the library.
         inner._jit_buffers = Some(jit);
-        Ok(Library {
-            inner: Arc::new(inner),
-        })
+        Ok(inner)
     }
+}
+
+impl From<Inner> for Library {
+    /// A library of one load's own.
+    fn from(inner: Inner) -> Library {
+        Library {
+            inner: Arc::new(inner),
+        }
+    }
+}
+
+impl Library {
+    /// This library, shared by a load of `kind`: PTX is loaded into the current context as a
+    /// new load would be, so that every load of PTX has run the JIT on the current device.
+    fn entered(self, kind: ImageKind) -> Result<Library> {
+        if kind == ImageKind::Ptx {
+            load_into_current_context(self.inner.raw)
+                .map_err(|error| self.inner.log.attach(error))?;
+        }
+        Ok(self)
+    }
+}
+
+/// Whether `image` defines device variables, which sharing would make common to every load; an
+/// image that cannot be inspected is assumed to.
+fn defines_variables(image: &[u8], kind: ImageKind) -> bool {
+    let Ok(inspection) = crate::inspect::inspect_kind(image, kind) else {
+        return true;
+    };
+    inspection.modules().iter().any(|module| match module {
+        Module::Cubin(cubin) => !cubin.variables.is_empty(),
+        Module::Ptx(ptx) => !ptx.variables.is_empty(),
+    })
 }
 
 /// Loads `library` into the current context now (`cuLibraryGetModule`), making one current if
@@ -358,6 +489,36 @@ mod tests {
             matches!(refused, Error::NotDeviceCode { .. }),
             "{refused:?}"
         );
+    }
+
+    #[test]
+    fn device_code_with_variables_is_told_apart_from_code_without() {
+        use crate::compile::{Arch, Output, Program};
+        const KERNEL: &str = r#"extern "C" __global__ void scale(float *x) { x[0] *= 2.0f; }"#;
+        let cases = [
+            ("", false),
+            ("__device__ int counter;", true),
+            ("__constant__ float table[4];", true),
+            ("__managed__ int flag;", true),
+        ];
+        for (variables, defines) in cases {
+            for output in [Output::Cubin, Output::Ptx] {
+                let compiled = Program::new(format!("{variables}\n{KERNEL}"))
+                    .arch(Arch::new(9, 0))
+                    .output(output)
+                    .compile()
+                    .expect("NVRTC compiles (run scripts/cuda-wheels and activate its venv)");
+                let kind =
+                    crate::image::validate_loadable(compiled.code(), &|| "nvrtc".into()).unwrap();
+                assert_eq!(
+                    defines_variables(compiled.code(), kind),
+                    defines,
+                    "{variables:?} as {output:?}"
+                );
+            }
+        }
+        // What cannot be inspected is assumed to define some: it is not shared by default.
+        assert!(defines_variables(b"garbage", ImageKind::Cubin));
     }
 
     #[test]

@@ -9,12 +9,41 @@
 //! error log holds an error (PTX newer than the driver: the failure surfaces only at the kernel
 //! lookup), so the logs are kept with the library and attached to any later failure.
 //!
-//! The parts: [`loader`] (options, JIT logs, the checks before the driver sees any byte),
-//! `lookup` (kernel names, C++ names, suggestions), [`global`] (device variables), and here the
-//! handle itself, unloaded when its last user is dropped.
+//! # Loading identical code once
+//!
+//! Loads of the same device code with the same options share one loaded library: the second
+//! `Library::load` of an image returns a handle to the library the first made (the same
+//! [`Library::as_raw`]), so N loads cost the device and host memory of one. The library is
+//! unloaded when the last user of any of those loads is dropped (a `Library` or a clone, a
+//! [`Kernel`], a [`Global`], a handle held through cudyn's C API). What counts as "the same" is
+//! the image bytes and everything that changes the loaded result: the JIT options, the library
+//! options, the backend and, for [`LibraryLoader::load_compiled`], the name expressions.
+//!
+//! Sharing is observable in three ways, so it is chosen per load with
+//! [`LibraryLoader::sharing`]:
+//! - **Device variables are shared.** Two loads that share a library share its `__device__`,
+//!   `__constant__` and `__managed__` variables: what one writes through [`Library::global`] (or
+//!   a kernel writes) the other reads. So by default ([`Sharing::Auto`]) cudyn shares only images
+//!   that define no such variable, and loads an image that defines one (or that cannot be
+//!   inspected) separately each time, as two runtime loads would. [`Sharing::Always`] shares
+//!   those too; [`Sharing::Never`] always loads a library of its own.
+//! - **The JIT log is that of the load that happened**: a load served by an existing library
+//!   reports that library's [`Library::jit_log`] (the options being equal, the JIT said the same).
+//! - **Raw handles are equal** and the unload happens once, on the last drop of all sharers: a
+//!   failure to unload is reported once, to the drop-error hook.
+//!
+//! What it costs: a load that may share hashes the image (blake3) and looks the hash up in a
+//! process-wide table; whether the code defines variables is read from the image once per
+//! library, when a second load would share it. A load with [`Sharing::Never`] does neither.
+//!
+//! # The parts
+//!
+//! [`loader`] (options, JIT logs, the checks before the driver sees any byte), `registry` (the
+//! table of shared loads), `lookup` (kernel names, C++ names, suggestions), [`global`] (device
+//! variables), and here the handle itself, unloaded when its last user is dropped.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::api::library::{preferred_backend, LibraryApi};
 use crate::error::{Error, Result};
@@ -26,11 +55,16 @@ use crate::sys::runtime;
 pub mod global;
 pub mod loader;
 mod lookup;
+mod registry;
 
 pub use global::Global;
 use loader::JitArgs;
-pub use loader::{JitLog, JitOptions, LibraryLoader, LibraryOptions};
+pub use loader::{JitLog, JitOptions, LibraryLoader, LibraryOptions, Sharing};
 use lookup::Resolved;
+use registry::{Key, Registry};
+
+/// The loads shared by every thread of the process (see "Loading identical code once" above).
+static SHARED: Registry<Inner> = Registry::new();
 
 /// Which CUDA API loads and manages a library. Both give interchangeable handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,7 +83,8 @@ impl Backend {
 }
 
 /// Device code loaded at run time: a handle shared by clones, unloaded when the last clone and
-/// the last [`Kernel`] taken from it are dropped.
+/// the last [`Kernel`] taken from it are dropped. Loads of identical device code share one
+/// handle (see [the module documentation](self#loading-identical-code-once)).
 ///
 /// ```no_run
 /// let library = cudyn::Library::from_file("device.fatbin")?;
@@ -80,6 +115,14 @@ struct Inner {
     _image: Option<Box<[u8]>>,
     /// The JIT option arrays and log buffers handed to the load call.
     _jit_buffers: Option<JitArgs>,
+    /// The key under which loads share this library; `None` when it is not shared.
+    shared_as: Option<Key>,
+    /// Whether the load asked for [`Sharing::Always`].
+    shared_always: bool,
+    /// Whether the device code defines variables (or could not be inspected), found out when a
+    /// second load would share the library: then only loads that all asked for
+    /// [`Sharing::Always`] share it. A first load does not pay for the inspection.
+    defines_variables: OnceLock<bool>,
 }
 
 // SAFETY: a library handle is context-independent and not tied to a host thread; the driver and
@@ -90,6 +133,11 @@ unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        if let Some(key) = &self.shared_as {
+            // No user is left (the table's references are weak and no longer upgrade): later
+            // loads of the same code load it afresh.
+            SHARED.forget(key, self);
+        }
         if !self.owned {
             return;
         }
@@ -111,7 +159,9 @@ impl Library {
     }
 
     /// Loads device code from memory with default options (`cudaLibraryLoadData`): a cubin, a
-    /// fatbin or PTX text.
+    /// fatbin or PTX text. Code loaded already (and still in use) with the same options is
+    /// shared, unless it defines variables: see
+    /// [loading identical code once](self#loading-identical-code-once).
     pub fn load(image: impl AsRef<[u8]>) -> Result<Library> {
         Self::loader().load(image)
     }
@@ -155,6 +205,9 @@ impl Library {
                 offline_image: None,
                 _image: None,
                 _jit_buffers: None,
+                shared_as: None,
+                shared_always: false,
+                defines_variables: OnceLock::new(),
             }),
         }
     }
