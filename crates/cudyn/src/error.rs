@@ -180,6 +180,16 @@ pub enum Error {
         call: Box<CallError>,
     },
 
+    /// A kernel that a build script was to link into this program is not there: the build ran
+    /// without nvcc (cudyn-build's `compile_or_stub`), so the program was built without it.
+    #[error("the kernel `{name}` was not linked into this program: {reason}")]
+    KernelNotLinked {
+        /// The kernel's name.
+        name: String,
+        /// Why the build left it out, with what to do.
+        reason: String,
+    },
+
     /// A device variable's size differs from the size of the Rust type it is read or written as.
     #[error(
         "device variable `{name}` is {device_bytes} bytes, but the Rust type {rust_type} is \

@@ -449,7 +449,14 @@ fn not_registered(error: crate::Error, entry: *const c_void, runtime: &Path) -> 
 
 /// The error for a kernel getter of kernel `name` that returned `status`, named and described by
 /// the runtime cudyn uses (every runtime instance of one major version numbers its errors alike).
+/// A runtime without a driver only says `cudaErrorInsufficientDriver`: cudyn's own search for the
+/// driver then says where it was looked for.
 fn getter_failed(name: &str, status: runtime::cudaError_t) -> crate::Error {
+    if status == runtime::cudaErrorInsufficientDriver {
+        if let Err(no_driver) = initialized_driver() {
+            return no_driver;
+        }
+    }
     let call = match crate::sys::runtime() {
         Ok(runtime) => runtime.api.error("cudaGetKernel", status),
         Err(_) => crate::error::CallError {
@@ -554,6 +561,41 @@ mod tests {
             "cudaErrorNoKernelImageForDevice",
         ] {
             assert!(message.contains(needle), "`{needle}` missing in: {message}");
+        }
+    }
+
+    unsafe extern "C" fn getter_without_driver(
+        _: *mut runtime::cudaKernel_t,
+    ) -> runtime::cudaError_t {
+        runtime::cudaErrorInsufficientDriver
+    }
+
+    #[test]
+    fn a_getter_without_a_driver_says_where_the_driver_was_looked_for() {
+        // SAFETY: the getter writes nothing and returns an error status.
+        let error = unsafe { Kernel::from_getter("vectorAdd", getter_without_driver) }.unwrap_err();
+        match initialized_driver() {
+            Err(no_driver) => {
+                assert_eq!(error.to_string(), no_driver.to_string());
+                assert!(
+                    matches!(
+                        &error,
+                        Error::LibraryNotFound {
+                            component: crate::Component::Driver,
+                            ..
+                        } | Error::LibraryOpen {
+                            component: crate::Component::Driver,
+                            ..
+                        } | Error::Cuda(_)
+                    ),
+                    "{error:?}"
+                );
+            }
+            // With a working driver the getter's status is reported as it is.
+            Ok(_) => assert!(
+                matches!(&error, Error::LinkedKernel { call, .. } if call.code == 35),
+                "{error:?}"
+            ),
         }
     }
 
