@@ -432,11 +432,19 @@ impl Kernel {
 /// See [`Kernel::from_getter`].
 pub type KernelGetter = unsafe extern "C" fn(*mut runtime::cudaKernel_t) -> runtime::cudaError_t;
 
-/// [`crate::Error::KernelNotRegistered`] for a `cudaGetKernel` of `entry` that failed with
-/// `cudaErrorInvalidDeviceFunction` in the runtime opened from `runtime`; any other error as it is.
+/// The statuses with which `cudaGetKernel` says it knows no kernel for an address: the documented
+/// `cudaErrorInvalidDeviceFunction`, and the two other "no such thing" statuses of the runtime.
+const NOT_REGISTERED: [runtime::cudaError_t; 3] = [
+    runtime::cudaErrorInvalidDeviceFunction,
+    runtime::cudaErrorInvalidValue,
+    runtime::cudaErrorSymbolNotFound,
+];
+
+/// [`crate::Error::KernelNotRegistered`] for a `cudaGetKernel` of `entry` that failed with a status
+/// of [`NOT_REGISTERED`] in the runtime opened from `runtime`; any other error as it is.
 fn not_registered(error: crate::Error, entry: *const c_void, runtime: &Path) -> crate::Error {
     match error {
-        crate::Error::Cuda(call) if call.code == runtime::cudaErrorInvalidDeviceFunction as i32 => {
+        crate::Error::Cuda(call) if NOT_REGISTERED.iter().any(|&code| call.code == code as i32) => {
             crate::Error::KernelNotRegistered {
                 entry: entry as usize,
                 runtime: runtime.to_path_buf(),
