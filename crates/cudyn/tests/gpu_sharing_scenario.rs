@@ -11,7 +11,7 @@
 //!
 //! Every result is compared with the CPU's. The libraries are built by nvcc when the tests run
 //! (the C++ sources are in tests/sharing/ and compiled into this test), so only this test
-//! program needs to travel to a GPU machine with a CUDA toolkit. The one test without `ignore`
+//! program needs to travel to a machine with a GPU and a CUDA toolkit. The one test without `ignore`
 //! builds them without a GPU and checks what nvcc put in them.
 //!
 //! Run with `cargo test -p cudyn --test gpu_sharing_scenario -- --include-ignored` on a machine
