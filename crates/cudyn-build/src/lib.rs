@@ -15,14 +15,12 @@
 //! borrowed: cudyn never unloads it.
 //!
 //! ```no_run
-//! // build.rs
-//! fn main() {
-//!     cudyn_build::Build::new()
-//!         .file("kernels/vector_add.cu", ["vectorAdd"])
-//!         .arch("sm_90")
-//!         .compile_or_stub("linked_kernels")
-//!         .unwrap_or_else(|error| panic!("{error}"));
-//! }
+//! // build.rs, in fn main
+//! cudyn_build::Build::new()
+//!     .file("kernels/vector_add.cu", ["vectorAdd"])
+//!     .arch("sm_90")
+//!     .compile_or_stub("linked_kernels")
+//!     .unwrap_or_else(|error| panic!("{error}"));
 //! ```
 //!
 //! ```ignore

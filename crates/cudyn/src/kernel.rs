@@ -213,8 +213,8 @@ impl Kernel {
     /// cannot. `name` only names the kernel in errors.
     ///
     /// cudyn-build generates one such getter per kernel (`cudaError_t
-    /// cudyn_kernel_vectorAdd(cudaKernel_t *kernel)`, calling `cudaGetKernel(kernel, vectorAdd)`)
-    /// and a Rust function that calls this; a C++ library can export the same. The handle is
+    /// cudyn_kernel_<library>_vectorAdd(cudaKernel_t *kernel)`, calling `cudaGetKernel(kernel,
+    /// vectorAdd)`) and a Rust function that calls this; a C++ library can export the same. The handle is
     /// borrowed, as with [`Kernel::from_raw`]: cudyn never unloads it.
     ///
     /// # Safety
@@ -227,11 +227,6 @@ impl Kernel {
         let status = unsafe { getter(&mut raw) };
         if status != runtime::cudaSuccess {
             return Err(getter_failed(name, status));
-        }
-        if raw.is_null() {
-            return Err(crate::Error::DriverInconsistent {
-                what: "a null kernel handle with cudaSuccess from cudaGetKernel".to_owned(),
-            });
         }
         Ok(Kernel::new(raw.cast(), None))
     }
