@@ -206,6 +206,7 @@ impl Build {
     /// run time. For a crate that must build on machines without CUDA (a workspace member, an
     /// optional part). A failing compile still fails the build. `None` when stubbed.
     pub fn compile_or_stub(&self, name: &str) -> Result<Option<Linked>, Error> {
+        self.check_names()?;
         match self.find_nvcc() {
             Ok(nvcc) => self.compile_with(name, nvcc).map(Some),
             Err(error @ Error::NvccNotFound { .. }) => {
@@ -227,6 +228,20 @@ impl Build {
         let linked = self.build(name, nvcc)?;
         self.print_link_lines(name, &linked)?;
         Ok(linked)
+    }
+
+    /// Every kernel's name is a C identifier, as its getter's symbol and Rust function need.
+    fn check_names(&self) -> Result<(), Error> {
+        let kernels = self.sources.iter().flat_map(|(_, kernels)| kernels);
+        match kernels
+            .into_iter()
+            .find(|kernel| !is_c_identifier(&kernel.name))
+        {
+            Some(kernel) => Err(Error::InvalidName {
+                name: kernel.name.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn kernel_list(&self) -> String {
@@ -265,13 +280,7 @@ impl Build {
     /// Compiles every source with its getters and archives the objects, without printing
     /// anything for cargo.
     pub fn build(&self, name: &str, nvcc: Nvcc) -> Result<Linked, Error> {
-        for kernel in self.sources.iter().flat_map(|(_, kernels)| kernels) {
-            if !is_c_identifier(&kernel.name) {
-                return Err(Error::InvalidName {
-                    name: kernel.name.clone(),
-                });
-            }
-        }
+        self.check_names()?;
         let out = self.output_dir()?.join("cudyn-build");
         std::fs::create_dir_all(&out).map_err(|source| Error::Io {
             what: format!("cannot create {}", out.display()),
@@ -373,4 +382,36 @@ fn run(mut command: Command, file: &Path) -> Result<(), Error> {
             String::from_utf8_lossy(&output.stderr)
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_name_that_is_no_c_identifier_is_refused_before_nvcc_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = Build::new()
+            .file("kernels.cu", ["scale<float>"])
+            .out_dir(dir.path())
+            .compile_or_stub("mine")
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::InvalidName { name } if name == "scale<float>"),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("Kernel::instance(\"scale<float>\""),
+            "{error}"
+        );
+        assert!(Build::new()
+            .file(
+                "kernels.cu",
+                [Kernel::instance("scale<float>", "scale_f32")]
+            )
+            .check_names()
+            .is_ok());
+    }
 }

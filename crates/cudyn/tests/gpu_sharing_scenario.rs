@@ -69,6 +69,30 @@ fn layout(params: &[ParamLayout]) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// Launches `kernel` on `(a, b, c, n)` through one of libcommon's functions, which synchronizes.
+/// Both kernels read `a` and `b` and write `c` inside the sizes their `n` gives (n floats for
+/// vectorAdd, n x n for matrixMul), which each caller's buffers hold.
+fn launch_through(
+    launch: CommonLaunch,
+    kernel: cudaKernel_t,
+    a: &DeviceBuffer<f32>,
+    b: &DeviceBuffer<f32>,
+    c: &DeviceBuffer<f32>,
+    n: i32,
+) -> cudaError_t {
+    // SAFETY: the kernel's accesses stay inside the buffers (see above), which outlive the call;
+    // the call synchronizes, so nothing runs on them afterwards.
+    unsafe {
+        launch(
+            kernel,
+            a.as_raw() as *const f32,
+            b.as_raw() as *const f32,
+            c.as_raw() as *mut f32,
+            n,
+        )
+    }
+}
+
 /// A C function of an opened library.
 fn function<T: Copy>(library: &libloading::Library, name: &str) -> T {
     // SAFETY: each caller names a function of tests/sharing/ with the C signature T declares.
@@ -157,17 +181,14 @@ fn the_article_s_libraries_share_kernel_handles_with_cudyn() {
         DeviceBuffer::from_slice(&b).unwrap(),
     );
     let d_c = DeviceBuffer::<f32>::zeroed(n).unwrap();
-    // SAFETY: vectorAdd reads a[i], b[i] and writes c[i] for i < n; each buffer holds n floats
-    // and lives past the call, which synchronizes.
-    let status = unsafe {
-        common_vector_add(
-            vector_add_handle,
-            d_a.as_raw() as *const f32,
-            d_b.as_raw() as *const f32,
-            d_c.as_raw() as *mut f32,
-            n as i32,
-        )
-    };
+    let status = launch_through(
+        common_vector_add,
+        vector_add_handle,
+        &d_a,
+        &d_b,
+        &d_c,
+        n as i32,
+    );
     assert_eq!(
         status, cudaSuccess,
         "libcommon launches libvector_add's kernel"
@@ -181,17 +202,14 @@ fn the_article_s_libraries_share_kernel_handles_with_cudyn() {
         DeviceBuffer::from_slice(&mb).unwrap(),
     );
     let d_mc = DeviceBuffer::<f32>::zeroed(side * side).unwrap();
-    // SAFETY: matrixMul reads two side x side matrices and writes the third; all three buffers
-    // hold side * side floats and live past the call, which synchronizes.
-    let status = unsafe {
-        common_matrix_mul(
-            matrix_mul.as_runtime_raw(),
-            d_ma.as_raw() as *const f32,
-            d_mb.as_raw() as *const f32,
-            d_mc.as_raw() as *mut f32,
-            side as i32,
-        )
-    };
+    let status = launch_through(
+        common_matrix_mul,
+        matrix_mul.as_runtime_raw(),
+        &d_ma,
+        &d_mb,
+        &d_mc,
+        side as i32,
+    );
     assert_eq!(status, cudaSuccess, "libcommon launches cudyn's kernel");
     assert_eq!(d_mc.to_vec().unwrap(), cpu_matrix_mul(&ma, &mb, side));
 
@@ -225,16 +243,14 @@ fn the_article_s_libraries_share_kernel_handles_with_cudyn() {
     assert_eq!(d_getter.to_vec().unwrap(), cpu_vector_add(&a, &b));
     // Dropping cudyn's wrappers leaves the kernel to its library: libcommon still launches it.
     drop((vector_add, from_getter));
-    // SAFETY: as for the first launch through libcommon.
-    let status = unsafe {
-        common_vector_add(
-            vector_add_handle,
-            d_b.as_raw() as *const f32,
-            d_b.as_raw() as *const f32,
-            d_c.as_raw() as *mut f32,
-            n as i32,
-        )
-    };
+    let status = launch_through(
+        common_vector_add,
+        vector_add_handle,
+        &d_b,
+        &d_b,
+        &d_c,
+        n as i32,
+    );
     assert_eq!(status, cudaSuccess, "the handle outlives cudyn's wrappers");
     assert_eq!(d_c.to_vec().unwrap(), cpu_vector_add(&b, &b));
 }

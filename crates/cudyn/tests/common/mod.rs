@@ -74,14 +74,19 @@ pub fn compile(source: &str, output: Output) -> Compiled {
     let input = dir.path().join("kernels.cu");
     std::fs::write(&input, source).expect("writing the CUDA source");
     let path = dir.path().join(format!("kernels.{}", output.extension()));
-    let result = Command::new(nvcc())
+    let mut command = Command::new(nvcc());
+    command
         .arg(output.flag())
         .arg(format!("-arch={}", device_arch()))
         .arg("-o")
         .arg(&path)
-        .arg(&input)
-        .output()
-        .expect("running nvcc");
+        .arg(&input);
+    run_nvcc(command, path, dir)
+}
+
+/// Runs an nvcc `command` that writes `path` inside `dir`; fails the test with nvcc's messages.
+fn run_nvcc(mut command: Command, path: PathBuf, dir: tempfile::TempDir) -> Compiled {
+    let result = command.output().expect("running nvcc");
     assert!(
         result.status.success(),
         "nvcc failed ({}):\n{}",
@@ -178,12 +183,5 @@ pub fn shared_library(
                 .arg(format!("-Xlinker=-l:{runtime}"));
         }
     }
-    let result = command.output().expect("running nvcc");
-    assert!(
-        result.status.success(),
-        "nvcc failed ({}):\n{}",
-        result.status,
-        String::from_utf8_lossy(&result.stderr)
-    );
-    Compiled { path, _dir: dir }
+    run_nvcc(command, path, dir)
 }
