@@ -162,7 +162,9 @@ impl Kernel {
     }
 
     /// Wraps a kernel handle obtained elsewhere: from the runtime (`cudaLibraryGetKernel`,
-    /// `cudaGetKernel`, cast to `CUkernel`), the driver, or another library or language.
+    /// `cudaGetKernel`, cast to `CUkernel`), the driver, or another library or language. The
+    /// handle is borrowed: [`Kernel::library`] is `None` and cudyn never unloads it. For a kernel
+    /// compiled into this process, see [`Kernel::from_getter`] and [`Kernel::from_host_function`].
     ///
     /// # Safety
     /// `raw` is a valid kernel handle, and the library (or, for `cudaGetKernel`, the module of
