@@ -225,8 +225,14 @@ impl Build {
     }
 
     fn compile_with(&self, name: &str, nvcc: Nvcc) -> Result<Linked, Error> {
+        // Checked first: without it nothing built would link.
+        let runtime = nvcc
+            .static_runtime_dir()
+            .ok_or_else(|| Error::StaticRuntimeNotFound {
+                nvcc: nvcc.path.clone(),
+            })?;
         let linked = self.build(name, nvcc)?;
-        self.print_link_lines(name, &linked)?;
+        print_link_lines(name, &linked, &runtime);
         Ok(linked)
     }
 
@@ -326,26 +332,20 @@ impl Build {
             rust,
         })
     }
+}
 
-    fn print_link_lines(&self, name: &str, linked: &Linked) -> Result<(), Error> {
-        let runtime =
-            linked
-                .nvcc
-                .static_runtime_dir()
-                .ok_or_else(|| Error::StaticRuntimeNotFound {
-                    nvcc: linked.nvcc.path.clone(),
-                })?;
-        let folder = linked.library.parent().unwrap_or(Path::new("."));
-        println!("cargo:rerun-if-changed={}", linked.nvcc.path.display());
-        println!("cargo:rustc-link-search=native={}", folder.display());
-        println!("cargo:rustc-link-lib=static={name}");
-        println!("cargo:rustc-link-search=native={}", runtime.display());
-        // The static runtime needs the C++ library (nvcc's host code is C++) and librt, libdl
-        // and libpthread.
-        for library in ["static=cudart_static", "stdc++", "rt", "dl", "pthread"] {
-            println!("cargo:rustc-link-lib={library}");
-        }
-        Ok(())
+/// The lines that tell cargo to link the static library `name` and the static CUDA runtime in
+/// `runtime`.
+fn print_link_lines(name: &str, linked: &Linked, runtime: &Path) {
+    let folder = linked.library.parent().unwrap_or(Path::new("."));
+    println!("cargo:rerun-if-changed={}", linked.nvcc.path.display());
+    println!("cargo:rustc-link-search=native={}", folder.display());
+    println!("cargo:rustc-link-lib=static={name}");
+    println!("cargo:rustc-link-search=native={}", runtime.display());
+    // The static runtime needs the C++ library (nvcc's host code is C++) and librt, libdl
+    // and libpthread.
+    for library in ["static=cudart_static", "stdc++", "rt", "dl", "pthread"] {
+        println!("cargo:rustc-link-lib={library}");
     }
 }
 
