@@ -151,6 +151,45 @@ pub enum Error {
         log: Option<String>,
     },
 
+    /// `cudaGetKernel` in the CUDA runtime cudyn uses knows no kernel for a host entry function:
+    /// the function was registered with another runtime instance (each program or shared library
+    /// linked with `-cudart static` carries its own), or it is not a `__global__` function.
+    #[error(
+        "no kernel is registered for the host function at {entry:#x} in the CUDA runtime cudyn \
+         uses ({}): take the handle where the kernel was registered (call cudaGetKernel in the \
+         code linked with the kernel, as cudyn-build's kernel getters do, and pass it to \
+         Kernel::from_raw or Kernel::from_getter), or link that code with `-cudart shared` so \
+         that it shares this libcudart; {call}",
+        runtime.display()
+    )]
+    KernelNotRegistered {
+        /// The host entry function's address.
+        entry: usize,
+        /// The runtime cudyn asked, the file it was opened from.
+        runtime: PathBuf,
+        /// The failed `cudaGetKernel`.
+        call: Box<CallError>,
+    },
+
+    /// A kernel getter (see `Kernel::from_getter`) of a kernel linked into this program failed.
+    #[error("{}", linked_kernel_message(name, call))]
+    LinkedKernel {
+        /// The kernel's name, as the getter's caller gave it.
+        name: String,
+        /// The failed `cudaGetKernel`, run by the getter.
+        call: Box<CallError>,
+    },
+
+    /// A kernel that a build script was to link into this program is not there: the build ran
+    /// without nvcc (cudyn-build's `compile_or_stub`), so the program was built without it.
+    #[error("the kernel `{name}` was not linked into this program: {reason}")]
+    KernelNotLinked {
+        /// The kernel's name.
+        name: String,
+        /// Why the build left it out, with what to do.
+        reason: String,
+    },
+
     /// A device variable's size differs from the size of the Rust type it is read or written as.
     #[error(
         "device variable `{name}` is {device_bytes} bytes, but the Rust type {rust_type} is \
@@ -488,7 +527,9 @@ impl Error {
     /// The failed CUDA call, when this error is one.
     pub fn call(&self) -> Option<&CallError> {
         match self {
-            Error::Cuda(call) => Some(call),
+            Error::Cuda(call)
+            | Error::KernelNotRegistered { call, .. }
+            | Error::LinkedKernel { call, .. } => Some(call),
             _ => None,
         }
     }
@@ -554,6 +595,19 @@ fn not_found_message(component: Component, searched: &[String]) -> String {
     }
     text.push_str(component.install_hint());
     text
+}
+
+/// `cudaErrorNoKernelImageForDevice`: the code has no SASS for this GPU and no PTX it can JIT.
+const NO_KERNEL_IMAGE_FOR_DEVICE: i32 = 209;
+
+fn linked_kernel_message(name: &str, call: &CallError) -> String {
+    let fix = if call.code == NO_KERNEL_IMAGE_FOR_DEVICE {
+        "build the kernel for this GPU's architecture too (nvcc `-arch=sm_XY` or \
+         `-gencode`, cudyn_build::Build::arch), or add PTX the driver can compile: "
+    } else {
+        ""
+    };
+    format!("cannot take the handle of the linked kernel `{name}`: {fix}{call}")
 }
 
 fn kernel_not_found_message(name: &str, available: &[String], log: Option<&str>) -> String {

@@ -4,9 +4,11 @@
 //! Launching is in [`crate::launch`].
 
 use std::ffi::c_void;
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use crate::api::driver as api;
+use crate::api::runtime as runtime_api;
 use crate::context::{self, Current};
 use crate::device::{initialized_driver, Device};
 use crate::error::Result;
@@ -14,7 +16,7 @@ use crate::image::Image;
 use crate::library::Library;
 use crate::param::ParamLayout;
 use crate::sys::driver::{self, CUfunction, CUkernel};
-use crate::sys::{runtime, static_c_str, Api};
+use crate::sys::{runtime, static_c_str, Api, ApiTable};
 
 /// A kernel handle, cheap to clone. It keeps the [`Library`] it came from loaded.
 ///
@@ -160,7 +162,9 @@ impl Kernel {
     }
 
     /// Wraps a kernel handle obtained elsewhere: from the runtime (`cudaLibraryGetKernel`,
-    /// `cudaGetKernel`, cast to `CUkernel`), the driver, or another library or language.
+    /// `cudaGetKernel`, cast to `CUkernel`), the driver, or another library or language. The
+    /// handle is borrowed: [`Kernel::library`] is `None` and cudyn never unloads it. For a kernel
+    /// compiled into this process, see [`Kernel::from_getter`] and [`Kernel::from_host_function`].
     ///
     /// # Safety
     /// `raw` is a valid kernel handle, and the library (or, for `cudaGetKernel`, the module of
@@ -168,6 +172,65 @@ impl Kernel {
     /// live. cudyn never unloads it.
     pub unsafe fn from_raw(raw: CUkernel) -> Kernel {
         Kernel::new(raw, None)
+    }
+
+    /// The kernel of a `__global__` function linked into this process, from its host entry
+    /// function: `cudaGetKernel` through the CUDA runtime cudyn uses.
+    ///
+    /// `entry` is the address C++ code passes as `vectorAdd` to `cudaGetKernel` or
+    /// `cudaLaunchKernel`: the host stub nvcc generates for the kernel. cudaGetKernel only knows
+    /// the functions registered with *its* runtime instance, so this works for code linked with
+    /// `-cudart shared`, which registers its kernels in the one `libcudart.so` that cudyn opens too
+    /// (cudyn takes a runtime the process has already loaded before searching for one; see
+    /// [`sys::locate`](crate::sys::locate)). Code linked with `-cudart static` (nvcc's default)
+    /// carries a runtime instance of its own, unknown to cudyn: take the handle there, with a
+    /// getter compiled into the same code ([`Kernel::from_getter`]; cudyn-build generates one per
+    /// kernel). A function this runtime does not know is [`Error::KernelNotRegistered`], which
+    /// says so.
+    ///
+    /// The handle is borrowed, as with [`Kernel::from_raw`]: [`Kernel::library`] is `None` and
+    /// cudyn never unloads it; the runtime that registered the kernel does, when the program or
+    /// shared library holding it is unloaded.
+    ///
+    /// # Safety
+    /// `entry` is an address in this process (any such address is safe to look up; an unknown one
+    /// is an error), and the code that registered the kernel (the program, or a shared library)
+    /// stays loaded as long as the returned `Kernel` and its clones live.
+    ///
+    /// [`Error::KernelNotRegistered`]: crate::Error::KernelNotRegistered
+    pub unsafe fn from_host_function(entry: *const c_void) -> Result<Kernel> {
+        // The driver first, as for every load: without it the runtime would only report
+        // cudaErrorInsufficientDriver instead of where the driver was looked for.
+        initialized_driver()?;
+        let runtime = crate::sys::runtime()?;
+        // SAFETY: the caller vouches that `entry` is an address in this process.
+        let raw = unsafe { runtime_api::get_kernel(runtime, entry) }
+            .map_err(|error| not_registered(error, entry, &runtime.library.path))?;
+        Ok(Kernel::new(raw, None))
+    }
+
+    /// The kernel of a `__global__` function linked into this process, its handle taken by
+    /// `getter` inside the code that registered it, with that code's own CUDA runtime instance:
+    /// what works for code linked with `-cudart static`, where [`Kernel::from_host_function`]
+    /// cannot. `name` only names the kernel in errors.
+    ///
+    /// cudyn-build generates one such getter per kernel (`cudaError_t
+    /// cudyn_kernel_<library>_vectorAdd(cudaKernel_t *kernel)`, calling `cudaGetKernel(kernel,
+    /// vectorAdd)`) and a Rust function that calls this; a C++ library can export the same. The handle is
+    /// borrowed, as with [`Kernel::from_raw`]: cudyn never unloads it.
+    ///
+    /// # Safety
+    /// `getter` writes a valid kernel handle through its argument and returns `cudaSuccess`, or
+    /// returns an error status; the code holding the kernel stays loaded as long as the returned
+    /// `Kernel` and its clones live.
+    pub unsafe fn from_getter(name: &str, getter: KernelGetter) -> Result<Kernel> {
+        let mut raw: runtime::cudaKernel_t = std::ptr::null_mut();
+        // SAFETY: one handle slot; the caller vouches for the getter.
+        let status = unsafe { getter(&mut raw) };
+        if status != runtime::cudaSuccess {
+            return Err(getter_failed(name, status));
+        }
+        Ok(Kernel::new(raw.cast(), None))
     }
 
     /// The handle, as the driver types it. It stays valid while this `Kernel` lives.
@@ -367,6 +430,61 @@ impl Kernel {
     }
 }
 
+/// A function that takes the handle of one kernel inside the code that registered it (calling
+/// `cudaGetKernel` with that code's CUDA runtime instance): `cudaError_t get(cudaKernel_t *out)`.
+/// See [`Kernel::from_getter`].
+pub type KernelGetter = unsafe extern "C" fn(*mut runtime::cudaKernel_t) -> runtime::cudaError_t;
+
+/// The statuses with which `cudaGetKernel` says it knows no kernel for an address: the documented
+/// `cudaErrorInvalidDeviceFunction`, and the two other "no such thing" statuses of the runtime.
+const NOT_REGISTERED: [runtime::cudaError_t; 3] = [
+    runtime::cudaErrorInvalidDeviceFunction,
+    runtime::cudaErrorInvalidValue,
+    runtime::cudaErrorSymbolNotFound,
+];
+
+/// [`crate::Error::KernelNotRegistered`] for a `cudaGetKernel` of `entry` that failed with a status
+/// of [`NOT_REGISTERED`] in the runtime opened from `runtime`; any other error as it is.
+fn not_registered(error: crate::Error, entry: *const c_void, runtime: &Path) -> crate::Error {
+    match error {
+        crate::Error::Cuda(call) if NOT_REGISTERED.iter().any(|&code| call.code == code as i32) => {
+            crate::Error::KernelNotRegistered {
+                entry: entry as usize,
+                runtime: runtime.to_path_buf(),
+                call,
+            }
+        }
+        other => other,
+    }
+}
+
+/// The error for a kernel getter of kernel `name` that returned `status`, named and described by
+/// the runtime cudyn uses (every runtime instance of one major version numbers its errors alike).
+/// A runtime without a driver only says `cudaErrorInsufficientDriver`: cudyn's own search for the
+/// driver then says where it was looked for.
+fn getter_failed(name: &str, status: runtime::cudaError_t) -> crate::Error {
+    if status == runtime::cudaErrorInsufficientDriver {
+        if let Err(no_driver) = initialized_driver() {
+            return no_driver;
+        }
+    }
+    let call = match crate::sys::runtime() {
+        Ok(runtime) => runtime.api.error("cudaGetKernel", status),
+        Err(_) => crate::error::CallError {
+            api: crate::Component::Runtime,
+            call: "cudaGetKernel",
+            code: status as i32,
+            name: format!("cudaError {status}"),
+            message: "no CUDA runtime was found to describe this status".to_owned(),
+            log: None,
+        },
+    };
+    crate::Error::LinkedKernel {
+        name: name.to_owned(),
+        call: Box::new(call),
+    }
+}
+
 /// The parameter layout of `kernel` read offline from device code (a cubin's `.nv.info`, or PTX):
 /// what [`Kernel::params`] uses when the driver cannot be asked.
 pub(crate) fn params_from_image(image: &[u8], kernel: &str) -> Result<Box<[ParamLayout]>> {
@@ -416,6 +534,133 @@ mod tests {
             Some(&3)
         );
         assert_eq!(fetches.get(), 2);
+    }
+
+    /// A getter as a library built with `-cudart static` compiled for another GPU answers.
+    unsafe extern "C" fn getter_without_image(
+        _: *mut runtime::cudaKernel_t,
+    ) -> runtime::cudaError_t {
+        209
+    }
+
+    /// A stand-in handle: the test only checks that the getter's handle is the kernel's.
+    const FAKE_HANDLE: usize = 0x5eed_0000;
+
+    unsafe extern "C" fn getter_with_handle(
+        out: *mut runtime::cudaKernel_t,
+    ) -> runtime::cudaError_t {
+        // SAFETY: Kernel::from_getter passes one writable handle slot.
+        unsafe { *out = FAKE_HANDLE as runtime::cudaKernel_t };
+        runtime::cudaSuccess
+    }
+
+    #[test]
+    fn a_failing_getter_is_an_error_naming_the_kernel_the_status_and_the_fix() {
+        // SAFETY: the getter writes nothing and returns an error status.
+        let error = unsafe { Kernel::from_getter("vectorAdd", getter_without_image) }.unwrap_err();
+        assert!(
+            matches!(&error, Error::LinkedKernel { name, call }
+                if name == "vectorAdd" && call.call == "cudaGetKernel" && call.code == 209),
+            "{error:?}"
+        );
+        assert_eq!(error.cuda_code(), Some(209));
+        let message = error.to_string();
+        for needle in [
+            "linked kernel `vectorAdd`",
+            "for this GPU's architecture",
+            // Named by the runtime of the CUDA wheels.
+            "cudaErrorNoKernelImageForDevice",
+        ] {
+            assert!(message.contains(needle), "`{needle}` missing in: {message}");
+        }
+    }
+
+    unsafe extern "C" fn getter_without_driver(
+        _: *mut runtime::cudaKernel_t,
+    ) -> runtime::cudaError_t {
+        runtime::cudaErrorInsufficientDriver
+    }
+
+    #[test]
+    fn a_getter_without_a_driver_says_where_the_driver_was_looked_for() {
+        // SAFETY: the getter writes nothing and returns an error status.
+        let error = unsafe { Kernel::from_getter("vectorAdd", getter_without_driver) }.unwrap_err();
+        match initialized_driver() {
+            Err(no_driver) => {
+                assert_eq!(error.to_string(), no_driver.to_string());
+                assert!(
+                    matches!(
+                        &error,
+                        Error::LibraryNotFound {
+                            component: crate::Component::Driver,
+                            ..
+                        } | Error::LibraryOpen {
+                            component: crate::Component::Driver,
+                            ..
+                        } | Error::Cuda(_)
+                    ),
+                    "{error:?}"
+                );
+            }
+            // With a working driver the getter's status is reported as it is.
+            Ok(_) => assert!(
+                matches!(&error, Error::LinkedKernel { call, .. } if call.code == 35),
+                "{error:?}"
+            ),
+        }
+    }
+
+    #[test]
+    fn a_getter_s_handle_is_borrowed_not_owned() {
+        // SAFETY: the getter writes one handle; the kernel is only compared, never used.
+        let kernel = unsafe { Kernel::from_getter("vectorAdd", getter_with_handle) }.unwrap();
+        assert_eq!(kernel.as_raw() as usize, FAKE_HANDLE);
+        assert_eq!(kernel.as_runtime_raw() as usize, FAKE_HANDLE);
+        assert!(kernel.library().is_none());
+    }
+
+    fn failed_get_kernel(code: u32) -> Error {
+        Error::Cuda(Box::new(crate::error::CallError {
+            api: crate::Component::Runtime,
+            call: "cudaGetKernel",
+            code: code as i32,
+            name: "cudaErrorInvalidDeviceFunction".to_owned(),
+            message: "invalid device function".to_owned(),
+            log: None,
+        }))
+    }
+
+    #[test]
+    fn an_unknown_host_function_says_which_runtime_was_asked_and_what_to_do() {
+        let runtime = Path::new("/opt/cuda/lib64/libcudart.so.13");
+        let entry = 0x1234 as *const c_void;
+        let error = not_registered(
+            failed_get_kernel(runtime::cudaErrorInvalidDeviceFunction),
+            entry,
+            runtime,
+        );
+        assert!(
+            matches!(&error, Error::KernelNotRegistered { entry: 0x1234, runtime: path, .. }
+                if path == runtime),
+            "{error:?}"
+        );
+        assert_eq!(error.cuda_code(), Some(98));
+        let message = error.to_string();
+        for needle in [
+            "no kernel is registered for the host function at 0x1234",
+            "/opt/cuda/lib64/libcudart.so.13",
+            "Kernel::from_getter",
+            "-cudart shared",
+            "cudaErrorInvalidDeviceFunction",
+        ] {
+            assert!(message.contains(needle), "`{needle}` missing in: {message}");
+        }
+        // Any other failure (no device, an old driver) is not blamed on the registration.
+        let other = not_registered(failed_get_kernel(100), entry, runtime);
+        assert!(
+            matches!(&other, Error::Cuda(call) if call.code == 100),
+            "{other:?}"
+        );
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub use device::{Device, DeviceLimits, MemoryInfo};
 pub use error::{CallError, Error, Result};
 pub use image::{Image, ImageKind};
 pub use inspect::{Inspection, ParseError};
-pub use kernel::{Kernel, KernelAttribute};
+pub use kernel::{Kernel, KernelAttribute, KernelGetter};
 pub use launch::{
     ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig,
 };

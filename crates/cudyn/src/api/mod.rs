@@ -16,6 +16,7 @@ pub(crate) mod library;
 pub(crate) mod nvfatbin;
 pub(crate) mod nvjitlink;
 pub(crate) mod nvrtc;
+pub(crate) mod runtime;
 
 /// `text` as a C string for a C call; [`Error::NulByte`] naming `what` ("kernel name", "NVRTC
 /// option", ...) when it holds a NUL, which would cut it short.

@@ -74,14 +74,19 @@ pub fn compile(source: &str, output: Output) -> Compiled {
     let input = dir.path().join("kernels.cu");
     std::fs::write(&input, source).expect("writing the CUDA source");
     let path = dir.path().join(format!("kernels.{}", output.extension()));
-    let result = Command::new(nvcc())
+    let mut command = Command::new(nvcc());
+    command
         .arg(output.flag())
         .arg(format!("-arch={}", device_arch()))
         .arg("-o")
         .arg(&path)
-        .arg(&input)
-        .output()
-        .expect("running nvcc");
+        .arg(&input);
+    run_nvcc(command, path, dir)
+}
+
+/// Runs an nvcc `command` that writes `path` inside `dir`; fails the test with nvcc's messages.
+fn run_nvcc(mut command: Command, path: PathBuf, dir: tempfile::TempDir) -> Compiled {
+    let result = command.output().expect("running nvcc");
     assert!(
         result.status.success(),
         "nvcc failed ({}):\n{}",
@@ -116,3 +121,67 @@ extern "C" __global__ void increment(int* data, unsigned long long n) {
     if (i < n) data[i] += 1;
 }
 "#;
+
+/// Which CUDA runtime a library built by nvcc links, and so registers its kernels with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CudaRuntime {
+    /// `-cudart static`: a runtime instance of the library's own.
+    Static,
+    /// The toolkit's `libcudart.so`: the process's one shared runtime instance.
+    Shared,
+}
+
+/// nvcc, found as cudyn-build finds it: `$CUDA_HOME/bin` first, then `PATH`, `/usr/local/cuda`
+/// and the CUDA wheels of `scripts/cuda-wheels`. Fails the test when there is none.
+pub fn any_nvcc() -> cudyn_build::Nvcc {
+    cudyn_build::nvcc::find(cudyn_build::nvcc::candidates(|key| std::env::var_os(key)))
+        .unwrap_or_else(|searched| {
+            panic!(
+                "this test needs nvcc: set CUDA_HOME or run scripts/cuda-wheels. Looked at:\n{}",
+                searched.join("\n")
+            )
+        })
+}
+
+/// A shared library `lib<name>.so` built by `nvcc` from CUDA C++ `source` for `arch` (`sm_90`),
+/// linked with `runtime`, in a temporary folder that lives as long as the value.
+pub fn shared_library(
+    nvcc: &cudyn_build::Nvcc,
+    name: &str,
+    source: &str,
+    arch: &str,
+    runtime: CudaRuntime,
+) -> Compiled {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let input = dir.path().join(format!("{name}.cu"));
+    std::fs::write(&input, source).expect("writing the CUDA source");
+    let path = dir.path().join(format!("lib{name}.so"));
+    let mut command = Command::new(&nvcc.path);
+    command
+        .args(["-shared", "-Xcompiler", "-fPIC"])
+        .arg(format!("-arch={arch}"))
+        .arg("-o")
+        .arg(&path)
+        .arg(&input);
+    match runtime {
+        CudaRuntime::Static => {
+            command.args(["-cudart", "static"]);
+        }
+        CudaRuntime::Shared => {
+            // The CUDA wheels ship libcudart.so.13 without the libcudart.so link that
+            // `-cudart shared` links against: name the file itself.
+            let folder = nvcc
+                .static_runtime_dir()
+                .expect("the toolkit of nvcc has a lib64 or lib folder with the CUDA runtime");
+            let runtime = ["libcudart.so", "libcudart.so.13", "libcudart.so.12"]
+                .into_iter()
+                .find(|file| folder.join(file).exists())
+                .expect("the toolkit of nvcc has libcudart.so");
+            command
+                .args(["-cudart", "none"])
+                .arg(format!("-L{}", folder.display()))
+                .arg(format!("-Xlinker=-l:{runtime}"));
+        }
+    }
+    run_nvcc(command, path, dir)
+}
