@@ -127,6 +127,8 @@ pub use launch::{
     ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig,
 };
 pub use library::{Backend, Global, JitLog, JitOptions, Library, LibraryLoader, LibraryOptions};
+#[cfg(feature = "bytemuck")]
+pub use memory::Bytemuck;
 pub use memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 pub use param::ParamLayout;
 pub use stream::{Event, Stream};

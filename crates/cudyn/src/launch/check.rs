@@ -61,8 +61,9 @@ impl fmt::Display for ArgumentMismatch {
             } => write!(
                 f,
                 "parameter {index} lies at byte offset {expected} but the arguments put it at \
-                 {given}: an argument's alignment differs from its parameter's (use a \
-                 #[repr(C, align(N))] type matching the device type)"
+                 {given}: an argument's alignment differs from its parameter's (match the \
+                 device type's: for a float4, a #[derive(DeviceRepr)] #[repr(C, align(16))] \
+                 struct rather than a [f32; 4])"
             ),
         }
     }
