@@ -7,7 +7,7 @@
 ///
 /// cudyn implements it for the integer and floating-point types and for arrays of `DeviceRepr`
 /// types; with the `half` feature, for `half::f16` and `half::bf16` (`__half` and
-/// `__nv_bfloat16`); with the `bytemuck` feature, for [`Bytemuck<T>`](Bytemuck) of any
+/// `__nv_bfloat16`); with the `bytemuck` feature, for `cudyn::Bytemuck<T>` of any
 /// `bytemuck::Pod` type. For a struct, derive it (the `derive` feature, on by default):
 ///
 /// ```
