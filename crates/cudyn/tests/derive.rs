@@ -2,6 +2,8 @@
 //! `Bytemuck<T>`, checked against the parameter layouts NVRTC gives the CUDA types they stand
 //! for (compiled for sm_90 and read back from the cubin), and against `offset_of!`.
 
+mod plain_types;
+
 use std::mem::{align_of, offset_of, size_of};
 use std::sync::OnceLock;
 
@@ -10,23 +12,7 @@ use bytemuck::TransparentWrapper;
 use cudyn::launch::check_arguments;
 use cudyn::{Arch, ArgumentMismatch, Bytemuck, DeviceRepr, KernelArgs, Output, ParamLayout};
 use half::{bf16, f16};
-
-/// `struct Sample { unsigned char kind; unsigned char pad[7]; double value; float3 direction;
-/// int count; }`: the padding C++ leaves implicit after `kind` is a field here.
-#[derive(Debug, Clone, Copy, PartialEq, DeviceRepr)]
-#[repr(C)]
-struct Sample {
-    kind: u8,
-    _pad: [u8; 7],
-    value: f64,
-    direction: [f32; 3],
-    count: i32,
-}
-
-/// `float4`: 16-byte aligned, where `[f32; 4]` is 4.
-#[derive(Debug, Clone, Copy, PartialEq, DeviceRepr)]
-#[repr(C, align(16))]
-struct Float4([f32; 4]);
+use plain_types::{sample, Complex, Float4, Sample, CUDA_TYPES};
 
 /// A transparent wrapper is its field.
 #[derive(Debug, Clone, Copy, PartialEq, DeviceRepr)]
@@ -55,24 +41,10 @@ struct ThroughAReexport {
     value: u32,
 }
 
-/// `struct Complex { float re, im; }` standing for a `Pod` type of another crate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[repr(C)]
-struct Complex {
-    re: f32,
-    im: f32,
-}
-// SAFETY: repr(C), two floats, no padding, any bits valid.
-unsafe impl bytemuck::Zeroable for Complex {}
-// SAFETY: as above.
-unsafe impl bytemuck::Pod for Complex {}
-
 const KERNELS: &str = r#"
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-struct Sample { unsigned char kind; unsigned char pad[7]; double value; float3 direction; int count; };
 struct Segment { float4 from; float4 to; double length; };
-struct Complex { float re, im; };
 extern "C" __global__ void sample(char tag, Sample s, int n, float4 v, int3 i3, float3 f3) {}
 extern "C" __global__ void vector_first(float4 v, int n) {}
 extern "C" __global__ void segment(char tag, Segment s) {}
@@ -84,7 +56,7 @@ extern "C" __global__ void complex(char c, Complex z, const Complex* zs) {}
 fn kernel_params(kernel: &str) -> Vec<ParamLayout> {
     static CUBIN: OnceLock<Vec<u8>> = OnceLock::new();
     let cubin = CUBIN.get_or_init(|| {
-        cudyn::Program::new(KERNELS)
+        cudyn::Program::new(format!("{CUDA_TYPES}{KERNELS}"))
             .name("plain_types.cu")
             .arch("sm_90".parse::<Arch>().unwrap())
             .output(Output::Cubin)
@@ -99,16 +71,6 @@ fn kernel_params(kernel: &str) -> Vec<ParamLayout> {
         .unwrap()
         .param_layout(kernel)
         .unwrap_or_else(|| panic!("{kernel} is in the cubin"))
-}
-
-fn sample() -> Sample {
-    Sample {
-        kind: 7,
-        _pad: [0; 7],
-        value: -2.5,
-        direction: [1.0, 2.0, 3.0],
-        count: 42,
-    }
 }
 
 #[test]
@@ -256,11 +218,11 @@ fn a_derived_value_is_its_fields_bytes() {
         // struct has no padding, so every byte is initialized.
         unsafe { std::slice::from_raw_parts((*pointers).cast::<u8>(), 32) }.to_vec()
     });
-    let mut expected = vec![7u8, 0, 0, 0, 0, 0, 0, 0];
-    expected.extend((-2.5f64).to_ne_bytes());
-    for v in [1.0f32, 2.0, 3.0] {
+    let mut expected = vec![value.kind, 0, 0, 0, 0, 0, 0, 0];
+    expected.extend(value.value.to_ne_bytes());
+    for v in value.direction {
         expected.extend(v.to_ne_bytes());
     }
-    expected.extend(42i32.to_ne_bytes());
+    expected.extend(value.count.to_ne_bytes());
     assert_eq!(bytes, expected);
 }

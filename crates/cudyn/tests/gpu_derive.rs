@@ -6,15 +6,15 @@
 //! Run on a machine with a GPU: `cargo test -p cudyn --test gpu_derive -- --include-ignored`.
 //! Each test fails, never skips, when the driver, the GPU or NVRTC is missing.
 
+mod plain_types;
+
 use std::mem::{align_of, offset_of, size_of};
 
 use bytemuck::TransparentWrapper;
-use cudyn::{Bytemuck, DeviceBuffer, DeviceRepr, LaunchConfig, Library, Program};
+use cudyn::{Bytemuck, DeviceBuffer, LaunchConfig, Library, Program};
+use plain_types::{sample, Complex, Float4, Sample, CUDA_TYPES};
 
 const KERNELS: &str = r#"
-struct Sample { unsigned char kind; unsigned char pad[7]; double value; float3 direction; int count; };
-struct Complex { float re, im; };
-
 __device__ Sample stored;
 
 // Every field and parameter it received, each into a buffer of its own, and where the device
@@ -70,51 +70,11 @@ extern "C" __global__ void rotate(Complex factor, const Complex* z, Complex* out
 }
 "#;
 
-/// `Sample` above: the 7 bytes C++ leaves implicit after `kind` are a field.
-#[derive(Debug, Clone, Copy, PartialEq, DeviceRepr)]
-#[repr(C)]
-struct Sample {
-    kind: u8,
-    _pad: [u8; 7],
-    value: f64,
-    direction: [f32; 3],
-    count: i32,
-}
-
-/// `float4`, 16-byte aligned.
-#[derive(Debug, Clone, Copy, PartialEq, DeviceRepr)]
-#[repr(C, align(16))]
-struct Float4([f32; 4]);
-
-/// `Complex` above, standing for a `Pod` type of another crate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[repr(C)]
-struct Complex {
-    re: f32,
-    im: f32,
-}
-// SAFETY: repr(C), two floats, no padding, any bits valid.
-unsafe impl bytemuck::Zeroable for Complex {}
-// SAFETY: as above.
-unsafe impl bytemuck::Pod for Complex {}
-
 fn library() -> Library {
-    Program::new(KERNELS)
+    Program::new(format!("{CUDA_TYPES}{KERNELS}"))
         .name("plain_types.cu")
         .load()
         .expect("NVRTC compiles the kernels and they load")
-}
-
-/// A value with a distinct, non-zero pattern in every field, and bytes that would show a shift
-/// by any offset.
-fn sample() -> Sample {
-    Sample {
-        kind: 0xa5,
-        _pad: [0; 7],
-        value: -1234.5625,
-        direction: [0.25, -3.5, 1e-3],
-        count: -77_777,
-    }
 }
 
 #[test]
