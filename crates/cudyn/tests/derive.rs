@@ -29,6 +29,14 @@ struct Segment {
     _pad: [u8; 8],
 }
 
+/// `#[pragma pack(1)]`-style: no padding, so accepted.
+#[derive(Debug, Clone, Copy, DeviceRepr)]
+#[repr(C, packed)]
+struct Packed {
+    tag: u8,
+    value: u32,
+}
+
 /// cudyn reached through another path, as a crate re-exporting it would.
 mod reexport {
     pub use cudyn;
@@ -86,6 +94,7 @@ fn a_derived_struct_has_the_c_layout_of_its_cuda_twin() {
     assert_eq!((size_of::<Float4>(), align_of::<Float4>()), (16, 16));
     assert_eq!((size_of::<Segment>(), align_of::<Segment>()), (48, 16));
     assert_eq!(size_of::<Meters>(), 8);
+    assert_eq!((size_of::<Packed>(), align_of::<Packed>()), (5, 1));
     assert_eq!(size_of::<ThroughAReexport>(), 4);
 
     // The same sizes and offsets as NVRTC gives the CUDA structs and vector types.

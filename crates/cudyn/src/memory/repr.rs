@@ -211,10 +211,12 @@ pub mod derive_support {
         const fn fix(self, bytes: usize) -> Self {
             self.text(
                 ": DeviceRepr values are copied byte for byte and padding bytes are \
-                 uninitialized, so declare them as a field, `_pad: [u8; ",
+                 uninitialized, so declare them as a `[u8; ",
             )
             .number(bytes)
-            .text("]`,")
+            .text("]` field (such as `_pad: [u8; ")
+            .number(bytes)
+            .text("]`)")
         }
 
         const fn text(mut self, text: &str) -> Self {
