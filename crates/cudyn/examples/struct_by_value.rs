@@ -1,6 +1,7 @@
-//! A struct passed to a kernel by value: a `#[repr(C)]` Rust struct that implements
-//! `DeviceRepr` stands for the CUDA struct, and the launch checks its size against the kernel's
-//! parameter before anything runs.
+//! A struct passed to a kernel by value: a `#[repr(C)]` Rust struct with
+//! `#[derive(DeviceRepr)]` stands for the CUDA struct, the derive refuses it at compile time if it
+//! has padding, and the launch checks its size against the kernel's parameter before anything
+//! runs.
 //!
 //! `cargo run -p cudyn --example struct_by_value`
 
@@ -22,18 +23,17 @@ extern "C" __global__ void apply(Transform t, double *out, int n) {
 }
 "#;
 
-/// The CUDA `Transform`, field for field: 8 + 4 + 6 bytes, padded to 24 by its alignment of 8.
+/// The CUDA `Transform`, field for field: 8 + 4 + 6 bytes, which C++ pads to 24 by its alignment
+/// of 8. The derive refuses implicit padding (its bytes would be uninitialized), so the last 6
+/// bytes are a field of their own, zeros in every value.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, DeviceRepr)]
 struct Transform {
     scale: f64,
     offset: i32,
     steps: [i16; 3],
+    _pad: [u8; 6],
 }
-
-// SAFETY: repr(C) with the device struct's fields in its order, no pointers, and every bit
-// pattern is a valid f64, i32 and i16 array.
-unsafe impl DeviceRepr for Transform {}
 
 fn main() -> ExitCode {
     common::run("struct_by_value", || {
@@ -45,6 +45,7 @@ fn main() -> ExitCode {
             scale: 0.5,
             offset: 10,
             steps: [1, -2, 3],
+            _pad: [0; 6],
         };
         let n = 999;
         let mut out = DeviceBuffer::<f64>::zeroed(n)?;

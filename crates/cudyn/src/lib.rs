@@ -129,6 +129,8 @@ pub use launch::{
 pub use library::{
     Backend, Global, JitLog, JitOptions, Library, LibraryLoader, LibraryOptions, Sharing,
 };
+#[cfg(feature = "bytemuck")]
+pub use memory::Bytemuck;
 pub use memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 pub use param::ParamLayout;
 pub use stream::{Event, Stream};

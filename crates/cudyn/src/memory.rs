@@ -10,37 +10,13 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::sys::driver::{CUcontext, CUdeviceptr};
 
-/// Plain data that may be copied byte for byte between host and device and passed to a kernel by
-/// value.
-///
-/// # Safety
-/// Implement it only for types that are `#[repr(C)]` (or `#[repr(transparent)]` over such a type)
-/// whose layout matches the device type they stand for, that hold no host pointers or references,
-/// and for which every bit pattern is a valid value (the device may write any bytes). cudyn
-/// implements it for the integer and floating-point types and for arrays of `DeviceRepr` types.
-///
-/// ```
-/// #[repr(C)]
-/// #[derive(Clone, Copy)]
-/// struct Particle {
-///     position: [f32; 3],
-///     mass: f32,
-/// }
-/// // SAFETY: repr(C), no pointers, any bit pattern is a valid pair of float arrays.
-/// unsafe impl cudyn::DeviceRepr for Particle {}
-/// ```
-pub unsafe trait DeviceRepr: Copy + 'static {}
+mod repr;
 
-macro_rules! device_repr {
-    ($($ty:ty),*) => { $(
-        // SAFETY: a primitive number: fixed layout, any bit pattern valid.
-        unsafe impl DeviceRepr for $ty {}
-    )* };
-}
-device_repr!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
-
-// SAFETY: an array of plain data is plain data with the C array layout.
-unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
+#[doc(hidden)]
+pub use repr::derive_support;
+#[cfg(feature = "bytemuck")]
+pub use repr::Bytemuck;
+pub use repr::DeviceRepr;
 
 /// A typed allocation in device memory of the current device.
 ///

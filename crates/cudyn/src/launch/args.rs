@@ -18,7 +18,9 @@ use crate::sys::driver::CUdeviceptr;
 
 /// One kernel argument.
 ///
-/// Implemented for every [`DeviceRepr`] type (passed by value), for `&DeviceBuffer<T>` and
+/// Implemented for every [`DeviceRepr`] type (passed by value: numbers, arrays for CUDA's vector
+/// types, derived structs; see [`check_arguments`](crate::launch::check_arguments) for how an
+/// array meets a vector parameter's alignment), for `&DeviceBuffer<T>` and
 /// `&mut DeviceBuffer<T>` and for views (passed as the device address, a `T*` in the kernel).
 ///
 /// # Safety
@@ -288,8 +290,9 @@ mod tests {
         struct Params {
             scale: f64,
             count: u32,
+            _pad: u32,
         }
-        // SAFETY: repr(C), numbers only.
+        // SAFETY: repr(C), numbers only, no padding.
         unsafe impl DeviceRepr for Params {}
         let x = DeviceBuffer::<u8>::alloc(0).unwrap();
         let args = (
@@ -297,6 +300,7 @@ mod tests {
             Params {
                 scale: 1.0,
                 count: 2,
+                _pad: 0,
             },
             x.as_slice(),
             1i16,

@@ -61,8 +61,9 @@ impl fmt::Display for ArgumentMismatch {
             } => write!(
                 f,
                 "parameter {index} lies at byte offset {expected} but the arguments put it at \
-                 {given}: an argument's alignment differs from its parameter's (use a \
-                 #[repr(C, align(N))] type matching the device type)"
+                 {given}: an argument's alignment differs from its parameter's (match the \
+                 device type's: for a float4, a #[derive(DeviceRepr)] #[repr(C, align(16))] \
+                 struct rather than a [f32; 4])"
             ),
         }
     }
@@ -74,6 +75,16 @@ impl std::error::Error for ArgumentMismatch {}
 /// each parameter in order. The arguments' layouts are their C layout (see
 /// [`ParamLayout::c_layout`]), so an argument whose alignment differs from its parameter's shows
 /// as an offset mismatch.
+///
+/// Arrays stand for CUDA's vector types by size and offset: a `[f32; 3]` for a `float3` or an
+/// `[i32; 3]` for an `int3` always matches (both are 4-byte aligned), and a `[f32; 4]` for a
+/// `float4` matches where the arguments before it put it at the `float4`'s offset (first, or
+/// after a multiple of 16 bytes). Elsewhere it is refused as an offset mismatch, although the
+/// driver would copy its 16 bytes to the right place: the check sees layouts, not device types,
+/// and an alignment that differs from the parameter's is the one sign of a wrong type that the
+/// layout gives beyond its size, so it is not waived for arrays. The fix it names is a type of
+/// the parameter's alignment, `#[derive(DeviceRepr)] #[repr(C, align(16))] struct
+/// Float4([f32; 4])`.
 ///
 /// Pure and allocation-free, so it runs on every launch: when everything matches it is one
 /// pass comparing two slices.

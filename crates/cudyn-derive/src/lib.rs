@@ -1,0 +1,195 @@
+//! `#[derive(DeviceRepr)]` for [cudyn](https://docs.rs/cudyn): use it through cudyn
+//! (`#[derive(cudyn::DeviceRepr)]`), whose `derive` feature (on by default) re-exports it next to
+//! the trait of the same name. The rules it enforces are documented on the trait.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Error, Fields, Path};
+
+/// Implements `cudyn::DeviceRepr` for a `#[repr(C)]` or `#[repr(transparent)]` struct whose
+/// fields are all `DeviceRepr` and which has no padding, and refuses anything else at compile
+/// time (see the trait's documentation).
+///
+/// `#[cudyn(crate = "path::to::cudyn")]` names the cudyn crate where it is not `::cudyn` (a
+/// renamed dependency or a re-export).
+#[proc_macro_derive(DeviceRepr, attributes(cudyn))]
+pub fn derive_device_repr(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
+    let input = syn::parse_macro_input!(input as DeriveInput);
+    device_repr(&input)
+        .unwrap_or_else(Error::into_compile_error)
+        .into()
+}
+
+fn device_repr(input: &DeriveInput) -> syn::Result<TokenStream> {
+    let cudyn = crate_path(input)?;
+    let fields = struct_fields(input)?;
+    check_repr(input)?;
+    if let Some(param) = input.generics.params.first() {
+        return Err(Error::new_spanned(
+            param,
+            "#[derive(DeviceRepr)] does not accept generic parameters: whether a generic struct \
+             has padding depends on its arguments, which the derive cannot check; derive it on a \
+             struct of concrete types (one per instance you need)",
+        ));
+    }
+
+    let name = &input.ident;
+    let type_name = name.to_string();
+    // Spanned at each field's type, so that a field that is not DeviceRepr is the one underlined.
+    let field_checks = fields.iter().map(|field| {
+        let ty = &field.ty;
+        quote_spanned! {ty.span()=>
+            #cudyn::memory::derive_support::assert_device_repr::<#ty>();
+        }
+    });
+    // Each field must start where the previous one ends, and the struct end where the last one
+    // does: one check per field, spanned at it, so that padding is reported where it lies.
+    let mut end_of_previous = quote!(0);
+    let mut gap_checks = Vec::new();
+    let mut last_label = String::new();
+    for (index, field) in fields.iter().enumerate() {
+        let member = match &field.ident {
+            Some(ident) => syn::Member::Named(ident.clone()),
+            None => syn::Member::Unnamed(index.into()),
+        };
+        let label = quote!(#member).to_string();
+        let offset = quote!(::core::mem::offset_of!(#name, #member));
+        // The error points at the call, whose span starts with the crate path's.
+        let cudyn = respan(&cudyn, field.span());
+        gap_checks.push(quote_spanned! {field.span()=>
+            const _: () = #cudyn::memory::derive_support::assert_field_follows(
+                #type_name, #label, #end_of_previous, #offset,
+            );
+        });
+        let ty = &field.ty;
+        end_of_previous = quote!(#offset + ::core::mem::size_of::<#ty>());
+        last_label = label;
+    }
+    let tail_cudyn = respan(&cudyn, name.span());
+    let tail_check = quote_spanned! {name.span()=>
+        const _: () = #tail_cudyn::memory::derive_support::assert_no_tail_padding(
+            #type_name, #last_label, #end_of_previous, ::core::mem::size_of::<#name>(),
+        );
+    };
+    Ok(quote! {
+        // Evaluated when the struct is compiled: a field that is not DeviceRepr or a padding
+        // byte is a compile error.
+        const _: () = {
+            #(#field_checks)*
+        };
+        #(#gap_checks)*
+        #tail_check
+        // SAFETY: checked above when this compiles: #[repr(C)] or #[repr(transparent)] (checked
+        // by the derive), every field DeviceRepr (so plain data with every bit pattern valid) and
+        // no padding byte between or after the fields.
+        unsafe impl #cudyn::DeviceRepr for #name {}
+    })
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: &impl ToTokens, span: Span) -> TokenStream {
+    tokens
+        .to_token_stream()
+        .into_iter()
+        .map(|mut tree| {
+            tree.set_span(span);
+            tree
+        })
+        .collect()
+}
+
+/// The fields of a struct with at least one field; anything else is an error saying why.
+fn struct_fields(input: &DeriveInput) -> syn::Result<Vec<&syn::Field>> {
+    let refuse = |span: Span, what: &str| {
+        Err(Error::new(
+            span,
+            format!(
+                "#[derive(DeviceRepr)] accepts only structs with fields, not {what}: a kernel \
+                 parameter or buffer element of a C struct type is a #[repr(C)] struct field for \
+                 field"
+            ),
+        ))
+    };
+    let data =
+        match &input.data {
+            Data::Struct(data) => data,
+            Data::Enum(data) => return refuse(
+                data.enum_token.span,
+                "an enum (not every bit pattern is one of its variants; pass its integer instead)",
+            ),
+            Data::Union(data) => {
+                return refuse(
+                    data.union_token.span,
+                    "a union (its bytes beyond the active field are not initialized)",
+                )
+            }
+        };
+    let fields: Vec<_> = match &data.fields {
+        Fields::Named(fields) => fields.named.iter().collect(),
+        Fields::Unnamed(fields) => fields.unnamed.iter().collect(),
+        Fields::Unit => Vec::new(),
+    };
+    if fields.is_empty() {
+        return refuse(
+            input.ident.span(),
+            "a struct without fields (its size is 0 in Rust but 1 in C++)",
+        );
+    }
+    Ok(fields)
+}
+
+/// Accepts `#[repr(C)]` (with `align`/`packed` or not) and `#[repr(transparent)]`: the layouts
+/// that C and CUDA C++ share. A Rust-layout struct may order its fields any way.
+fn check_repr(input: &DeriveInput) -> syn::Result<()> {
+    let mut c_layout = false;
+    for attr in input
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("repr"))
+    {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("C") || meta.path.is_ident("transparent") {
+                c_layout = true;
+            }
+            // `align(N)` and `packed(N)` carry an argument, which is not needed here.
+            if meta.input.peek(syn::token::Paren) {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                content.parse::<TokenStream>()?;
+            }
+            Ok(())
+        })?;
+    }
+    if c_layout {
+        return Ok(());
+    }
+    Err(Error::new(
+        input.ident.span(),
+        format!(
+            "#[derive(DeviceRepr)] needs #[repr(C)] (or #[repr(transparent)]) on `{}`: without \
+             it Rust may reorder the fields, and the kernel would read them at other offsets",
+            input.ident
+        ),
+    ))
+}
+
+/// The path of the cudyn crate: `::cudyn` unless `#[cudyn(crate = "...")]` says otherwise.
+fn crate_path(input: &DeriveInput) -> syn::Result<Path> {
+    let mut path = syn::parse_quote!(::cudyn);
+    for attr in input
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("cudyn"))
+    {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("crate") {
+                path = meta.value()?.parse::<syn::LitStr>()?.parse()?;
+                Ok(())
+            } else {
+                Err(meta.error("unknown cudyn attribute: the one known is `crate = \"path\"`"))
+            }
+        })?;
+    }
+    Ok(path)
+}

@@ -1,0 +1,8 @@
+// DeviceRepr values are copied byte for byte, so the type must be Copy.
+#[derive(cudyn::DeviceRepr)]
+#[repr(C)]
+struct Value {
+    x: f32,
+}
+
+fn main() {}
