@@ -25,6 +25,22 @@
 #define CUDYN_BACKEND_DRIVER 2
 
 /**
+ * `cudyn_load_options.sharing`: share a library already loaded from identical device code with
+ * identical options, unless the code defines device variables (which every sharer would see).
+ */
+#define CUDYN_SHARING_AUTO 0
+
+/**
+ * `cudyn_load_options.sharing`: share, device variables included.
+ */
+#define CUDYN_SHARING_ALWAYS 1
+
+/**
+ * `cudyn_load_options.sharing`: load a library of this load's own, shared with no later load.
+ */
+#define CUDYN_SHARING_NEVER 2
+
+/**
  * What a cudyn C function returns: `CUDYN_SUCCESS` (0), or the kind of failure. On a failure
  * `cudyn_last_error()` holds cudyn's full message, which says what failed and what to do.
  */
@@ -201,6 +217,11 @@ typedef struct {
    * `CUDYN_BACKEND_PREFERRED`, `CUDYN_BACKEND_RUNTIME` or `CUDYN_BACKEND_DRIVER`.
    */
   int32_t backend;
+  /**
+   * `CUDYN_SHARING_AUTO`, `CUDYN_SHARING_ALWAYS` or `CUDYN_SHARING_NEVER`: whether this load
+   * may share one loaded library with other loads of the same code, Rust's included.
+   */
+  int32_t sharing;
 } cudyn_load_options;
 
 /**

@@ -2,7 +2,9 @@
 
 use std::ffi::{c_char, c_void};
 
-use cudyn::{Arch, Backend, JitOptions, Library, LibraryLoader, LibraryOptions, Program};
+use cudyn::{
+    Arch, Backend, JitOptions, Library, LibraryLoader, LibraryOptions, Program, Sharing,
+};
 
 use crate::handles::{bytes_arg, entry_returning, text_arg, text_array_arg, Registry};
 use crate::status::{cudyn_status, entry, Failure};
@@ -24,6 +26,14 @@ pub const CUDYN_BACKEND_PREFERRED: i32 = 0;
 pub const CUDYN_BACKEND_RUNTIME: i32 = 1;
 /// `cudyn_load_options.backend`: the driver's library API (`cuLibraryLoadData`).
 pub const CUDYN_BACKEND_DRIVER: i32 = 2;
+
+/// `cudyn_load_options.sharing`: share a library already loaded from identical device code with
+/// identical options, unless the code defines device variables (which every sharer would see).
+pub const CUDYN_SHARING_AUTO: i32 = 0;
+/// `cudyn_load_options.sharing`: share, device variables included.
+pub const CUDYN_SHARING_ALWAYS: i32 = 1;
+/// `cudyn_load_options.sharing`: load a library of this load's own, shared with no later load.
+pub const CUDYN_SHARING_NEVER: i32 = 2;
 
 /// Options for loading device code. Start from `cudyn_load_options_default()` and change what
 /// you need; a null options pointer means the defaults.
@@ -48,6 +58,9 @@ pub struct cudyn_load_options {
     pub preserve_binary: bool,
     /// `CUDYN_BACKEND_PREFERRED`, `CUDYN_BACKEND_RUNTIME` or `CUDYN_BACKEND_DRIVER`.
     pub backend: i32,
+    /// `CUDYN_SHARING_AUTO`, `CUDYN_SHARING_ALWAYS` or `CUDYN_SHARING_NEVER`: whether this load
+    /// may share one loaded library with other loads of the same code, Rust's included.
+    pub sharing: i32,
 }
 
 /// The default load options: JIT defaults, the preferred backend.
@@ -63,6 +76,7 @@ pub extern "C" fn cudyn_load_options_default() -> cudyn_load_options {
         log_capacity: 0,
         preserve_binary: LibraryOptions::default().preserve_binary,
         backend: CUDYN_BACKEND_PREFERRED,
+        sharing: CUDYN_SHARING_AUTO,
     }
 }
 
@@ -92,7 +106,18 @@ impl cudyn_load_options {
         let options = LibraryOptions {
             preserve_binary: self.preserve_binary,
         };
-        let loader = Library::loader().jit(jit).options(options);
+        let sharing = match self.sharing {
+            CUDYN_SHARING_AUTO => Sharing::Auto,
+            CUDYN_SHARING_ALWAYS => Sharing::Always,
+            CUDYN_SHARING_NEVER => Sharing::Never,
+            other => {
+                return Err(Failure::invalid_argument(format!(
+                    "sharing {other} is none of CUDYN_SHARING_AUTO (0), CUDYN_SHARING_ALWAYS (1) \
+                     or CUDYN_SHARING_NEVER (2)"
+                )))
+            }
+        };
+        let loader = Library::loader().jit(jit).options(options).sharing(sharing);
         match self.backend {
             CUDYN_BACKEND_PREFERRED => Ok(loader),
             CUDYN_BACKEND_RUNTIME => Ok(loader.backend(Backend::Runtime)),

@@ -53,6 +53,9 @@ int main(void) {
     load = cudyn_load_options_default();
     load.optimization_level = -2;
     EXPECT(cudyn_library_load_data("x", 1, &load, &library), invalid, "optimization_level -2");
+    load = cudyn_load_options_default();
+    load.sharing = 3;
+    EXPECT(cudyn_library_load_data("x", 1, &load, &library), invalid, "sharing 3");
     if (library != NULL) {
         printf("FAIL: a failed load wrote its out-pointer\n");
         failures++;
