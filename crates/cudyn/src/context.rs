@@ -138,7 +138,7 @@ pub(crate) fn release_in(
 }
 
 /// The primary context of `device`, retained on first use and kept for the life of the process.
-fn primary_context(driver: &'static Driver, device: Device) -> Result<CUcontext> {
+pub(crate) fn primary_context(driver: &'static Driver, device: Device) -> Result<CUcontext> {
     let address = PRIMARY.get_or_init(device, || {
         // The retain is never released on purpose (see the module documentation).
         let context = api::primary_context_retain(driver, device.as_raw())?;

@@ -93,11 +93,15 @@
 //! }
 //! ```
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod api;
 pub mod cache;
 pub mod compile;
 pub mod context;
+#[cfg(feature = "cudarc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
+pub mod cudarc;
 pub mod device;
 pub mod error;
 pub mod image;
