@@ -1,4 +1,5 @@
-//! Interoperation with [cudarc](https://docs.rs/cudarc) (feature `cudarc`): cudarc's slices,
+//! Interoperation with [cudarc](https://docs.rs/cudarc) (feature `cudarc` or
+//! `cudarc-any-version`): cudarc's slices,
 //! views and streams in cudyn's checked launch, and cudyn's buffers and streams in cudarc's
 //! copies and launches.
 //!
@@ -79,9 +80,11 @@
 //!
 //! # cudarc's version
 //!
-//! The feature builds cudarc 0.19 with `fallback-dynamic-loading` (libcuda is opened at run
-//! time, unless the program chooses another way for cudarc) and the CUDA 13.0 driver API
-//! (`cuda-13000`), so building needs no CUDA install.
+//! The `cudarc` feature builds cudarc 0.19 with `fallback-dynamic-loading` (libcuda is opened at
+//! run time, unless the program chooses another way for cudarc) and the CUDA 13.0 driver API
+//! (`cuda-13000`), so building needs no CUDA install. cudarc builds for one CUDA version: a
+//! program whose own cudarc names another (`cuda-12080`, ...) enables `cudarc-any-version`
+//! instead, the same module with the version left to the program.
 //!
 //! [`read`]: LaunchStream::read
 //! [`write`]: LaunchStream::write

@@ -99,8 +99,11 @@ mod api;
 pub mod cache;
 pub mod compile;
 pub mod context;
-#[cfg(feature = "cudarc")]
-#[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
+#[cfg(feature = "cudarc-any-version")]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "cudarc", feature = "cudarc-any-version")))
+)]
 pub mod cudarc;
 pub mod device;
 pub mod error;

@@ -70,7 +70,7 @@ impl Stream {
     /// # Safety
     /// `raw` is a stream of `context`, a context of `device` (or the null or per-thread default
     /// stream handle), and stays alive while the result is used.
-    #[cfg(feature = "cudarc")]
+    #[cfg(feature = "cudarc-any-version")]
     pub(crate) unsafe fn borrowed(
         raw: CUstream,
         context: CUcontext,
@@ -84,7 +84,7 @@ impl Stream {
     }
 
     /// The context the stream was made in.
-    #[cfg(feature = "cudarc")]
+    #[cfg(feature = "cudarc-any-version")]
     pub(crate) fn context(&self) -> CUcontext {
         self.context
     }
