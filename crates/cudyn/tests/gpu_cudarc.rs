@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaStream, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 use cudyn::cudarc::LaunchStream;
-use cudyn::{DeviceBuffer, Error, LaunchConfig, Output, Program, Stream};
+use cudyn::{DeviceBuffer, Error, KernelArg, LaunchConfig, Output, Program, Stream};
 
 /// `out[i] = a * x[i] + y[i]` in wrapping 32-bit integers, so that the CPU reference is exact.
 /// With `spin` set, each thread first idles for about that many clock cycles, so that work
@@ -42,6 +42,13 @@ fn random_words(len: usize, seed: u64) -> Vec<u32> {
     (0..len).map(|_| rng.u32(..)).collect()
 }
 
+/// `len` random words from `seed`, and their copy in a cudarc slice on `stream`.
+fn upload(stream: &Arc<CudaStream>, len: usize, seed: u64) -> (Vec<u32>, CudaSlice<u32>) {
+    let host = random_words(len, seed);
+    let device = stream.clone_htod(&host).unwrap();
+    (host, device)
+}
+
 fn axpy_kernel() -> cudyn::Kernel {
     Program::new(AXPY)
         .name("axpy.cu")
@@ -49,6 +56,24 @@ fn axpy_kernel() -> cudyn::Kernel {
         .expect("axpy compiles for device 0 and loads")
         .kernel("axpy")
         .unwrap()
+}
+
+/// Launches axpy over the first N elements with a checked launch: `x` and `y` as its inputs,
+/// `out` as its output.
+///
+/// # Safety
+/// `x`, `y` and `out` are device memory of at least N words, alive and not touched by other
+/// work until the kernel completes, `out` lent mutably.
+unsafe fn launch_axpy(
+    axpy: &cudyn::Kernel,
+    config: &LaunchConfig<'_>,
+    x: impl KernelArg,
+    y: impl KernelArg,
+    out: impl KernelArg,
+    spin: i64,
+) {
+    // SAFETY: the caller's contract; axpy reads x[i] and y[i] and writes out[i] for i < N.
+    unsafe { axpy.launch(config, (A, x, y, out, N as u64, spin)) }.unwrap();
 }
 
 fn primary_stream() -> (Arc<CudaContext>, Arc<CudaStream>) {
@@ -61,11 +86,9 @@ fn primary_stream() -> (Arc<CudaContext>, Arc<CudaStream>) {
 #[ignore = "gpu: launches a cudyn kernel on cudarc slices, views and a cudarc stream"]
 fn a_cudyn_kernel_runs_on_cudarc_memory_and_stream() {
     let (_context, stream) = primary_stream();
-    let x_host = random_words(N, 1);
+    let (x_host, x) = upload(&stream, N, 1);
     // y's data sits in the second half of a longer slice: the kernel gets a view at an offset.
-    let y_host = random_words(2 * N, 2);
-    let x = stream.clone_htod(&x_host).unwrap();
-    let y = stream.clone_htod(&y_host).unwrap();
+    let (y_host, y) = upload(&stream, 2 * N, 2);
     let mut out = stream.alloc_zeros::<u32>(N + 1).unwrap();
 
     let axpy = axpy_kernel();
@@ -77,19 +100,15 @@ fn a_cudyn_kernel_runs_on_cudarc_memory_and_stream() {
     // hold N words (`out` one more, which stays 0); the launch is on `stream`, where cudarc
     // orders the copy below after it, and every slice outlives it.
     unsafe {
-        axpy.launch(
+        launch_axpy(
+            &axpy,
             &config,
-            (
-                A,
-                launch.read(&x),
-                launch.read(&y_view),
-                launch.write(&mut out_view),
-                N as u64,
-                0i64,
-            ),
+            launch.read(&x),
+            launch.read(&y_view),
+            launch.write(&mut out_view),
+            0,
         )
-    }
-    .unwrap();
+    };
 
     let got = stream.clone_dtoh(&out).unwrap();
     assert_eq!(got[..N], expected(&x_host, &y_host[N..]));
@@ -101,10 +120,8 @@ fn a_cudyn_kernel_runs_on_cudarc_memory_and_stream() {
 fn cudarc_orders_its_work_after_a_cudyn_launch_on_its_slices() {
     let (context, writer) = primary_stream();
     let reader = context.new_stream().unwrap();
-    let x_host = random_words(N, 3);
-    let y_host = random_words(N, 4);
-    let x = writer.clone_htod(&x_host).unwrap();
-    let y = writer.clone_htod(&y_host).unwrap();
+    let (x_host, x) = upload(&writer, N, 3);
+    let (y_host, y) = upload(&writer, N, 4);
     let mut out = writer.alloc_zeros::<u32>(N).unwrap();
     writer.synchronize().unwrap();
 
@@ -114,19 +131,15 @@ fn cudarc_orders_its_work_after_a_cudyn_launch_on_its_slices() {
     // SAFETY: as in the test above; the slow kernel writes `out`, and the copy below reads it
     // on another stream, which cudarc makes wait for the event the write argument recorded.
     unsafe {
-        axpy.launch(
+        launch_axpy(
+            &axpy,
             &config,
-            (
-                A,
-                launch.read(&x),
-                launch.read(&y),
-                launch.write(&mut out),
-                N as u64,
-                SLOW,
-            ),
+            launch.read(&x),
+            launch.read(&y),
+            launch.write(&mut out),
+            SLOW,
         )
-    }
-    .unwrap();
+    };
 
     // Without the recorded event, this copy would run while the kernel still idles, and read
     // the zeros.
@@ -200,10 +213,8 @@ fn a_cudyn_stream_carries_cudarc_copies_and_cudyn_launches() {
     // SAFETY: `shared` is used only in this test, before `stream` is dropped, and every piece
     // of work on it is queued in order on this one stream.
     let shared = unsafe { stream.to_cudarc(&context) }.unwrap();
-    let x_host = random_words(N, 7);
-    let y_host = random_words(N, 8);
-    let x = shared.clone_htod(&x_host).unwrap();
-    let y = shared.clone_htod(&y_host).unwrap();
+    let (x_host, x) = upload(&shared, N, 7);
+    let (y_host, y) = upload(&shared, N, 8);
     let mut out = DeviceBuffer::<u32>::zeroed(N).unwrap();
 
     let axpy = axpy_kernel();
@@ -213,19 +224,15 @@ fn a_cudyn_stream_carries_cudarc_copies_and_cudyn_launches() {
     // of x and y and the launch are queued in that order on one stream, and `out` is read after
     // the stream is synchronized.
     unsafe {
-        axpy.launch(
+        launch_axpy(
+            &axpy,
             &config,
-            (
-                A,
-                launch.read(&x),
-                launch.read(&y),
-                &mut out,
-                N as u64,
-                0i64,
-            ),
+            launch.read(&x),
+            launch.read(&y),
+            &mut out,
+            0,
         )
-    }
-    .unwrap();
+    };
     stream.synchronize().unwrap();
     assert_eq!(out.to_vec().unwrap(), expected(&x_host, &y_host));
 }
