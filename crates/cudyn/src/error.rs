@@ -539,6 +539,7 @@ impl Error {
 
 /// A call into a CUDA library that returned an error status.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CallError {
     /// The library whose call failed.
     pub api: Component,
