@@ -164,7 +164,7 @@ pub(crate) fn in_device<T>(device: Device, call: impl FnOnce(&Driver) -> Result<
 }
 
 /// The primary context of `device`, retained on first use and kept for the life of the process.
-fn primary_context(driver: &'static Driver, device: Device) -> Result<CUcontext> {
+pub(crate) fn primary_context(driver: &'static Driver, device: Device) -> Result<CUcontext> {
     let address = PRIMARY.get_or_init(device, || {
         // The retain is never released on purpose (see the module documentation).
         let context = api::primary_context_retain(driver, device.as_raw())?;

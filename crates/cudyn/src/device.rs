@@ -125,6 +125,7 @@ impl MemoryInfo {
 
 /// What a GPU allows a launch, as checked before every launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeviceLimits {
     /// Most threads in one block.
     pub max_threads_per_block: u32,

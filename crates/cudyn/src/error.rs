@@ -429,6 +429,34 @@ pub enum Error {
         count: usize,
     },
 
+    /// A handle from another CUDA library (such as cudarc) lives in a context that is not its
+    /// device's primary context, the one cudyn works in.
+    #[error(
+        "{what} belongs to a context that is not the primary context of device {device}: make it \
+         in the primary context (cudarc: CudaContext::new({device}), not new_non_primary, new_cig \
+         or from_raw_context), which cudyn and the CUDA runtime share"
+    )]
+    NotPrimaryContext {
+        /// What was handed over, e.g. "the cudarc stream".
+        what: &'static str,
+        /// The device the context belongs to.
+        device: usize,
+    },
+
+    /// Two handles used together belong to different devices.
+    #[error(
+        "{what} is on device {found}, not device {expected}: make both on the same device \
+         (cudyn::set_device, cudarc's CudaContext::new(ordinal))"
+    )]
+    DeviceMismatch {
+        /// What was handed over, e.g. "the cudarc context".
+        what: &'static str,
+        /// The device it is on.
+        found: usize,
+        /// The device it must be on.
+        expected: usize,
+    },
+
     /// The driver reported a device handle or context that cudyn cannot relate to a device.
     #[error("the driver returned {what}: reinstall or update the NVIDIA driver")]
     DriverInconsistent {
@@ -552,6 +580,7 @@ impl Error {
 
 /// A call into a CUDA library that returned an error status.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CallError {
     /// The library whose call failed.
     pub api: Component,

@@ -93,11 +93,18 @@
 //! }
 //! ```
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod api;
 pub mod cache;
 pub mod compile;
 pub mod context;
+#[cfg(feature = "cudarc-any-version")]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "cudarc", feature = "cudarc-any-version")))
+)]
+pub mod cudarc;
 pub mod device;
 pub mod error;
 pub mod image;

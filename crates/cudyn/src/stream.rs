@@ -64,6 +64,31 @@ impl Stream {
         self.raw
     }
 
+    /// A `Stream` for a handle another library owns: the `ManuallyDrop` keeps cudyn from ever
+    /// destroying it.
+    ///
+    /// # Safety
+    /// `raw` is a stream of `context`, a context of `device` (or the null or per-thread default
+    /// stream handle), and stays alive while the result is used.
+    #[cfg(feature = "cudarc-any-version")]
+    pub(crate) unsafe fn borrowed(
+        raw: CUstream,
+        context: CUcontext,
+        device: Device,
+    ) -> ManuallyDrop<Stream> {
+        ManuallyDrop::new(Stream {
+            raw,
+            context,
+            device,
+        })
+    }
+
+    /// The context the stream was made in.
+    #[cfg(feature = "cudarc-any-version")]
+    pub(crate) fn context(&self) -> CUcontext {
+        self.context
+    }
+
     /// Destroys the stream now, in the context it was made in, and says whether that worked.
     /// Work already in the stream still completes, as the driver documents.
     pub fn destroy(self) -> Result<()> {

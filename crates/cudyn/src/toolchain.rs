@@ -12,6 +12,7 @@ use crate::version::Version;
 /// The state of the CUDA installation as this process sees it.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct ToolchainReport {
     /// Each CUDA library, in [`Component::ALL`] order.
     pub components: Vec<ComponentReport>,
@@ -31,6 +32,7 @@ pub struct ToolchainReport {
 /// One CUDA library in the report.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct ComponentReport {
     /// Which library.
     pub component: Component,
@@ -51,6 +53,7 @@ pub struct ComponentReport {
 /// A library that was found and opened.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct FoundLibrary {
     /// The file opened.
     pub path: PathBuf,
@@ -65,6 +68,7 @@ pub struct FoundLibrary {
 /// One GPU in the report.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct DeviceReport {
     /// The ordinal.
     pub ordinal: usize,
@@ -79,6 +83,7 @@ pub struct DeviceReport {
 /// A compatibility problem between the libraries found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct Warning {
     /// A stable identifier, e.g. `nvrtc-newer-than-driver`.
     pub id: &'static str,

@@ -85,6 +85,7 @@ fn bump(counter: &AtomicU64, by: u64) {
 /// What a cache did in this process, and what it holds on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct CacheStats {
     /// Results found in this process's memory.
     pub memory_hits: u64,
@@ -109,6 +110,7 @@ pub struct CacheStats {
 /// One entry on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct EntryInfo {
     /// Its key, in hexadecimal.
     pub key: String,
@@ -129,6 +131,7 @@ pub struct EntryInfo {
 /// What [`Cache::verify`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct VerifyReport {
     /// Entries read.
     pub checked: usize,
@@ -139,6 +142,7 @@ pub struct VerifyReport {
 /// What [`Cache::prune`] removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct PruneReport {
     /// Entries removed.
     pub removed: usize,

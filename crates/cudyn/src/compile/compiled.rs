@@ -4,6 +4,7 @@ use super::target::Arch;
 
 /// The kind of device code a [`Program`](super::Program) produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Output {
     /// SASS for one real architecture, in an ELF cubin: loads on any driver that knows the GPU,
     /// whatever NVRTC's version. The default.

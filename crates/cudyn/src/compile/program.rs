@@ -14,6 +14,7 @@ use crate::sys::locate::{provider_of, Component, CudaHeaders};
 
 /// A C++ language standard (`-std=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CppStandard {
     /// C++11.
     Cpp11,

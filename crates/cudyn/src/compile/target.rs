@@ -37,6 +37,7 @@ pub struct Arch {
 
 /// Which of a compute capability's instruction sets code uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[non_exhaustive]
 pub enum ArchVariant {
     /// Runs on this and later architectures (`sm_90`).
     #[default]
@@ -160,6 +161,7 @@ pub fn arch_of_device(probe: Result<(u32, u32)>) -> Result<Arch> {
 
 /// Whether PTX from a compiler of version `producer` can be handed to the driver here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PtxVerdict {
     /// The driver supports the PTX ISA the compiler emits.
     Loadable,

@@ -14,6 +14,7 @@ pub(crate) const MAGIC: &[u8] = b"!<arch>\n";
 /// A static library's members.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct Archive {
     /// The members, in order.
     pub members: Vec<Member>,
@@ -22,6 +23,7 @@ pub struct Archive {
 /// One member of a static library.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct Member {
     /// Its name in the archive.
     pub name: String,

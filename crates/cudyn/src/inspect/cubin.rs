@@ -32,6 +32,7 @@ const READ_BUDGET_FACTOR: usize = 4;
 /// What a cubin holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct Cubin {
     /// The SM architecture, e.g. 90 for sm_90 and sm_90a.
     pub arch: u32,
@@ -56,6 +57,7 @@ pub struct Cubin {
 /// One kernel of a cubin, as inspection reads it (not a loaded [`crate::Kernel`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct CubinKernel {
     /// The symbol name (mangled for C++ kernels).
     pub name: String,
@@ -88,6 +90,7 @@ pub struct CubinKernel {
 /// A variable defined in a cubin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct Variable {
     /// The symbol name.
     pub name: String,

@@ -23,6 +23,7 @@ pub const MAGIC: u32 = 0xBA55_ED50;
 /// The header at the start of a fatbin.
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
+#[non_exhaustive]
 pub struct FatbinHeader {
     /// [`MAGIC`].
     pub magic: U32<LE>,
@@ -37,6 +38,7 @@ pub struct FatbinHeader {
 /// The header of one fatbin entry; its payload follows after `header_size` bytes.
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
+#[non_exhaustive]
 pub struct EntryHeader {
     /// What the payload is: 1 PTX, 2 SASS (a cubin), 8 LTO-IR.
     pub kind: U16<LE>,
@@ -100,6 +102,7 @@ const MIN_WINDOW: u64 = 1 << 17;
 /// A fatbin's contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct Fatbin {
     /// The container version.
     pub version: u16,
@@ -112,6 +115,7 @@ pub struct Fatbin {
 /// One entry of a fatbin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct Entry {
     /// What the entry holds.
     pub kind: EntryKind,
@@ -161,6 +165,7 @@ pub enum EntryKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum Compression {
     /// Stored as is.
     None,

@@ -16,6 +16,7 @@ const FATBIN_ALIGN: usize = 8;
 /// A host binary's embedded device code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct HostBinary {
     /// The object format: "ELF", "PE", "COFF" or "Mach-O".
     pub format: String,
@@ -30,6 +31,7 @@ pub struct HostBinary {
 /// One section of embedded fatbins.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct FatbinSection {
     /// The section's name.
     pub name: String,

@@ -7,6 +7,7 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum LtoIrFormat {
     /// The NVVM container (magic `7f4e43ed`), as CUDA 12 and 13 write it.
     NvvmContainer,
@@ -19,6 +20,7 @@ pub enum LtoIrFormat {
 /// What an LTO-IR image says about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct LtoIr {
     /// Its storage format.
     pub format: LtoIrFormat,

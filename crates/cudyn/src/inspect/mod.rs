@@ -27,6 +27,7 @@ pub mod ptx;
 /// is wrong there.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{place}: {problem}")]
+#[non_exhaustive]
 pub struct ParseError {
     /// Where the damage is, e.g. "fatbin entry 2 (at byte 4096)" or "section header 7".
     pub place: String,
@@ -52,6 +53,7 @@ impl ParseError {
 /// What inspecting one image found.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct Inspection {
     /// The detected kind.
     pub kind: ImageKind,

@@ -13,6 +13,7 @@ use crate::param::ParamLayout;
 /// What a PTX module declares.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct PtxModule {
     /// The PTX ISA version (`.version`), e.g. "9.0".
     pub version: Option<String>,
@@ -29,6 +30,7 @@ pub struct PtxModule {
 /// A kernel of a PTX module.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct PtxEntry {
     /// The entry's name (mangled for C++ kernels).
     pub name: String,
@@ -41,6 +43,7 @@ pub struct PtxEntry {
 /// One `.param` of an entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct PtxParam {
     /// The parameter's name.
     pub name: String,
@@ -59,6 +62,7 @@ pub struct PtxParam {
 /// A module-scope variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct PtxVariable {
     /// Its name.
     pub name: String,

@@ -49,6 +49,7 @@ impl From<(u32, u32, u32)> for Dim3 {
 /// How a kernel is launched: grid and block dimensions, dynamic shared memory, stream, cluster
 /// dimensions and whether the launch is cooperative.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct LaunchConfig<'s> {
     /// Blocks in the grid.
     pub grid: Dim3,

@@ -72,6 +72,7 @@ pub enum Sharing {
 
 /// What the JIT compiler said while loading a library; empty for code that needed no JIT.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JitLog {
     /// The informational log.
     pub info: String,

@@ -480,7 +480,7 @@ fn check_table(
     place: &str,
 ) -> Result<(), ParseError> {
     let entry_size = section.sh_entsize(LE);
-    if entry_size != expected as u64 || section.sh_size(LE) % expected as u64 != 0 {
+    if entry_size != expected as u64 || !section.sh_size(LE).is_multiple_of(expected as u64) {
         return Err(ParseError::new(
             place,
             format!(

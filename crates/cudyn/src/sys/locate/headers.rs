@@ -53,6 +53,7 @@ const CCCL_MARKER: &str = "cuda/std/version";
 /// A folder of headers that cudyn adds to NVRTC's search.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct HeaderFolder {
     /// The folder, as given to NVRTC with `-I`.
     pub folder: PathBuf,
@@ -68,6 +69,7 @@ pub struct HeaderFolder {
 /// CUDA's headers and CCCL's as found for this process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct CudaHeaders {
     /// The folder of `cuda_fp16.h`, `cuda_bf16.h`, `cooperative_groups.h`, ...
     pub cuda: Option<HeaderFolder>,

@@ -67,6 +67,7 @@ fn loaded_copy_in(maps: &str, component: Component) -> Option<PathBuf> {
 /// A CUDA library opened by the system loader, with where it came from. Never unloaded: CUDA
 /// libraries keep process-wide state and function pointers into them are handed out freely.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct OpenedLibrary {
     /// The component.
     pub component: Component,

@@ -18,6 +18,7 @@ pub const WHEELS_VENV_DEFAULT: &str = "cudyn/venv-cu13.0";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum Origin {
     /// An override folder (`CUDYN_LIBRARY_PATH` or [`crate::set_library_path`]).
     Override,
@@ -75,6 +76,7 @@ pub struct Place {
 
 /// Where a library was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Found {
     /// The component found.
     pub component: Component,
