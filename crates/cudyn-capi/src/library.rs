@@ -2,9 +2,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use cudyn::{
-    Arch, Backend, JitOptions, Library, LibraryLoader, LibraryOptions, Program, Sharing,
-};
+use cudyn::{Arch, Backend, JitOptions, Library, LibraryLoader, LibraryOptions, Program, Sharing};
 
 use crate::handles::{bytes_arg, entry_returning, text_arg, text_array_arg, Registry};
 use crate::status::{cudyn_status, entry, Failure};
