@@ -155,7 +155,12 @@ mod tests {
         )
         .unwrap();
         let env = env_of(&[("CUDYN_WHEELS_VENV", &venv)]);
-        let found = find(candidates(&env)).unwrap();
+        // A toolkit installed at /usr/local/cuda comes first on a machine that has one.
+        let candidates = candidates(&env)
+            .into_iter()
+            .filter(|(found_by, _)| found_by != "/usr/local/cuda")
+            .collect();
+        let found = find(candidates).unwrap();
         assert_eq!(found.path, nvcc);
         assert!(found.found_by.starts_with("cudyn's wheel environment"));
         assert_eq!(
