@@ -44,6 +44,7 @@ pub(crate) mod entry;
 mod evict;
 pub mod key;
 mod memory;
+pub(crate) mod resolved;
 pub mod store;
 
 pub use evict::DEFAULT_MAX_BYTES;
@@ -282,9 +283,11 @@ impl Cache {
         })
     }
 
-    /// Removes every entry, on disk and in memory; returns how many were on disk.
+    /// Removes every entry, on disk and in memory, and the toolchains remembered in its
+    /// `compilers/` folder; returns how many entries were on disk.
     pub fn clear(&self) -> Result<usize> {
         self.lock_memory().clear();
+        resolved::forget_all(&self.dir);
         Ok(self.prune(0)?.removed)
     }
 

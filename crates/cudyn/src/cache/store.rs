@@ -34,7 +34,7 @@ pub(crate) fn io_error(path: &Path, what: &'static str, error: std::io::Error) -
 /// Creates `dir` private (0700) when missing, then refuses it unless this user owns it and no
 /// one else may write to it.
 pub(crate) fn prepare_folder(dir: &Path) -> Result<()> {
-    if !dir.exists() {
+    if fs::symlink_metadata(dir).is_err() {
         if let Some(parent) = dir.parent() {
             fs::create_dir_all(parent)
                 .map_err(|error| io_error(parent, "creating the folder", error))?;
@@ -60,8 +60,7 @@ pub(crate) fn check_private(dir: &Path) -> Result<()> {
     if !metadata.is_dir() {
         return Err(refuse("it is not a folder (or is a symbolic link)".into()));
     }
-    let me = fs::metadata("/proc/self").map(|own| own.uid()).ok();
-    if me.is_some_and(|me| me != metadata.uid()) {
+    if this_user().is_some_and(|me| me != metadata.uid()) {
         return Err(refuse(format!(
             "it is owned by user {}, not by this process's user",
             metadata.uid()
@@ -75,6 +74,12 @@ pub(crate) fn check_private(dir: &Path) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The user this process runs as: the owner of `/proc/self`.
+fn this_user() -> Option<u32> {
+    static USER: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *USER.get_or_init(|| fs::metadata("/proc/self").map(|own| own.uid()).ok())
 }
 
 /// Writes `bytes` as `path` atomically (see the module documentation).
