@@ -144,18 +144,19 @@ impl CudaHeaders {
     /// version headers that exist in them): while none of them changes, neither does the
     /// choice, unless an earlier place of the search gains headers.
     pub(crate) fn source_files(&self) -> Vec<PathBuf> {
-        let cuda = self
-            .cuda
-            .iter()
-            .flat_map(|cuda| version_files(&cuda.folder).chain([cuda.folder.join(CUDA_MARKER)]));
-        let cccl = self.cccl.iter().flat_map(|cccl| {
-            let beside = cccl.folder.parent().into_iter().flat_map(version_files);
-            version_files(&cccl.folder).chain(beside).chain([
-                cccl.folder.join(CCCL_MARKER),
-                cccl.folder.join(CCCL_VERSION_FILE),
-            ])
-        });
-        cuda.chain(cccl).filter(|path| path.is_file()).collect()
+        let mut files = Vec::new();
+        if let Some(cuda) = &self.cuda {
+            files.push(cuda.folder.join(CUDA_MARKER));
+            files.extend(version_file(&cuda.folder));
+        }
+        if let Some(cccl) = &self.cccl {
+            files.push(cccl.folder.join(CCCL_MARKER));
+            files.push(cccl.folder.join(CCCL_VERSION_FILE));
+            let beside = cccl.folder.parent().and_then(version_file);
+            files.extend(version_file(&cccl.folder).or(beside));
+        }
+        files.retain(|path| path.is_file());
+        files
     }
 
     /// A warning when the headers' CUDA version differs from NVRTC's: newer headers may use
@@ -355,9 +356,12 @@ const VERSION_HEADERS: [(&str, &str); 2] = [
 /// Where CCCL declares its version, under its folder.
 const CCCL_VERSION_FILE: &str = "cuda/std/__cccl/version.h";
 
-/// The headers of `folder` that may declare its CUDA version.
-fn version_files(folder: &Path) -> impl Iterator<Item = PathBuf> + '_ {
-    VERSION_HEADERS.iter().map(|(file, _)| folder.join(file))
+/// The header of `folder` its CUDA version is read from: the first of [`VERSION_HEADERS`] there.
+fn version_file(folder: &Path) -> Option<PathBuf> {
+    VERSION_HEADERS
+        .iter()
+        .map(|(file, _)| folder.join(file))
+        .find(|path| path.is_file())
 }
 
 /// The CUDA version an include folder's `cuda.h` or `cuda_runtime_api.h` declares.
