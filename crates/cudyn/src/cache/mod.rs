@@ -10,7 +10,10 @@
 //!   [`Program::cache(false)`](crate::Program::cache) for one program.
 //! - **Size**: at most [`DEFAULT_MAX_BYTES`] (1 GiB) on disk, or `$CUDYN_CACHE_MAX_BYTES`, or
 //!   [`Cache::set_max_bytes`]; least recently used entries are evicted first, by use times cudyn
-//!   records itself. In memory, at most 64 MiB of code per process.
+//!   records itself. A process lists the folder at its first write and every 64 writes after,
+//!   and in between adds what it writes to the total it found: what other processes write
+//!   meanwhile is counted at the next listing, so the cap may be overshot by up to 64 entries
+//!   per writing process for a while. In memory, at most 64 MiB of code per process.
 //!
 //! **The key** (blake3) covers a schema version, the compiler's identity (the path, size and
 //! modification time of the NVRTC file the search order opens, and nvJitLink's for links), the
@@ -66,8 +69,21 @@ pub struct Cache {
     dir: PathBuf,
     memory: Mutex<MemoryCache>,
     max_bytes: AtomicU64,
+    disk_total: Mutex<DiskTotal>,
     counters: Counters,
+    warned_of_failed_write: AtomicBool,
 }
+
+/// The bytes of the entries on disk as this process last counted them, plus its own writes.
+#[derive(Debug, Default)]
+struct DiskTotal {
+    /// `None` until the folder is first listed.
+    bytes: Option<u64>,
+    writes_since_listing: u32,
+}
+
+/// Writes after which the folder is listed again, to count what other processes wrote.
+const WRITES_BETWEEN_LISTINGS: u32 = 64;
 
 #[derive(Debug, Default)]
 struct Counters {
@@ -77,6 +93,7 @@ struct Counters {
     writes: AtomicU64,
     corrupt: AtomicU64,
     evictions: AtomicU64,
+    failed_writes: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64, by: u64) {
@@ -99,6 +116,9 @@ pub struct CacheStats {
     pub corrupt: u64,
     /// Entries evicted for the size cap.
     pub evictions: u64,
+    /// Entries that could not be written (the compile's result was returned all the same; the
+    /// first failure of a process is also printed as a warning).
+    pub failed_writes: u64,
     /// Entries on disk.
     pub entries: u64,
     /// Their total size in bytes.
@@ -159,7 +179,9 @@ impl Cache {
             dir,
             memory: Mutex::new(MemoryCache::new(DEFAULT_MEMORY_BYTES)),
             max_bytes: AtomicU64::new(max_bytes_from_environment()),
+            disk_total: Mutex::new(DiskTotal::default()),
             counters: Counters::default(),
+            warned_of_failed_write: AtomicBool::new(false),
         })
     }
 
@@ -211,6 +233,7 @@ impl Cache {
             writes: load(&self.counters.writes),
             corrupt: load(&self.counters.corrupt),
             evictions: load(&self.counters.evictions),
+            failed_writes: load(&self.counters.failed_writes),
             entries: files.len() as u64,
             bytes: files.iter().map(|file| file.size).sum(),
             max_bytes: self.max_bytes.load(Ordering::Relaxed),
@@ -276,6 +299,10 @@ impl Cache {
             }
         }
         bump(&self.counters.evictions, removed.len() as u64);
+        *self.lock_disk_total() = DiskTotal {
+            bytes: Some(remaining_bytes),
+            writes_since_listing: 0,
+        };
         Ok(PruneReport {
             removed: removed.len(),
             freed_bytes: removed.iter().map(|file| file.size).sum(),
@@ -289,6 +316,12 @@ impl Cache {
         self.lock_memory().clear();
         resolved::forget_all(&self.dir);
         Ok(self.prune(0)?.removed)
+    }
+
+    fn lock_disk_total(&self) -> std::sync::MutexGuard<'_, DiskTotal> {
+        self.disk_total
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     fn lock_memory(&self) -> std::sync::MutexGuard<'_, MemoryCache> {
@@ -328,16 +361,46 @@ impl Cache {
         }
     }
 
-    /// Stores an entry in memory and on disk, then evicts down to the size cap. A failed write
-    /// leaves the result uncached: the compile itself succeeded.
+    /// Stores an entry in memory and on disk, then evicts down to the size cap when the total
+    /// may exceed it. A failed write leaves the result uncached (the compile itself succeeded):
+    /// it is counted, and the first one of the process printed as a warning.
     pub(crate) fn store(&self, entry: Entry) {
         let path = self.entry_path(&entry.key);
         let entry = Arc::new(entry);
         self.lock_memory().insert(Arc::clone(&entry));
-        if store::write_atomically(&path, &entry.encode()).is_ok() {
-            bump(&self.counters.writes, 1);
-            let _ = self.prune(self.max_bytes.load(Ordering::Relaxed));
+        let bytes = entry.encode();
+        match store::write_atomically(&path, &bytes) {
+            Ok(()) => {
+                bump(&self.counters.writes, 1);
+                if self.may_exceed_cap(bytes.len() as u64) {
+                    let _ = self.prune(self.max_bytes.load(Ordering::Relaxed));
+                }
+            }
+            Err(error) => {
+                bump(&self.counters.failed_writes, 1);
+                if !self.warned_of_failed_write.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "cudyn: warning: the compile cache could not store a result ({error}); \
+                         free space or fix the folder's permissions, or move the cache with \
+                         {DIR_ENV}. Compiles go on without storing; this is said once per \
+                         process."
+                    );
+                }
+            }
         }
+    }
+
+    /// Adds a write of `bytes` to the running total; whether the folder must be listed now: the
+    /// total may exceed the cap, was never counted, or other processes' writes are due to be.
+    fn may_exceed_cap(&self, bytes: u64) -> bool {
+        let mut total = self.lock_disk_total();
+        total.writes_since_listing += 1;
+        let Some(known) = total.bytes.as_mut() else {
+            return true;
+        };
+        *known += bytes;
+        *known > self.max_bytes.load(Ordering::Relaxed)
+            || total.writes_since_listing >= WRITES_BETWEEN_LISTINGS
     }
 
     /// The version remembered for the library file `file`, if it was ever opened by a process
@@ -452,6 +515,39 @@ mod tests {
         let used = std::fs::metadata(&path).unwrap().modified().unwrap();
         assert!(used > long_ago + std::time::Duration::from_secs(1000));
         assert_eq!(cache.entries().unwrap()[0].last_used, used);
+    }
+
+    #[test]
+    fn writes_list_the_folder_only_when_the_total_may_exceed_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let one_entry = sample(Key([0; 32]), 100).encode().len() as u64;
+        cache.set_max_bytes(3 * one_entry);
+        cache.store(sample(Key([1; 32]), 100));
+        // Written by another process: not counted until the next listing.
+        let other = Cache::open(dir.path()).unwrap();
+        other.store(sample(Key([2; 32]), 100));
+        other.store(sample(Key([3; 32]), 100));
+        cache.store(sample(Key([4; 32]), 100));
+        cache.store(sample(Key([5; 32]), 100));
+        assert_eq!(cache.stats().unwrap().entries, 5, "its own three fit the cap");
+        cache.store(sample(Key([6; 32]), 100));
+        let stats = cache.stats().unwrap();
+        assert_eq!((stats.entries, stats.evictions), (3, 3));
+    }
+
+    #[test]
+    fn a_failed_write_is_counted_and_the_result_kept_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path().join("kernels")).unwrap();
+        std::fs::remove_dir(dir.path().join("kernels")).unwrap();
+        let key = Key([7; 32]);
+        cache.store(sample(key, 10));
+        cache.store(sample(Key([8; 32]), 10));
+        assert_eq!(cache.counters.failed_writes.load(Ordering::Relaxed), 2);
+        assert_eq!(cache.counters.writes.load(Ordering::Relaxed), 0);
+        assert!(cache.warned_of_failed_write.load(Ordering::Relaxed));
+        assert!(cache.lookup(&key).is_some());
     }
 
     #[test]
