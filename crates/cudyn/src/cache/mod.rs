@@ -27,6 +27,26 @@
 //! lowered names a compile needs are in the entry. NVRTC's version is remembered in the cache
 //! (`compilers/`) the first time it is opened, to find the same CUDA headers it would.
 //!
+//! **A hit walks no search either** (the direct mode, as ccache calls its own): finding NVRTC and
+//! CUDA's headers through the search order of [`crate::sys::locate`] takes dozens of `stat`
+//! calls, directory listings and a read of `cuda.h`, more than the rest of a hit. So the outcome
+//! (NVRTC's file and version, the header folders and their versions) is remembered in
+//! `compilers/` under a fingerprint of everything the search reads from the process: the
+//! variables of [`SEARCH_ENV`](crate::sys::locate::SEARCH_ENV) (`CUDYN_LIBRARY_PATH`,
+//! `CUDA_PATH`, `CUDA_HOME`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `PYTHONPATH`, `PATH`, `HOME`,
+//! `XDG_CACHE_HOME`, `CUDYN_WHEELS_VENV`, `LD_LIBRARY_PATH`) and the folders of
+//! [`crate::set_library_path`]. A later process with the same fingerprint trusts it after one
+//! `stat` per file it was read from (NVRTC's file, and each header folder's marker and version
+//! headers): a size, modification time, change time or inode that differs (an upgrade in place,
+//! a file replaced or removed) or another value of any of these variables means the search is
+//! walked again. The trade-off: a hit does not look for what the search would find *new* with
+//! nothing of that changed (a toolkit installed afterwards in a place searched earlier, or a
+//! copy of NVRTC another library loaded into the process); it returns what the remembered,
+//! unchanged NVRTC made of exactly these inputs. Every miss opens NVRTC through the full search
+//! and compares: a different outcome replaces the remembered one, and a result compiled by
+//! another NVRTC than its key names is not stored. `cudyn cache clear` forgets the remembered
+//! outcomes too; files modified in the last two seconds are never trusted this way.
+//!
 //! **Entries** are one file each, the code and a manifest (kind, architecture, kernels with
 //! their parameter layouts, lowered names, toolchain, creation time) sealed by a blake3 checksum,
 //! verified on every read (length, checksum, manifest); a damaged one is a miss and is rewritten. **Writes** are atomic and safe between threads, processes and hosts under the
@@ -530,7 +550,11 @@ mod tests {
         other.store(sample(Key([3; 32]), 100));
         cache.store(sample(Key([4; 32]), 100));
         cache.store(sample(Key([5; 32]), 100));
-        assert_eq!(cache.stats().unwrap().entries, 5, "its own three fit the cap");
+        assert_eq!(
+            cache.stats().unwrap().entries,
+            5,
+            "its own three fit the cap"
+        );
         cache.store(sample(Key([6; 32]), 100));
         let stats = cache.stats().unwrap();
         assert_eq!((stats.entries, stats.evictions), (3, 3));
