@@ -116,7 +116,7 @@ fn path_of(dir: &Path, fingerprint: &Key) -> PathBuf {
 
 /// The toolchain remembered under `fingerprint`, when every file it was read from is unchanged.
 pub(crate) fn recall(dir: &Path, fingerprint: &Key) -> Option<ResolvedCompiler> {
-    let bytes = std::fs::read(path_of(dir, fingerprint)).ok()?;
+    let (_, _, bytes) = store::read_whole(&path_of(dir, fingerprint))?;
     let (body, checksum) = bytes.split_at(bytes.len().checked_sub(CHECKSUM_LINE)?);
     (checksum_line(body).as_bytes() == checksum).then_some(())?;
     let mut lines = body.split(|&byte| byte == b'\n');
