@@ -36,8 +36,8 @@
 //! `CUDA_PATH`, `CUDA_HOME`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `PYTHONPATH`, `PATH`, `HOME`,
 //! `XDG_CACHE_HOME`, `CUDYN_WHEELS_VENV`, `LD_LIBRARY_PATH`) and the folders of
 //! [`crate::set_library_path`]. A later process with the same fingerprint trusts it after one
-//! `stat` per file it was read from (NVRTC's file, and each header folder's marker and version
-//! headers): a size, modification time, change time or inode that differs (an upgrade in place,
+//! `stat` per file it was read from (NVRTC's file, and the headers the folders' CUDA and CCCL
+//! versions were read from): a size, modification time, change time or inode that differs (an upgrade in place,
 //! a file replaced or removed) or another value of any of these variables means the search is
 //! walked again. The trade-off: a hit does not look for what the search would find *new* with
 //! nothing of that changed (a toolkit installed afterwards in a place searched earlier, or a

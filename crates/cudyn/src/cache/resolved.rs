@@ -9,8 +9,8 @@
 //! [`SEARCH_ENV`](crate::sys::locate::SEARCH_ENV) and the folders given to
 //! [`crate::set_library_path`]. A later process with the same fingerprint takes the remembered
 //! outcome after checking, with one `stat` each, that the files it was read from are unchanged
-//! (size, modification and change times, inode): NVRTC's file and the marker and version headers
-//! of CUDA's header folders. A changed variable is another fingerprint; a changed, replaced or
+//! (size, modification and change times, inode): NVRTC's file and the headers the folders' CUDA
+//! and CCCL versions were read from (an installation is upgraded or replaced whole). A changed variable is another fingerprint; a changed, replaced or
 //! removed NVRTC or header file fails the check: the search is walked again.
 //!
 //! The trade-off: what the walk would find *new* is not looked for on a hit. A toolkit installed

@@ -140,17 +140,16 @@ impl CudaHeaders {
         folders
     }
 
-    /// The files the choice of these folders and their versions was read from (the marker and
-    /// version headers that exist in them): while none of them changes, neither does the
-    /// choice, unless an earlier place of the search gains headers.
+    /// The files these folders' versions were read from (the marker where there is none): while
+    /// none of them changes, neither does the choice, unless an earlier place of the search
+    /// gains headers. An installation is upgraded or replaced whole, version headers included.
     pub(crate) fn source_files(&self) -> Vec<PathBuf> {
         let mut files = Vec::new();
         if let Some(cuda) = &self.cuda {
-            files.push(cuda.folder.join(CUDA_MARKER));
-            files.extend(version_file(&cuda.folder));
+            let marker = cuda.folder.join(CUDA_MARKER);
+            files.push(version_file(&cuda.folder).unwrap_or(marker));
         }
         if let Some(cccl) = &self.cccl {
-            files.push(cccl.folder.join(CCCL_MARKER));
             files.push(cccl.folder.join(CCCL_VERSION_FILE));
             let beside = cccl.folder.parent().and_then(version_file);
             files.extend(version_file(&cccl.folder).or(beside));
