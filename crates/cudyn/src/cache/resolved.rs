@@ -127,9 +127,10 @@ pub(crate) fn recall(dir: &Path, fingerprint: &Key) -> Option<ResolvedCompiler> 
     let cuda = decode_folder(lines.next()?, "cuda")?;
     let cccl = decode_folder(lines.next()?, "cccl")?;
     let [cccl_version] = fields(lines.next()?, "cccl-version")?;
-    let cccl_version = (cccl_version != b"-")
-        .then(|| String::from_utf8(cccl_version.to_vec()).ok())
-        .map_or(Some(None), |version| version.map(Some))?;
+    let cccl_version = match cccl_version {
+        b"-" => None,
+        version => Some(String::from_utf8(version.to_vec()).ok()?),
+    };
     let mut nvrtc = None;
     for line in lines.filter(|line| !line.is_empty()) {
         let [expected, file] = fields(line, "stamp")?;

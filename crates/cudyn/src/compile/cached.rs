@@ -65,23 +65,21 @@ fn compiler(cache: &Cache) -> Result<Option<Arc<ResolvedCompiler>>> {
 /// The compiler found by walking the search order: NVRTC's file, its version as `cache`
 /// remembers it (else NVRTC opened to ask), and the CUDA headers beside it.
 fn search(cache: &Cache) -> Result<Option<ResolvedCompiler>> {
-    if !sys::is_open(Component::Nvrtc) {
-        let file = sys::library_file(Component::Nvrtc);
-        if let Some((file, version)) =
-            file.and_then(|f| Some((f.clone(), cache.remembered_version(&f)?)))
-        {
-            let headers = CudaHeaders::find(
-                Some((&file.path, file.origin)),
-                Some(version),
-                |name| std::env::var_os(name),
-                Path::new("/"),
-            );
-            return Ok(Some(ResolvedCompiler {
-                file,
-                version,
-                headers,
-            }));
-        }
+    let identified = sys::library_file(Component::Nvrtc)
+        .filter(|_| !sys::is_open(Component::Nvrtc))
+        .and_then(|file| Some((cache.remembered_version(&file)?, file)));
+    if let Some((version, file)) = identified {
+        let headers = CudaHeaders::find(
+            Some((&file.path, file.origin)),
+            Some(version),
+            |name| std::env::var_os(name),
+            Path::new("/"),
+        );
+        return Ok(Some(ResolvedCompiler {
+            file,
+            version,
+            headers,
+        }));
     }
     let version = sys::nvrtc()?.version;
     let Some(file) = sys::library_file(Component::Nvrtc) else {
