@@ -13,7 +13,9 @@
 //!   and the whole `load()?.kernel()` again, medians of many repetitions;
 //! - (e) the hit's own part of (a), no GPU work: `Program::compile` for the same architecture,
 //!   from the source to the code ready for `cudaLibraryLoadData`, in a new process that creates
-//!   no context (`CUDYN_BENCH_CACHE_MODE=hit` runs it alone on a machine without a GPU).
+//!   no context. It runs alone on a machine without a GPU: `CUDYN_BENCH_CACHE_MODE=hit` with
+//!   `CUDYN_BENCH_CACHE_SOURCE` (the source file), `CUDYN_BENCH_CACHE_ARCH` (e.g. `sm_90`) and a
+//!   `CUDYN_CACHE_DIR` that holds that compile; it prints `cudyn-bench-cache: 0 <nanoseconds>`.
 //!
 //! What (a) and (b) count is the same kind of work: both start after the same context creation,
 //! which opens the driver and the runtime; neither opens a library while timed ((a) checks that
