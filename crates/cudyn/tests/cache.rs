@@ -279,6 +279,29 @@ fn a_changed_nvrtc_is_noticed_by_the_next_process() {
 }
 
 #[test]
+fn a_result_of_another_nvrtc_than_the_remembered_one_is_not_stored() {
+    let (dir, first, earlier) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    nvrtc_copy(first.path());
+    let order = std::env::join_paths([earlier.path(), first.path()]).unwrap();
+    let order = [(
+        cudyn::sys::locate::LIBRARY_PATH_ENV,
+        order.to_str().unwrap(),
+    )];
+    run_child("cold", dir.path(), &order);
+    // An NVRTC appears in a folder searched earlier, nothing else changes: a hit still trusts
+    // the remembered one, a miss finds the new one and does not store what it made under the
+    // remembered one's key.
+    nvrtc_copy(earlier.path());
+    run_child("warm", dir.path(), &order);
+    run_child("miss-not-stored", dir.path(), &order);
+    run_child("miss-stored", dir.path(), &order);
+}
+
+#[test]
 #[ignore = "gpu: loads the cached cubin with cudaLibraryLoadData and looks its kernel up"]
 fn a_warm_load_finds_the_kernel_by_its_name_expression_without_nvrtc() {
     let dir = tempfile::tempdir().unwrap();
@@ -387,6 +410,13 @@ fn child() {
             assert!(nvrtc_open());
             let s = stats(Cache::global().unwrap());
             assert_eq!((s.misses, s.writes), (1, 1));
+        }
+        "miss-not-stored" | "miss-stored" => {
+            program("moved").compile().unwrap();
+            assert!(nvrtc_open());
+            let s = stats(Cache::global().unwrap());
+            let writes = u64::from(role == "miss-stored");
+            assert_eq!((s.misses, s.writes), (1, writes), "{role}");
         }
         "cold-again" => {
             program("process").compile().unwrap();
