@@ -70,7 +70,8 @@ enum Action {
         #[command(flatten)]
         json: Json,
     },
-    /// Remove every entry. Asks first on a terminal; elsewhere needs --yes.
+    /// Remove every entry, and the toolchains remembered per environment. Asks first on a
+    /// terminal; elsewhere needs --yes.
     #[command(after_help = AFTER_HELP)]
     Clear {
         /// Remove without asking.

@@ -39,7 +39,8 @@ Examples:
   cudyn compile a.cu b.cu c.cu --arch sm_90 -o build/     # build/a.cubin, build/b.cubin, ...
   cudyn compile piece.cu --arch sm_90 --emit ltoir --rdc  # piece.ltoir, for cudyn link --lto
   cudyn compile scale.cu --arch 90 -D FACTOR=2.0f --json
-  cudyn compile half.cu --arch sm_90          # #include <cuda_fp16.h>: no -I needed";
+  cudyn compile half.cu --arch sm_90          # #include <cuda_fp16.h>: no -I needed
+  cudyn compile saxpy.cu --arch sm_90 --no-cache          # NVRTC runs, the cache is untouched";
 
 /// Options of `cudyn compile`.
 #[derive(clap::Args)]
@@ -73,6 +74,10 @@ pub struct Args {
     /// Write PTX even when NVRTC is newer than this machine's driver (for another machine).
     #[arg(long)]
     allow_newer_ptx: bool,
+    /// Compile with NVRTC even when the compile cache holds the result, and store nothing (as
+    /// CUDYN_CACHE=off does for every command).
+    #[arg(long)]
+    no_cache: bool,
     /// Pass an NVRTC option as is (repeatable), e.g. -X=--use_fast_math.
     #[arg(short = 'X', value_name = "OPTION", allow_hyphen_values = true)]
     option: Vec<String>,
@@ -361,7 +366,8 @@ fn program(args: &Args, file: &Path, source: String) -> Program {
         .name(name)
         .relocatable(args.rdc)
         .allow_newer_ptx(args.allow_newer_ptx)
-        .default_includes(!args.no_default_includes);
+        .default_includes(!args.no_default_includes)
+        .cache(!args.no_cache);
     for define in &args.define {
         program = match define.split_once('=') {
             Some((name, value)) => program.define_value(name, value),

@@ -160,6 +160,7 @@ fn list_and_stats_show_each_compiled_kernel_once() {
         "writes",
         "corrupt",
         "evictions",
+        "failed_writes",
     ] {
         assert!(
             stats["stats"][counter].is_u64(),
@@ -175,6 +176,34 @@ fn list_and_stats_show_each_compiled_kernel_once() {
         table.contains("sm_90") && table.contains("shift"),
         "{table}"
     );
+}
+
+#[test]
+fn compile_with_no_cache_stores_nothing() {
+    let scratch = Scratch::new();
+    let source = scratch.sources.path().join("scale.cu");
+    std::fs::write(
+        &source,
+        "extern \"C\" __global__ void scale(float *p) { *p *= 2; }\n",
+    )
+    .unwrap();
+    let cubin = source.with_extension("cubin");
+    let (source, cubin) = (source.to_str().unwrap(), cubin.to_str().unwrap());
+    let run = scratch.cudyn(&[
+        "compile",
+        source,
+        "--arch",
+        "sm_90",
+        "--no-cache",
+        "-o",
+        cubin,
+    ]);
+    assert!(run.status.success(), "{run:?}");
+    assert!(std::fs::metadata(cubin).unwrap().len() > 0);
+    assert_eq!(entries(&scratch.json(&["list"])).len(), 0);
+    let cached = scratch.cudyn(&["compile", source, "--arch", "sm_90", "-o", cubin]);
+    assert!(cached.status.success(), "{cached:?}");
+    assert_eq!(entries(&scratch.json(&["list"])).len(), 1);
 }
 
 #[test]

@@ -10,7 +10,20 @@
 //!   `cudaLibraryLoadData` + `cudaLibraryGetKernel`;
 //! - (c) cold: the same call with an empty cache (NVRTC opened and run);
 //! - (d) a repeat in one process: `Program::compile` of the same source again (an in-memory hit),
-//!   and the whole `load()?.kernel()` again, medians of many repetitions.
+//!   and the whole `load()?.kernel()` again, medians of many repetitions;
+//! - (e) the hit's own part of (a), no GPU work: `Program::compile` for the same architecture,
+//!   from the source to the code ready for `cudaLibraryLoadData`, in a new process that creates
+//!   no context. It runs alone on a machine without a GPU: `CUDYN_BENCH_CACHE_MODE=hit` with
+//!   `CUDYN_BENCH_CACHE_SOURCE` (the source file), `CUDYN_BENCH_CACHE_ARCH` (e.g. `sm_90`) and a
+//!   `CUDYN_CACHE_DIR` that holds that compile; it prints `cudyn-bench-cache: 0 <nanoseconds>`.
+//!
+//! What (a) and (b) count is the same kind of work: both start after the same context creation,
+//! which opens the driver and the runtime; neither opens a library while timed ((a) checks that
+//! NVRTC is still unmapped afterwards); both read one file of code and hand it to
+//! `cudaLibraryLoadData` then `cudaLibraryGetKernel` of that same runtime. (a) adds what the cache
+//! is: the key (blake3 of the source and options), the check of the remembered toolchain (a small
+//! file and a few `stat` calls), the entry's checksum, and cudyn's check of the image before the
+//! load.
 //!
 //! Targets: (a) <= 1 ms and <= 2x (b); (d) <= 5 µs. scripts/bench_cupy_cache.py measures CuPy's
 //! warm disk-cache start on the same source, the same way.
@@ -27,6 +40,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
+use cudyn::compile::Arch;
 use cudyn::{Cache, Program, Result};
 use raw_runtime::RawLibrary;
 
@@ -36,6 +50,8 @@ const MODE_ENV: &str = "CUDYN_BENCH_CACHE_MODE";
 const SOURCE_ENV: &str = "CUDYN_BENCH_CACHE_SOURCE";
 /// The reference cubin file, in the measuring processes.
 const CUBIN_ENV: &str = "CUDYN_BENCH_CACHE_CUBIN";
+/// The architecture (e.g. `sm_90`) of (e), which asks no GPU.
+const ARCH_ENV: &str = "CUDYN_BENCH_CACHE_ARCH";
 
 /// Process starts per measurement.
 const STARTS: usize = 11;
@@ -58,10 +74,12 @@ enum Mode {
     Cold,
     /// (d) the same source again and again in one process.
     Repeat,
+    /// (e) source to code from the warm disk cache, no GPU work.
+    Hit,
 }
 
 impl Mode {
-    const ALL: [Mode; 4] = [Mode::Warm, Mode::Raw, Mode::Cold, Mode::Repeat];
+    const ALL: [Mode; 5] = [Mode::Warm, Mode::Raw, Mode::Cold, Mode::Repeat, Mode::Hit];
 
     fn name(self) -> &'static str {
         match self {
@@ -69,6 +87,7 @@ impl Mode {
             Mode::Raw => "raw",
             Mode::Cold => "cold",
             Mode::Repeat => "repeat",
+            Mode::Hit => "hit",
         }
     }
 }
@@ -92,13 +111,18 @@ fn main() -> ExitCode {
 
 // ---------------------------------------------------------------- the measuring process
 
-/// Creates the context (timed), makes `mode`'s measurement and prints one result line:
-/// context nanoseconds, then the measurement's nanoseconds (two for `Repeat`).
+/// Creates the context (timed; not for `Hit`), makes `mode`'s measurement and prints one result
+/// line: context nanoseconds, then the measurement's nanoseconds (two for `Repeat`).
 fn measure(mode: Mode) -> std::result::Result<(), String> {
     let source = std::fs::read_to_string(env_path(SOURCE_ENV)?).map_err(|e| e.to_string())?;
-    let start = Instant::now();
-    create_context().map_err(|e| format!("no CUDA context: {e}"))?;
-    let context = start.elapsed();
+    let context = match mode {
+        Mode::Hit => Duration::ZERO,
+        _ => {
+            let start = Instant::now();
+            create_context().map_err(|e| format!("no CUDA context: {e}"))?;
+            start.elapsed()
+        }
+    };
     let figures = match mode {
         Mode::Warm | Mode::Cold => {
             let start = Instant::now();
@@ -114,6 +138,9 @@ fn measure(mode: Mode) -> std::result::Result<(), String> {
                     "the {} start was not what it claims to time: {stats:?}",
                     mode.name()
                 ));
+            }
+            if mode == Mode::Warm && nvrtc_mapped() {
+                return Err("the warm start opened NVRTC".to_owned());
             }
             // (b) must load what (a) loaded: the cached code is the reference cubin.
             let cached = Program::new(source.as_str())
@@ -133,6 +160,24 @@ fn measure(mode: Mode) -> std::result::Result<(), String> {
             library.kernel("saxpy").map_err(|e| e.to_string())?;
             let elapsed = start.elapsed();
             drop(library);
+            vec![elapsed]
+        }
+        Mode::Hit => {
+            let arch: Arch = std::env::var(ARCH_ENV)
+                .map_err(|_| format!("{ARCH_ENV} is not set"))?
+                .parse()
+                .map_err(|e: cudyn::Error| e.to_string())?;
+            let start = Instant::now();
+            let compiled = Program::new(source.as_str())
+                .arch(arch)
+                .compile()
+                .map_err(|e| e.to_string())?;
+            let elapsed = start.elapsed();
+            std::hint::black_box(compiled.code());
+            let stats = cache_stats()?;
+            if stats.misses != 0 || nvrtc_mapped() {
+                return Err(format!("the hit was a miss or opened NVRTC: {stats:?}"));
+            }
             vec![elapsed]
         }
         Mode::Repeat => {
@@ -165,6 +210,11 @@ fn source_to_kernel(source: &str) -> Result<()> {
     let library = Program::new(source).load()?;
     library.kernel("saxpy")?;
     Ok(())
+}
+
+/// Whether NVRTC is mapped into this process (a warm start must not open it).
+fn nvrtc_mapped() -> bool {
+    std::fs::read_to_string("/proc/self/maps").is_ok_and(|maps| maps.contains("libnvrtc"))
 }
 
 fn cache_stats() -> std::result::Result<cudyn::cache::CacheStats, String> {
@@ -217,10 +267,11 @@ fn benchmark() -> std::result::Result<(), String> {
     std::fs::write(&cubin, compiled.code()).map_err(|e| e.to_string())?;
 
     let warm_cache = scratch.path().join("warm");
-    let spawn = |mode: Mode, cache: &Path| run_child(mode, cache, &source, &cubin);
+    let arch = compiled.arch().sm();
+    let spawn = |mode: Mode, cache: &Path| run_child(mode, cache, &source, &cubin, &arch);
     spawn(Mode::Cold, &warm_cache)?; // fills the warm cache
 
-    let mut samples: [Vec<Vec<Duration>>; 4] = Default::default();
+    let mut samples: [Vec<Vec<Duration>>; 5] = Default::default();
     for start in 0..STARTS {
         for (i, mode) in Mode::ALL.into_iter().enumerate() {
             let cache = match mode {
@@ -234,12 +285,22 @@ fn benchmark() -> std::result::Result<(), String> {
         let i = Mode::ALL.iter().position(|&m| m == mode).unwrap_or(0);
         median(samples[i].iter().map(|figures| figures[at]).collect())
     };
-    let context = median(samples.iter().flatten().map(|figures| figures[0]).collect());
+    let hit_index = Mode::ALL.iter().position(|&m| m == Mode::Hit).unwrap_or(0);
+    let context = median(
+        samples
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != hit_index)
+            .flat_map(|(_, figures)| figures)
+            .map(|figures| figures[0])
+            .collect(),
+    );
     let warm = column(Mode::Warm, 1);
     let raw = column(Mode::Raw, 1);
     let cold = column(Mode::Cold, 1);
     let repeat_compile = column(Mode::Repeat, 1);
     let repeat_load = column(Mode::Repeat, 2);
+    let hit = column(Mode::Hit, 1);
 
     println!(
         "compile cache, {} (medians of {STARTS} process starts each; context creation excluded)",
@@ -262,6 +323,10 @@ fn benchmark() -> std::result::Result<(), String> {
         ms(cold)
     );
     println!(
+        "  (e) of (a): source -> code, no GPU work       {:>10.3} ms",
+        ms(hit)
+    );
+    println!(
         "  (d) repeat in process: compile (memory hit)   {:>10.3} µs",
         us(repeat_compile)
     );
@@ -279,6 +344,12 @@ fn benchmark() -> std::result::Result<(), String> {
         verdict(repeat_compile <= Duration::from_micros(5)),
     );
     println!(
+        "  (a) and (b) both begin after the context exists (driver and runtime opened) and open \
+         no library while timed; both read one file and call cudaLibraryLoadData + \
+         cudaLibraryGetKernel. (a) adds the key, the check of the remembered toolchain, the \
+         entry's checksum and cudyn's check of the image: (e) is that part without the load."
+    );
+    println!(
         "warm disk-cache start, source to kernel handle, context excluded: cudyn {:.3} ms \
          (median of {STARTS} process starts)",
         ms(warm)
@@ -292,12 +363,14 @@ fn run_child(
     cache: &Path,
     source: &Path,
     cubin: &Path,
+    arch: &str,
 ) -> std::result::Result<Vec<Duration>, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let output = Command::new(exe)
         .env(MODE_ENV, mode.name())
         .env(SOURCE_ENV, source)
         .env(CUBIN_ENV, cubin)
+        .env(ARCH_ENV, arch)
         .env("CUDYN_CACHE_DIR", cache)
         .env_remove("CUDYN_CACHE")
         .output()

@@ -221,6 +221,86 @@ fn a_warm_process_never_opens_nvrtc() {
     run_child("warm-then-search-path", dir.path(), &[]);
 }
 
+/// A copy of NVRTC (and its builtins) in a folder of its own, dated an hour ago.
+fn nvrtc_copy(folder: &Path) -> std::path::PathBuf {
+    let nvrtc = cudyn::sys::library_file(Component::Nvrtc)
+        .expect("NVRTC is installed (the pinned wheel)")
+        .path;
+    let source = nvrtc.parent().unwrap();
+    for item in std::fs::read_dir(source).unwrap() {
+        let name = item.unwrap().file_name();
+        if name.to_string_lossy().starts_with("libnvrtc") {
+            std::fs::copy(source.join(&name), folder.join(&name)).unwrap();
+        }
+    }
+    let copy = folder.join(nvrtc.file_name().unwrap());
+    set_age(&copy, 3600);
+    copy
+}
+
+fn set_age(path: &Path, seconds: u64) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(seconds))
+        .unwrap();
+}
+
+#[test]
+fn a_changed_nvrtc_is_noticed_by_the_next_process() {
+    let (dir, nvrtc) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let copy = nvrtc_copy(nvrtc.path());
+    let only_the_copy = [(
+        cudyn::sys::locate::LIBRARY_PATH_ENV,
+        nvrtc.path().to_str().unwrap(),
+    )];
+    run_child("cold", dir.path(), &only_the_copy);
+    let remembered = dir.path().join("kernels/compilers");
+    let toolchains = || {
+        std::fs::read_dir(&remembered)
+            .unwrap()
+            .filter(|item| {
+                let name = item.as_ref().unwrap().file_name();
+                name.to_string_lossy().starts_with("toolchain-")
+            })
+            .count()
+    };
+    assert_eq!(toolchains(), 1, "the toolchain is remembered");
+    run_child("warm", dir.path(), &only_the_copy);
+    // Modified (as by an upgrade in place): a new compiler, a miss that opens it.
+    set_age(&copy, 7200);
+    run_child("cold-again", dir.path(), &only_the_copy);
+    run_child("warm", dir.path(), &only_the_copy);
+    // Another environment is another search: walked, remembered apart, the same compiler found.
+    let elsewhere = [
+        only_the_copy[0],
+        ("CUDA_HOME", dir.path().to_str().unwrap()),
+    ];
+    run_child("warm", dir.path(), &elsewhere);
+    assert_eq!(toolchains(), 2);
+}
+
+#[test]
+fn a_result_of_another_nvrtc_than_the_remembered_one_is_not_stored() {
+    let (dir, first, earlier) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    nvrtc_copy(first.path());
+    let order = std::env::join_paths([earlier.path(), first.path()]).unwrap();
+    let order = [(
+        cudyn::sys::locate::LIBRARY_PATH_ENV,
+        order.to_str().unwrap(),
+    )];
+    run_child("cold", dir.path(), &order);
+    // An NVRTC appears in a folder searched earlier, nothing else changes: a hit still trusts
+    // the remembered one, a miss finds the new one and does not store what it made under the
+    // remembered one's key.
+    nvrtc_copy(earlier.path());
+    run_child("warm", dir.path(), &order);
+    run_child("miss-not-stored", dir.path(), &order);
+    run_child("miss-stored", dir.path(), &order);
+}
+
 #[test]
 #[ignore = "gpu: loads the cached cubin with cudaLibraryLoadData and looks its kernel up"]
 fn a_warm_load_finds_the_kernel_by_its_name_expression_without_nvrtc() {
@@ -330,6 +410,19 @@ fn child() {
             assert!(nvrtc_open());
             let s = stats(Cache::global().unwrap());
             assert_eq!((s.misses, s.writes), (1, 1));
+        }
+        "miss-not-stored" | "miss-stored" => {
+            program("moved").compile().unwrap();
+            assert!(nvrtc_open());
+            let s = stats(Cache::global().unwrap());
+            let writes = u64::from(role == "miss-stored");
+            assert_eq!((s.misses, s.writes), (1, writes), "{role}");
+        }
+        "cold-again" => {
+            program("process").compile().unwrap();
+            assert!(nvrtc_open(), "a changed NVRTC was not opened");
+            let s = stats(Cache::global().unwrap());
+            assert_eq!((s.misses, s.writes, s.disk_hits), (1, 1, 0));
         }
         "warm" => {
             let compiled = program("process").compile().unwrap();

@@ -1,8 +1,8 @@
 //! Eviction: the entries on disk, least recently used removed first until the total fits a cap.
 //!
-//! The time of last use is the entry file's modification time, which cudyn sets itself on every
-//! read ([`read_and_touch`](super::store::read_and_touch)): access times are unreliable
-//! (`noatime`, `relatime`).
+//! The time of last use is the entry file's modification time, which cudyn sets itself when it
+//! reads the entry, to the minute ([`read_and_touch`](super::store::read_and_touch)): access
+//! times are unreliable (`noatime`, `relatime`).
 
 use std::fs;
 use std::path::{Path, PathBuf};

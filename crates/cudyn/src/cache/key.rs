@@ -31,20 +31,34 @@ pub struct Key(pub(crate) [u8; 32]);
 impl Key {
     /// The key as 64 hexadecimal digits, the entry's file name.
     pub fn hex(&self) -> String {
-        self.0.iter().map(|byte| format!("{byte:02x}")).collect()
+        hex(&self.0)
     }
 
     /// The key of 64 hexadecimal digits.
     pub fn from_hex(text: &str) -> Option<Key> {
-        if text.len() != 64 {
-            return None;
-        }
-        let mut key = [0u8; 32];
-        for (index, byte) in key.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(text.get(2 * index..2 * index + 2)?, 16).ok()?;
-        }
-        Some(Key(key))
+        Some(Key(from_hex(text)?.try_into().ok()?))
     }
+}
+
+/// `bytes` as lower-case hexadecimal digits, two per byte.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 15)]));
+    }
+    text
+}
+
+/// The bytes of hexadecimal digits (either case); `None` for anything else.
+pub(crate) fn from_hex(text: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
+    let text = text.as_bytes();
+    (text.len() % 2 == 0).then_some(())?;
+    text.chunks_exact(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+        .collect()
 }
 
 impl fmt::Debug for Key {
@@ -263,6 +277,11 @@ mod tests {
         let key = KeyHasher::new("test").field(b"x").finish();
         assert_eq!(Key::from_hex(&key.hex()), Some(key));
         assert_eq!(Key::from_hex("zz"), None);
+        assert_eq!(Key::from_hex(&key.hex()[2..]), None);
+        assert_eq!(hex(&[0, 0x9f, 0xa0]), "009fa0");
+        assert_eq!(from_hex("009FA0"), Some(vec![0, 0x9f, 0xa0]));
+        assert_eq!(from_hex("0g"), None);
+        assert_eq!(from_hex("abc"), None);
     }
 
     fn key_of(source: &str, folders: &[PathBuf]) -> Option<Key> {

@@ -10,7 +10,10 @@
 //!   [`Program::cache(false)`](crate::Program::cache) for one program.
 //! - **Size**: at most [`DEFAULT_MAX_BYTES`] (1 GiB) on disk, or `$CUDYN_CACHE_MAX_BYTES`, or
 //!   [`Cache::set_max_bytes`]; least recently used entries are evicted first, by use times cudyn
-//!   records itself. In memory, at most 64 MiB of code per process.
+//!   records itself. A process lists the folder at its first write and every 64 writes after,
+//!   and in between adds what it writes to the total it found: what other processes write
+//!   meanwhile is counted at the next listing, so the cap may be overshot by up to 64 entries
+//!   per writing process for a while. In memory, at most 64 MiB of code per process.
 //!
 //! **The key** (blake3) covers a schema version, the compiler's identity (the path, size and
 //! modification time of the NVRTC file the search order opens, and nvJitLink's for links), the
@@ -23,6 +26,26 @@
 //! **A hit never opens NVRTC**: the compiler is identified from its file, and the version and
 //! lowered names a compile needs are in the entry. NVRTC's version is remembered in the cache
 //! (`compilers/`) the first time it is opened, to find the same CUDA headers it would.
+//!
+//! **A hit walks no search either** (the direct mode, as ccache calls its own): finding NVRTC and
+//! CUDA's headers through the search order of [`crate::sys::locate`] takes dozens of `stat`
+//! calls, directory listings and a read of `cuda.h`, more than the rest of a hit. So the outcome
+//! (NVRTC's file and version, the header folders and their versions) is remembered in
+//! `compilers/` under a fingerprint of everything the search reads from the process: the
+//! variables of [`SEARCH_ENV`](crate::sys::locate::SEARCH_ENV) (`CUDYN_LIBRARY_PATH`,
+//! `CUDA_PATH`, `CUDA_HOME`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `PYTHONPATH`, `PATH`, `HOME`,
+//! `XDG_CACHE_HOME`, `CUDYN_WHEELS_VENV`, `LD_LIBRARY_PATH`) and the folders of
+//! [`crate::set_library_path`]. A later process with the same fingerprint trusts it after one
+//! `stat` per file it was read from (NVRTC's file, and the headers the folders' CUDA and CCCL
+//! versions were read from): a size, modification time, change time or inode that differs (an upgrade in place,
+//! a file replaced or removed) or another value of any of these variables means the search is
+//! walked again. The trade-off: a hit does not look for what the search would find *new* with
+//! nothing of that changed (a toolkit installed afterwards in a place searched earlier, or a
+//! copy of NVRTC another library loaded into the process); it returns what the remembered,
+//! unchanged NVRTC made of exactly these inputs. Every miss opens NVRTC through the full search
+//! and compares: a different outcome replaces the remembered one, and a result compiled by
+//! another NVRTC than its key names is not stored. `cudyn cache clear` forgets the remembered
+//! outcomes too; files modified in the last two seconds are never trusted this way.
 //!
 //! **Entries** are one file each, the code and a manifest (kind, architecture, kernels with
 //! their parameter layouts, lowered names, toolchain, creation time) sealed by a blake3 checksum,
@@ -44,6 +67,7 @@ pub(crate) mod entry;
 mod evict;
 pub mod key;
 mod memory;
+pub(crate) mod resolved;
 pub mod store;
 
 pub use evict::DEFAULT_MAX_BYTES;
@@ -65,8 +89,21 @@ pub struct Cache {
     dir: PathBuf,
     memory: Mutex<MemoryCache>,
     max_bytes: AtomicU64,
+    disk_total: Mutex<DiskTotal>,
     counters: Counters,
+    warned_of_failed_write: AtomicBool,
 }
+
+/// The bytes of the entries on disk as this process last counted them, plus its own writes.
+#[derive(Debug, Default)]
+struct DiskTotal {
+    /// `None` until the folder is first listed.
+    bytes: Option<u64>,
+    writes_since_listing: u32,
+}
+
+/// Writes after which the folder is listed again, to count what other processes wrote.
+const WRITES_BETWEEN_LISTINGS: u32 = 64;
 
 #[derive(Debug, Default)]
 struct Counters {
@@ -76,6 +113,7 @@ struct Counters {
     writes: AtomicU64,
     corrupt: AtomicU64,
     evictions: AtomicU64,
+    failed_writes: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64, by: u64) {
@@ -99,6 +137,9 @@ pub struct CacheStats {
     pub corrupt: u64,
     /// Entries evicted for the size cap.
     pub evictions: u64,
+    /// Entries that could not be written (the compile's result was returned all the same; the
+    /// first failure of a process is also printed as a warning).
+    pub failed_writes: u64,
     /// Entries on disk.
     pub entries: u64,
     /// Their total size in bytes.
@@ -162,7 +203,9 @@ impl Cache {
             dir,
             memory: Mutex::new(MemoryCache::new(DEFAULT_MEMORY_BYTES)),
             max_bytes: AtomicU64::new(max_bytes_from_environment()),
+            disk_total: Mutex::new(DiskTotal::default()),
             counters: Counters::default(),
+            warned_of_failed_write: AtomicBool::new(false),
         })
     }
 
@@ -214,6 +257,7 @@ impl Cache {
             writes: load(&self.counters.writes),
             corrupt: load(&self.counters.corrupt),
             evictions: load(&self.counters.evictions),
+            failed_writes: load(&self.counters.failed_writes),
             entries: files.len() as u64,
             bytes: files.iter().map(|file| file.size).sum(),
             max_bytes: self.max_bytes.load(Ordering::Relaxed),
@@ -279,6 +323,10 @@ impl Cache {
             }
         }
         bump(&self.counters.evictions, removed.len() as u64);
+        *self.lock_disk_total() = DiskTotal {
+            bytes: Some(remaining_bytes),
+            writes_since_listing: 0,
+        };
         Ok(PruneReport {
             removed: removed.len(),
             freed_bytes: removed.iter().map(|file| file.size).sum(),
@@ -286,10 +334,18 @@ impl Cache {
         })
     }
 
-    /// Removes every entry, on disk and in memory; returns how many were on disk.
+    /// Removes every entry, on disk and in memory, and the toolchains remembered in its
+    /// `compilers/` folder; returns how many entries were on disk.
     pub fn clear(&self) -> Result<usize> {
         self.lock_memory().clear();
+        resolved::forget_all(&self.dir);
         Ok(self.prune(0)?.removed)
+    }
+
+    fn lock_disk_total(&self) -> std::sync::MutexGuard<'_, DiskTotal> {
+        self.disk_total
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     fn lock_memory(&self) -> std::sync::MutexGuard<'_, MemoryCache> {
@@ -329,16 +385,46 @@ impl Cache {
         }
     }
 
-    /// Stores an entry in memory and on disk, then evicts down to the size cap. A failed write
-    /// leaves the result uncached: the compile itself succeeded.
+    /// Stores an entry in memory and on disk, then evicts down to the size cap when the total
+    /// may exceed it. A failed write leaves the result uncached (the compile itself succeeded):
+    /// it is counted, and the first one of the process printed as a warning.
     pub(crate) fn store(&self, entry: Entry) {
         let path = self.entry_path(&entry.key);
         let entry = Arc::new(entry);
         self.lock_memory().insert(Arc::clone(&entry));
-        if store::write_atomically(&path, &entry.encode()).is_ok() {
-            bump(&self.counters.writes, 1);
-            let _ = self.prune(self.max_bytes.load(Ordering::Relaxed));
+        let bytes = entry.encode();
+        match store::write_atomically(&path, &bytes) {
+            Ok(()) => {
+                bump(&self.counters.writes, 1);
+                if self.may_exceed_cap(bytes.len() as u64) {
+                    let _ = self.prune(self.max_bytes.load(Ordering::Relaxed));
+                }
+            }
+            Err(error) => {
+                bump(&self.counters.failed_writes, 1);
+                if !self.warned_of_failed_write.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "cudyn: warning: the compile cache could not store a result ({error}); \
+                         free space or fix the folder's permissions, or move the cache with \
+                         {DIR_ENV}. Compiles go on without storing; this is said once per \
+                         process."
+                    );
+                }
+            }
         }
+    }
+
+    /// Adds a write of `bytes` to the running total; whether the folder must be listed now: the
+    /// total may exceed the cap, was never counted, or other processes' writes are due to be.
+    fn may_exceed_cap(&self, bytes: u64) -> bool {
+        let mut total = self.lock_disk_total();
+        total.writes_since_listing += 1;
+        let Some(known) = total.bytes.as_mut() else {
+            return true;
+        };
+        *known += bytes;
+        *known > self.max_bytes.load(Ordering::Relaxed)
+            || total.writes_since_listing >= WRITES_BETWEEN_LISTINGS
     }
 
     /// The version remembered for the library file `file`, if it was ever opened by a process
@@ -453,6 +539,43 @@ mod tests {
         let used = std::fs::metadata(&path).unwrap().modified().unwrap();
         assert!(used > long_ago + std::time::Duration::from_secs(1000));
         assert_eq!(cache.entries().unwrap()[0].last_used, used);
+    }
+
+    #[test]
+    fn writes_list_the_folder_only_when_the_total_may_exceed_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let one_entry = sample(Key([0; 32]), 100).encode().len() as u64;
+        cache.set_max_bytes(3 * one_entry);
+        cache.store(sample(Key([1; 32]), 100));
+        // Written by another process: not counted until the next listing.
+        let other = Cache::open(dir.path()).unwrap();
+        other.store(sample(Key([2; 32]), 100));
+        other.store(sample(Key([3; 32]), 100));
+        cache.store(sample(Key([4; 32]), 100));
+        cache.store(sample(Key([5; 32]), 100));
+        assert_eq!(
+            cache.stats().unwrap().entries,
+            5,
+            "its own three fit the cap"
+        );
+        cache.store(sample(Key([6; 32]), 100));
+        let stats = cache.stats().unwrap();
+        assert_eq!((stats.entries, stats.evictions), (3, 3));
+    }
+
+    #[test]
+    fn a_failed_write_is_counted_and_the_result_kept_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path().join("kernels")).unwrap();
+        std::fs::remove_dir(dir.path().join("kernels")).unwrap();
+        let key = Key([7; 32]);
+        cache.store(sample(key, 10));
+        cache.store(sample(Key([8; 32]), 10));
+        assert_eq!(cache.counters.failed_writes.load(Ordering::Relaxed), 2);
+        assert_eq!(cache.counters.writes.load(Ordering::Relaxed), 0);
+        assert!(cache.warned_of_failed_write.load(Ordering::Relaxed));
+        assert!(cache.lookup(&key).is_some());
     }
 
     #[test]

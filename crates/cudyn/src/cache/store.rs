@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
 
@@ -34,34 +34,35 @@ pub(crate) fn io_error(path: &Path, what: &'static str, error: std::io::Error) -
 /// Creates `dir` private (0700) when missing, then refuses it unless this user owns it and no
 /// one else may write to it.
 pub(crate) fn prepare_folder(dir: &Path) -> Result<()> {
-    if !dir.exists() {
-        if let Some(parent) = dir.parent() {
-            fs::create_dir_all(parent)
-                .map_err(|error| io_error(parent, "creating the folder", error))?;
-        }
-        match fs::DirBuilder::new().mode(0o700).create(dir) {
-            Ok(()) => {}
-            // Another process made it meanwhile: it is checked like any existing folder.
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(error) => return Err(io_error(dir, "creating the folder", error)),
-        }
+    if let Ok(metadata) = fs::symlink_metadata(dir) {
+        return check_private(dir, &metadata);
     }
-    check_private(dir)
+    if let Some(parent) = dir.parent() {
+        fs::create_dir_all(parent)
+            .map_err(|error| io_error(parent, "creating the folder", error))?;
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        // Another process made it meanwhile: it is checked like any existing folder.
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(io_error(dir, "creating the folder", error)),
+    }
+    let metadata =
+        fs::symlink_metadata(dir).map_err(|error| io_error(dir, "reading the folder", error))?;
+    check_private(dir, &metadata)
 }
 
-/// `Ok` when `dir` is a folder owned by this user and not writable by group or others.
-pub(crate) fn check_private(dir: &Path) -> Result<()> {
+/// `Ok` when `dir`, of `metadata` (not following links), is a folder owned by this user and not
+/// writable by group or others.
+fn check_private(dir: &Path, metadata: &fs::Metadata) -> Result<()> {
     let refuse = |reason: String| Error::CacheRefused {
         path: dir.to_owned(),
         reason,
     };
-    let metadata =
-        fs::symlink_metadata(dir).map_err(|error| io_error(dir, "reading the folder", error))?;
     if !metadata.is_dir() {
         return Err(refuse("it is not a folder (or is a symbolic link)".into()));
     }
-    let me = fs::metadata("/proc/self").map(|own| own.uid()).ok();
-    if me.is_some_and(|me| me != metadata.uid()) {
+    if this_user().is_some_and(|me| me != metadata.uid()) {
         return Err(refuse(format!(
             "it is owned by user {}, not by this process's user",
             metadata.uid()
@@ -75,6 +76,12 @@ pub(crate) fn check_private(dir: &Path) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The user this process runs as: the owner of `/proc/self`.
+fn this_user() -> Option<u32> {
+    static USER: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *USER.get_or_init(|| fs::metadata("/proc/self").map(|own| own.uid()).ok())
 }
 
 /// Writes `bytes` as `path` atomically (see the module documentation).
@@ -113,14 +120,35 @@ fn unique_suffix() -> u64 {
     COUNTER.fetch_add(1, Ordering::Relaxed) << 32 | u64::from(nanos)
 }
 
-/// Reads an entry file and records the use as its modification time, which is the access time
-/// cudyn evicts by (file systems mounted `noatime` keep no reliable access time of their own).
-pub(crate) fn read_and_touch(path: &Path) -> Option<Vec<u8>> {
+/// A file of the cache, open, with its metadata and its bytes: one read of the length the
+/// metadata gives (the cache's files are replaced whole, never written in place).
+pub(crate) fn read_whole(path: &Path) -> Option<(File, fs::Metadata, Vec<u8>)> {
     let mut file = File::open(path).ok()?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    // The owner may set the times through a read-only handle; a failure only ages the entry.
-    let _ = file.set_modified(SystemTime::now());
+    let metadata = file.metadata().ok()?;
+    let mut bytes = vec![0; usize::try_from(metadata.len()).ok()?];
+    file.read_exact(&mut bytes).ok()?;
+    Some((file, metadata, bytes))
+}
+
+/// Uses closer together than this are one use for eviction: a hit within it of the last
+/// recorded use does not record another (a write to the file system saved).
+pub(crate) const USE_RESOLUTION: Duration = Duration::from_secs(60);
+
+/// Reads an entry file and records the use as its modification time, which is the access time
+/// cudyn evicts by (file systems mounted `noatime` keep no reliable access time of their own),
+/// unless a use was recorded less than [`USE_RESOLUTION`] ago. A file changed meanwhile fails
+/// its checksum.
+pub(crate) fn read_and_touch(path: &Path) -> Option<Vec<u8>> {
+    let (file, metadata, bytes) = read_whole(path)?;
+    let now = SystemTime::now();
+    let recent = metadata.modified().is_ok_and(|used| {
+        now.duration_since(used)
+            .is_ok_and(|age| age < USE_RESOLUTION)
+    });
+    if !recent {
+        // The owner may set the times through a read-only handle; a failure only ages the entry.
+        let _ = file.set_modified(now);
+    }
     Some(bytes)
 }
 
@@ -144,6 +172,25 @@ mod tests {
         prepare_folder(&fresh).unwrap();
         let mode = fs::metadata(&fresh).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_read_records_a_use_unless_one_was_recorded_just_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry.cudyn");
+        write_atomically(&path, b"entry").unwrap();
+        let set_age = |age: Duration| {
+            let time = SystemTime::now() - age;
+            File::open(&path).unwrap().set_modified(time).unwrap();
+            fs::metadata(&path).unwrap().modified().unwrap()
+        };
+        let modified = |path: &Path| fs::metadata(path).unwrap().modified().unwrap();
+        let recent = set_age(USE_RESOLUTION / 2);
+        assert_eq!(read_and_touch(&path).unwrap(), b"entry");
+        assert_eq!(modified(&path), recent);
+        let old = set_age(USE_RESOLUTION * 2);
+        assert_eq!(read_and_touch(&path).unwrap(), b"entry");
+        assert!(modified(&path) > old + USE_RESOLUTION);
     }
 
     #[test]

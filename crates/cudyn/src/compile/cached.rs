@@ -2,63 +2,113 @@
 //! opening NVRTC, a hit is returned without it, and a miss compiles and stores the result.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use super::compiled::{Compiled, Output};
 use super::program::Program;
 use super::target::{Arch, PtxVerdict};
 use crate::cache::entry::Entry;
+use crate::cache::resolved::{self, ResolvedCompiler};
 use crate::cache::{key, Cache, Key, KeyHasher};
 use crate::error::Result;
+use crate::sys;
 use crate::sys::locate::{Component, CudaHeaders};
-use crate::sys::{self, LibraryFile};
-use crate::version::Version;
 
-/// The NVRTC this process compiles with, identified without opening it, and the CUDA headers that
-/// go with it.
-#[derive(Debug)]
-struct Compiler {
-    file: LibraryFile,
-    version: Version,
-    headers: CudaHeaders,
+/// The compiler this process compiles with, once resolved; replaced when a miss finds that the
+/// search now resolves to another.
+static COMPILER: Mutex<Option<Arc<ResolvedCompiler>>> = Mutex::new(None);
+
+fn current_compiler() -> std::sync::MutexGuard<'static, Option<Arc<ResolvedCompiler>>> {
+    COMPILER.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
-static COMPILER: OnceLock<Compiler> = OnceLock::new();
+/// The fingerprint of what decides the search in this process (see [`resolved`]).
+fn search_fingerprint() -> Key {
+    resolved::fingerprint(
+        |name| std::env::var_os(name),
+        sys::library_path_override().as_deref(),
+    )
+}
 
-/// The compiler: from its file and the version `cache` remembers for it, else by opening NVRTC
-/// once (and remembering its version). `None` when NVRTC's file cannot be identified.
-fn compiler(cache: &Cache) -> Result<Option<&'static Compiler>> {
-    if let Some(compiler) = COMPILER.get() {
-        return Ok(Some(compiler));
+/// The compiler: remembered by `cache` for this environment and unchanged on disk, else found
+/// from its file and the version `cache` remembers for it, else by opening NVRTC once. `None`
+/// when NVRTC's file cannot be identified.
+fn compiler(cache: &Cache) -> Result<Option<Arc<ResolvedCompiler>>> {
+    if let Some(compiler) = current_compiler().as_ref() {
+        return Ok(Some(Arc::clone(compiler)));
     }
-    let remembered = sys::library_file(Component::Nvrtc)
-        .filter(|_| !sys::is_open(Component::Nvrtc))
-        .and_then(|file| Some((cache.remembered_version(&file)?, file)));
-    let (version, file, headers) = match remembered {
-        Some((version, file)) => {
-            let headers = CudaHeaders::find(
-                Some((&file.path, file.origin)),
-                Some(version),
-                |name| std::env::var_os(name),
-                Path::new("/"),
-            );
-            (version, file, headers)
+    let fingerprint = (!sys::is_open(Component::Nvrtc)).then(search_fingerprint);
+    let recalled = fingerprint
+        .as_ref()
+        .and_then(|fingerprint| resolved::recall(cache.path(), fingerprint));
+    let compiler = match recalled {
+        Some(compiler) => {
+            sys::settle(Component::Nvrtc);
+            compiler
         }
         None => {
-            let version = sys::nvrtc()?.version;
-            let Some(file) = sys::library_file(Component::Nvrtc) else {
+            let Some(compiler) = search(cache)? else {
                 return Ok(None);
             };
-            cache.remember_version(&file, version);
-            (version, file, CudaHeaders::for_this_process().clone())
+            if let Some(fingerprint) = &fingerprint {
+                resolved::remember(cache.path(), fingerprint, &compiler);
+            }
+            compiler
         }
     };
-    Ok(Some(COMPILER.get_or_init(|| Compiler {
+    let compiler = Arc::new(compiler);
+    *current_compiler() = Some(Arc::clone(&compiler));
+    Ok(Some(compiler))
+}
+
+/// The compiler found by walking the search order: NVRTC's file, its version as `cache`
+/// remembers it (else NVRTC opened to ask), and the CUDA headers beside it.
+fn search(cache: &Cache) -> Result<Option<ResolvedCompiler>> {
+    let identified = sys::library_file(Component::Nvrtc)
+        .filter(|_| !sys::is_open(Component::Nvrtc))
+        .and_then(|file| Some((cache.remembered_version(&file)?, file)));
+    if let Some((version, file)) = identified {
+        let headers = CudaHeaders::find(
+            Some((&file.path, file.origin)),
+            Some(version),
+            |name| std::env::var_os(name),
+            Path::new("/"),
+        );
+        return Ok(Some(ResolvedCompiler {
+            file,
+            version,
+            headers,
+        }));
+    }
+    let version = sys::nvrtc()?.version;
+    let Some(file) = sys::library_file(Component::Nvrtc) else {
+        return Ok(None);
+    };
+    if cache.remembered_version(&file) != Some(version) {
+        cache.remember_version(&file, version);
+    }
+    Ok(Some(ResolvedCompiler {
         file,
         version,
-        headers,
-    })))
+        headers: CudaHeaders::for_this_process().clone(),
+    }))
+}
+
+/// After a miss opened NVRTC: whether it is the compiler the key named. When the search now
+/// resolves to another compiler or other headers, that replaces this process's compiler and
+/// the one remembered for the environment.
+fn confirm_compiler(cache: &Cache, keyed: &ResolvedCompiler) -> bool {
+    let Ok(Some(found)) = search(cache) else {
+        return false;
+    };
+    if found.same_as(keyed) {
+        return true;
+    }
+    resolved::remember(cache.path(), &search_fingerprint(), &found);
+    let same_compiler = found.same_compiler(keyed);
+    *current_compiler() = Some(Arc::new(found));
+    same_compiler
 }
 
 /// Adds the driver's major version for PTX, which the driver JIT-compiles: an entry made under
@@ -76,7 +126,7 @@ pub(super) fn compile(program: &Program, cache: &Cache, arch: Arch) -> Result<Co
         return program.compile_uncached(Ok(arch), &program_defaults(program, None));
     };
     let defaults = program_defaults(program, Some(&compiler.headers));
-    let Some(key) = program_key(program, compiler, arch, &defaults) else {
+    let Some(key) = program_key(program, &compiler, arch, &defaults) else {
         return program.compile_uncached(Ok(arch), &defaults);
     };
     if program.output == Output::Ptx {
@@ -94,6 +144,9 @@ pub(super) fn compile(program: &Program, cache: &Cache, arch: Arch) -> Result<Co
         });
     }
     let compiled = program.compile_uncached(Ok(arch), &defaults)?;
+    if !confirm_compiler(cache, &compiler) {
+        return Ok(compiled);
+    }
     cache.store(Entry {
         key,
         output: compiled.output,
@@ -125,7 +178,7 @@ fn program_defaults(program: &Program, headers: Option<&CudaHeaders>) -> Vec<Pat
 /// The key of `program` (see [`crate::cache`]); `None` when its inputs cannot be known.
 fn program_key(
     program: &Program,
-    compiler: &Compiler,
+    compiler: &ResolvedCompiler,
     arch: Arch,
     defaults: &[PathBuf],
 ) -> Option<Key> {
@@ -142,17 +195,8 @@ fn program_key(
         hasher.field(name.as_bytes()).field(text.as_bytes());
     }
     if program.default_includes {
-        let headers = &compiler.headers;
-        let versions = [&headers.cuda, &headers.cccl].map(|found| {
-            found
-                .as_ref()
-                .and_then(|found| found.cuda_version)
-                .map(|version| version.to_string())
-                .unwrap_or_default()
-        });
-        hasher
-            .fields(&versions)
-            .field(headers.cccl_version.as_deref().unwrap_or("").as_bytes());
+        let [cuda, cccl, cccl_version] = compiler.header_versions();
+        hasher.fields(&[cuda, cccl]).field(cccl_version.as_bytes());
     }
     add_driver_for_ptx(&mut hasher, program.output);
     key::add_disk_includes(

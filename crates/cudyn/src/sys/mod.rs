@@ -371,6 +371,26 @@ where
     Ok(())
 }
 
+/// The folders given to [`set_library_path`], when it was called: with the environment, what
+/// decides the search order (the compile cache remembers its outcome under them).
+pub(crate) fn library_path_override() -> Option<Vec<PathBuf>> {
+    LIBRARY_PATH
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner())
+        .clone()
+}
+
+/// Settles `component`'s search order as opening it does: [`set_library_path`] then returns
+/// [`Error::SearchPathFrozen`]. For a library identified without opening it.
+pub(crate) fn settle(component: Component) {
+    let mut identified = IDENTIFIED
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    if !identified.contains(&component) {
+        identified.push(component);
+    }
+}
+
 /// The search order in force for this process.
 pub fn search_path() -> SearchPath {
     let slot = LIBRARY_PATH
@@ -493,12 +513,7 @@ pub fn library_file(component: Component) -> Option<LibraryFile> {
         }
     };
     let metadata = std::fs::metadata(&path).ok()?;
-    let mut identified = IDENTIFIED
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
-    if !identified.contains(&component) {
-        identified.push(component);
-    }
+    settle(component);
     Some(LibraryFile {
         path,
         origin,

@@ -142,6 +142,24 @@ impl CudaHeaders {
         folders
     }
 
+    /// The files these folders' versions were read from (the marker where there is none): while
+    /// none of them changes, neither does the choice, unless an earlier place of the search
+    /// gains headers. An installation is upgraded or replaced whole, version headers included.
+    pub(crate) fn source_files(&self) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        if let Some(cuda) = &self.cuda {
+            let marker = cuda.folder.join(CUDA_MARKER);
+            files.push(version_file(&cuda.folder).unwrap_or(marker));
+        }
+        if let Some(cccl) = &self.cccl {
+            files.push(cccl.folder.join(CCCL_VERSION_FILE));
+            let beside = cccl.folder.parent().and_then(version_file);
+            files.extend(version_file(&cccl.folder).or(beside));
+        }
+        files.retain(|path| path.is_file());
+        files
+    }
+
     /// A warning when the headers' CUDA version differs from NVRTC's: newer headers may use
     /// features this NVRTC lacks, older ones miss what it offers.
     pub fn version_mismatch(&self) -> Option<String> {
@@ -330,14 +348,26 @@ fn choose_cccl(candidates: &[Candidate], cuda: Option<&HeaderFolder>) -> Option<
         .find_map(|candidate| in_place(&candidate.folder, candidate.origin))
 }
 
+/// The headers that declare the CUDA version, with the macro that does, in the order read.
+const VERSION_HEADERS: [(&str, &str); 2] = [
+    ("cuda.h", "CUDA_VERSION"),
+    ("cuda_runtime_api.h", "CUDART_VERSION"),
+];
+
+/// Where CCCL declares its version, under its folder.
+const CCCL_VERSION_FILE: &str = "cuda/std/__cccl/version.h";
+
+/// The header of `folder` its CUDA version is read from: the first of [`VERSION_HEADERS`] there.
+fn version_file(folder: &Path) -> Option<PathBuf> {
+    VERSION_HEADERS
+        .iter()
+        .map(|(file, _)| folder.join(file))
+        .find(|path| path.is_file())
+}
+
 /// The CUDA version an include folder's `cuda.h` or `cuda_runtime_api.h` declares.
 fn read_cuda_version(folder: &Path) -> Option<Version> {
-    [
-        ("cuda.h", "CUDA_VERSION"),
-        ("cuda_runtime_api.h", "CUDART_VERSION"),
-    ]
-    .into_iter()
-    .find_map(|(file, macro_name)| {
+    VERSION_HEADERS.into_iter().find_map(|(file, macro_name)| {
         let encoded: i32 = defined_in_file(&folder.join(file), macro_name)?
             .parse()
             .ok()?;
@@ -347,7 +377,7 @@ fn read_cuda_version(folder: &Path) -> Option<Version> {
 
 /// CCCL's version from `cuda/std/__cccl/version.h` (`CCCL_VERSION 3000001` is 3.0.1).
 fn read_cccl_version(folder: &Path) -> Option<String> {
-    let version_h = folder.join("cuda/std/__cccl/version.h");
+    let version_h = folder.join(CCCL_VERSION_FILE);
     let encoded: u32 = defined_in_file(&version_h, "CCCL_VERSION")?.parse().ok()?;
     Some(format!(
         "{}.{}.{}",
@@ -357,18 +387,39 @@ fn read_cccl_version(folder: &Path) -> Option<String> {
     ))
 }
 
-/// The value of `#define NAME value` in a header, read only up to that line: `cuda.h` is over
-/// 1 MB and defines `CUDA_VERSION` in its first 16 kB, and the compile cache finds these versions
-/// at every process's first compile.
+/// The value of `#define NAME value` in a header, read only as far as that line: `cuda.h` is
+/// over 1 MB and defines `CUDA_VERSION` in its first 16 kB. Read in growing blocks, each line
+/// looked at in place.
 fn defined_in_file(path: &Path, name: &str) -> Option<String> {
-    use std::io::BufRead;
-    let file = std::io::BufReader::new(std::fs::File::open(path).ok()?);
-    file.split(b'\n').map_while(Result::ok).find_map(|line| {
-        let line = String::from_utf8_lossy(&line);
-        let mut words = line.split_whitespace();
-        (words.next()? == "#define" && words.next()? == name).then_some(())?;
-        words.next().map(str::to_owned)
-    })
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut text = Vec::new();
+    let mut block: u64 = 32 * 1024;
+    loop {
+        let read = (&mut file).take(block).read_to_end(&mut text).ok()?;
+        let at_end = read == 0;
+        // A line cut by the block's end is looked at with the next block.
+        let whole_lines = match text.iter().rposition(|&byte| byte == b'\n') {
+            _ if at_end => text.len(),
+            Some(last) => last + 1,
+            None => 0,
+        };
+        let found = text[..whole_lines]
+            .split(|&byte| byte == b'\n')
+            .find_map(|line| definition(line, name));
+        if found.is_some() || at_end {
+            return found;
+        }
+        block *= 4;
+    }
+}
+
+/// The value of `line` when it is `#define NAME value`.
+fn definition(line: &[u8], name: &str) -> Option<String> {
+    let line = line.trim_ascii_start().strip_prefix(b"#define")?;
+    let mut words = std::str::from_utf8(line).ok()?.split_whitespace();
+    (words.next()? == name).then_some(())?;
+    words.next().map(str::to_owned)
 }
 
 #[cfg(test)]
@@ -548,6 +599,29 @@ mod tests {
                 .any(|line| line.starts_with("CONDA_PREFIX: ")),
             "{:?}",
             headers.searched
+        );
+    }
+
+    #[test]
+    fn a_definition_is_read_across_blocks_and_not_from_a_cut_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cuda.h");
+        // The definition straddles the first block's end: its value must not be read cut short.
+        let filler = "/* filler */\n".repeat(32 * 1024 / 13);
+        assert!((32 * 1024 - 16..32 * 1024).contains(&filler.len()));
+        write(
+            &path,
+            &format!("{filler}  #define CUDA_VERSION 13020\nint x;\n"),
+        );
+        assert_eq!(
+            defined_in_file(&path, "CUDA_VERSION").as_deref(),
+            Some("13020")
+        );
+        assert_eq!(defined_in_file(&path, "CUDA_VERSIO"), None);
+        write(&path, "#define CUDA_VERSION 12080");
+        assert_eq!(
+            defined_in_file(&path, "CUDA_VERSION").as_deref(),
+            Some("12080")
         );
     }
 

@@ -43,7 +43,8 @@ mod search;
 pub use component::Component;
 pub use headers::{provider_of, CudaHeaders, HeaderFolder, HEADER_WHEELS};
 pub use search::{
-    Found, Origin, Place, SearchPath, LIBRARY_PATH_ENV, WHEELS_VENV_DEFAULT, WHEELS_VENV_ENV,
+    Found, Origin, Place, SearchPath, LIBRARY_PATH_ENV, SEARCH_ENV, WHEELS_VENV_DEFAULT,
+    WHEELS_VENV_ENV,
 };
 
 /// The file of a copy of `component` this process has already loaded, if any.

@@ -14,6 +14,23 @@ pub const WHEELS_VENV_ENV: &str = "CUDYN_WHEELS_VENV";
 /// The folder of cudyn's wheel environment under the user's cache folder when
 /// [`WHEELS_VENV_ENV`] is not set (`scripts/cuda-wheels` uses the same default).
 pub const WHEELS_VENV_DEFAULT: &str = "cudyn/venv-cu13.0";
+/// Every environment variable the search orders of libraries and headers read (and
+/// `LD_LIBRARY_PATH`, the system loader's): the compile cache remembers the toolchain they
+/// resolve to under their values.
+pub const SEARCH_ENV: [&str; 11] = [
+    LIBRARY_PATH_ENV,
+    "CUDA_PATH",
+    "CUDA_HOME",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "PYTHONPATH",
+    "PATH",
+    "HOME",
+    "XDG_CACHE_HOME",
+    WHEELS_VENV_ENV,
+    "LD_LIBRARY_PATH",
+];
+
 /// Which rule of the search order found a library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -43,6 +60,19 @@ pub enum Origin {
 }
 
 impl Origin {
+    /// Every rule, in search order.
+    pub const ALL: [Origin; 9] = [
+        Origin::Override,
+        Origin::AlreadyLoaded,
+        Origin::CudaPath,
+        Origin::CudaHome,
+        Origin::PythonWheel,
+        Origin::CondaPrefix,
+        Origin::DefaultToolkit,
+        Origin::CudynWheels,
+        Origin::SystemLoader,
+    ];
+
     /// How reports name the rule.
     pub fn describe(self) -> &'static str {
         match self {
@@ -401,6 +431,30 @@ mod tests {
         SearchPath {
             check_loaded: false,
             ..SearchPath::from_env_with(var, root)
+        }
+    }
+
+    #[test]
+    fn every_variable_the_search_reads_is_listed() {
+        let code = |text: &'static str| text.split("#[cfg(test)]").next().unwrap();
+        let sources = [
+            code(include_str!("search.rs")),
+            code(include_str!("headers.rs")),
+        ];
+        for source in sources {
+            for quoted in source.split('"').skip(1).step_by(2) {
+                // Upper-case words are variables, but for macro names and CCCL's own.
+                let is_variable = quoted.len() > 3
+                    && quoted.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+                    && !quoted.ends_with("_VERSION")
+                    && quoted != "CCCL";
+                if is_variable {
+                    assert!(
+                        SEARCH_ENV.contains(&quoted),
+                        "{quoted} is not in SEARCH_ENV"
+                    );
+                }
+            }
         }
     }
 
