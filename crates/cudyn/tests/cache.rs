@@ -270,9 +270,12 @@ fn a_changed_nvrtc_is_noticed_by_the_next_process() {
     run_child("cold-again", dir.path(), &only_the_copy);
     run_child("warm", dir.path(), &only_the_copy);
     // Another environment is another search: walked, remembered apart, the same compiler found.
+    // CUDA_PATH (searched first) names a folder with no CUDA in it, so the search finds what it
+    // found before; CUDA_HOME would not do, since on a machine with a toolkit it may be what
+    // the headers were found through.
     let elsewhere = [
         only_the_copy[0],
-        ("CUDA_HOME", dir.path().to_str().unwrap()),
+        ("CUDA_PATH", dir.path().to_str().unwrap()),
     ];
     run_child("warm", dir.path(), &elsewhere);
     assert_eq!(toolchains(), 2);
