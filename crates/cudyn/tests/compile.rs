@@ -415,3 +415,25 @@ fn one_failure_in_a_batch_leaves_the_others_compiled() {
         }
     }
 }
+
+/// A load of compiled code checks less than a load of bytes from elsewhere (the compiler wrote
+/// its structure), but still refuses what the driver cannot run, before any driver call: this
+/// passes on a machine with no driver at all.
+#[test]
+fn compiled_code_that_needs_linking_is_refused_before_the_driver() {
+    require_compilers();
+    let relocatable = Program::new(SAXPY)
+        .arch(SM_90)
+        .relocatable(true)
+        .compile()
+        .unwrap();
+    let error = cudyn::Library::loader()
+        .load_compiled(&relocatable)
+        .unwrap_err();
+    assert!(matches!(error, Error::NeedsLinking { .. }), "{error:?}");
+    assert!(error.to_string().contains("cudyn::Linker"), "{error}");
+
+    let ltoir = lto_piece(ITERATE_STEP, "iterate_step.cu");
+    let error = cudyn::Library::loader().load_compiled(&ltoir).unwrap_err();
+    assert!(matches!(error, Error::NotLoadable { .. }), "{error:?}");
+}

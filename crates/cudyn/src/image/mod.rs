@@ -122,7 +122,7 @@ impl<'a> Image<'a> {
     /// - PTX must be text that reads to its end (no comment, string, bracket or statement left
     ///   open) and declares its `.version` and `.target`.
     pub fn validate(&self) -> Result<()> {
-        validate_kind(&self.bytes, self.kind, &|| bytes_given(&self.bytes))
+        validate_loadable(&self.bytes, &|| bytes_given(&self.bytes)).map(drop)
     }
 
     /// Wraps `bytes` (borrowed or owned) after detecting their kind.
@@ -205,23 +205,36 @@ pub(crate) fn bytes_given(bytes: &[u8]) -> String {
 ///
 /// Library loading calls this before any CUDA call: the driver trusts an image's own headers.
 pub(crate) fn validate_loadable(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
+    let kind = loadable_kind(bytes, what)?;
+    validate::image(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))?;
+    Ok(kind)
+}
+
+/// [`validate_loadable`] for output of NVRTC or nvJitLink, which needs less checking (see
+/// `validate::compiler_output`).
+pub(crate) fn validate_compiler_output(
+    bytes: &[u8],
+    what: &dyn Fn() -> String,
+) -> Result<ImageKind> {
+    let kind = loadable_kind(bytes, what)?;
+    validate::compiler_output(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))?;
+    Ok(kind)
+}
+
+/// The kind of `bytes` when the driver can load that kind.
+fn loadable_kind(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
     let kind = detect(bytes).map_err(|reason| Error::NotDeviceCode {
         what: what(),
         reason,
     })?;
-    validate_kind(bytes, kind, what)?;
-    Ok(kind)
-}
-
-fn validate_kind(bytes: &[u8], kind: ImageKind, what: &dyn Fn() -> String) -> Result<()> {
-    if let Some(advice) = kind.unloadable_advice() {
-        return Err(Error::NotLoadable {
+    match kind.unloadable_advice() {
+        Some(advice) => Err(Error::NotLoadable {
             what: what(),
             kind,
             advice,
-        });
+        }),
+        None => Ok(kind),
     }
-    validate::image(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))
 }
 
 const ELF_MAGIC: &[u8] = b"\x7fELF";

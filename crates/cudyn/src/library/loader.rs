@@ -119,6 +119,16 @@ pub struct LibraryLoader {
     sharing: Sharing,
 }
 
+/// How much of an image a load checks before the driver sees it.
+#[derive(Debug, Clone, Copy)]
+enum Checks {
+    /// Everything (`Image::validate`): bytes from anywhere.
+    Whole,
+    /// What NVRTC's or nvJitLink's output needs (`Compiled`, fresh or from the checksummed
+    /// compile cache): its kind, and that a cubin is not relocatable.
+    CompilerOutput,
+}
+
 impl LibraryLoader {
     /// Sets the JIT options.
     pub fn jit(mut self, jit: JitOptions) -> Self {
@@ -170,7 +180,12 @@ impl LibraryLoader {
                 .collect(),
             ..self.clone()
         };
-        loader.load(compiled.code())
+        let code = compiled.code();
+        loader.load_checked(
+            code,
+            &|| crate::image::bytes_given(code),
+            Checks::CompilerOutput,
+        )
     }
 
     /// Loads a .fatbin, .cubin or .ptx file.
@@ -182,7 +197,7 @@ impl LibraryLoader {
     pub fn from_file(&self, path: impl AsRef<Path>) -> Result<Library> {
         let path = path.as_ref();
         let image = std::fs::read(path).map_err(|error| Error::read_file(path, error))?;
-        self.load_checked(&image, &|| path.display().to_string())
+        self.load_checked(&image, &|| path.display().to_string(), Checks::Whole)
     }
 
     /// Loads device code from memory: a cubin or fatbin, or PTX text (a terminating NUL is added
@@ -195,15 +210,23 @@ impl LibraryLoader {
     /// mode says (lazily, by default).
     pub fn load(&self, image: impl AsRef<[u8]>) -> Result<Library> {
         let image = image.as_ref();
-        self.load_checked(image, &|| crate::image::bytes_given(image))
+        self.load_checked(image, &|| crate::image::bytes_given(image), Checks::Whole)
     }
 
     /// Checks `image` (named by `what` in errors) and loads it, or shares a library loaded from
     /// the same code with the same options.
-    fn load_checked(&self, image: &[u8], what: &dyn Fn() -> String) -> Result<Library> {
+    fn load_checked(
+        &self,
+        image: &[u8],
+        what: &dyn Fn() -> String,
+        checks: Checks,
+    ) -> Result<Library> {
         // The driver believes the image's own headers (the load call takes no length): only
         // bytes checked whole and loadable reach it.
-        let kind = crate::image::validate_loadable(image, what)?;
+        let kind = match checks {
+            Checks::Whole => crate::image::validate_loadable(image, what)?,
+            Checks::CompilerOutput => crate::image::validate_compiler_output(image, what)?,
+        };
         let backend = self.backend.unwrap_or_else(Backend::preferred);
         let key = (self.sharing != Sharing::Never).then(|| {
             KeyParts {
@@ -271,7 +294,7 @@ impl LibraryLoader {
             owned.into_boxed_slice()
         });
         let api = LibraryApi::new(backend)?;
-        let mut jit = JitArgs::new(&self.jit)?;
+        let mut jit = JitArgs::new(&self.jit, kind)?;
         let mut library_options = [driver::CU_LIBRARY_BINARY_IS_PRESERVED];
         // The option is a flag; its value is the flag's value.
         let mut library_values = [std::ptr::without_provenance_mut::<c_void>(1)];
@@ -384,15 +407,25 @@ impl JitArgs {
     const INFO_SIZE_SLOT: usize = 1;
     const ERROR_SIZE_SLOT: usize = 3;
 
-    fn new(jit: &JitOptions) -> Result<JitArgs> {
-        let capacity = jit.log_capacity.clamp(1, u32::MAX as usize);
+    /// The JIT options of a load of `kind`. A cubin is never JIT-compiled: it gets no options
+    /// and no log buffers, whose first touch costs a new process page faults on every load.
+    fn new(jit: &JitOptions, kind: ImageKind) -> Result<JitArgs> {
+        if let Some(level) = jit.optimization_level.filter(|&level| level > 4) {
+            return Err(Error::JitOptimizationLevel { level });
+        }
         let mut args = JitArgs {
             options: [0; Self::MAX],
             values: [std::ptr::null_mut(); Self::MAX],
             count: 0,
-            info: vec![0; capacity],
-            error: vec![0; capacity],
+            info: Vec::new(),
+            error: Vec::new(),
         };
+        if kind == ImageKind::Cubin {
+            return Ok(args);
+        }
+        let capacity = jit.log_capacity.clamp(1, u32::MAX as usize);
+        args.info = vec![0; capacity];
+        args.error = vec![0; capacity];
         let info = args.info.as_mut_ptr().cast();
         let error = args.error.as_mut_ptr().cast();
         // The size slots are read back after the load: keep them at the indices named above.
@@ -401,9 +434,6 @@ impl JitArgs {
         args.push(driver::CU_JIT_ERROR_LOG_BUFFER, error);
         args.push(driver::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, capacity as _);
         if let Some(level) = jit.optimization_level {
-            if level > 4 {
-                return Err(Error::JitOptimizationLevel { level });
-            }
             args.push(driver::CU_JIT_OPTIMIZATION_LEVEL, level as _);
         }
         if let Some(registers) = jit.max_registers {
@@ -531,7 +561,7 @@ mod tests {
             log_capacity: 128,
             ..JitOptions::default()
         };
-        let args = JitArgs::new(&jit).unwrap();
+        let args = JitArgs::new(&jit, ImageKind::Ptx).unwrap();
         let options = &args.options[..args.count];
         assert_eq!(
             options,
@@ -551,6 +581,13 @@ mod tests {
         assert_eq!(args.values[4] as usize, 2);
         assert_eq!(args.values[5] as usize, 40);
         assert_eq!(args.values[6] as usize, 1);
+        // A cubin is never JIT-compiled: no options, no buffers, an empty log.
+        let cubin = JitArgs::new(&jit, ImageKind::Cubin).unwrap();
+        assert_eq!(
+            (cubin.count, cubin.info.len(), cubin.error.len()),
+            (0, 0, 0)
+        );
+        assert_eq!(cubin.logs(), JitLog::default());
         // The runtime's option numbers are the driver's.
         assert_eq!(
             runtime::cudaJitOptimizationLevel,
@@ -572,10 +609,12 @@ mod tests {
             optimization_level: Some(5),
             ..JitOptions::default()
         };
-        assert!(matches!(
-            JitArgs::new(&jit),
-            Err(Error::JitOptimizationLevel { level: 5 })
-        ));
+        for kind in [ImageKind::Ptx, ImageKind::Cubin, ImageKind::Fatbin] {
+            assert!(matches!(
+                JitArgs::new(&jit, kind),
+                Err(Error::JitOptimizationLevel { level: 5 })
+            ));
+        }
     }
 
     #[test]

@@ -46,7 +46,14 @@ const KNOWN_LOW_FLAGS: u32 = 0x0e;
 /// The largest section or segment alignment accepted; compilers use at most 128.
 const MAX_ALIGN: u64 = 4096;
 
-pub(super) fn validate(data: &[u8]) -> Result<(), Refusal> {
+/// Whether `data` is an executable cubin, from its ELF header alone: all that output of NVRTC or
+/// nvJitLink needs checked before a load (see `validate::compiler_output`).
+pub(super) fn check_executable(data: &[u8]) -> Result<(), Refusal> {
+    executable_header(data).map(drop)
+}
+
+/// The ELF header of an executable cubin; a relocatable one needs linking first.
+fn executable_header(data: &[u8]) -> Result<&Header, Refusal> {
     let header = header(data)?;
     match header.e_type(LE) {
         ET_EXEC => {}
@@ -65,6 +72,11 @@ pub(super) fn validate(data: &[u8]) -> Result<(), Refusal> {
             .into())
         }
     }
+    Ok(header)
+}
+
+pub(super) fn validate(data: &[u8]) -> Result<(), Refusal> {
+    let header = executable_header(data)?;
     let header_size = header.e_ehsize(LE);
     if usize::from(header_size) != size_of::<Header>() {
         return Err(ParseError::new(

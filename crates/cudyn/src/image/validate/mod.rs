@@ -51,3 +51,16 @@ pub(crate) fn image(bytes: &[u8], kind: ImageKind) -> Result<(), Refusal> {
         ImageKind::LtoIr | ImageKind::HostBinary | ImageKind::Archive => Ok(()),
     }
 }
+
+/// The checks output of NVRTC or nvJitLink (a [`Compiled`](crate::compile::Compiled), fresh or
+/// read back from the compile cache, whose checksum covers it) still needs before a load: a
+/// cubin's ELF header saying it is executable rather than relocatable. Its structure was written
+/// by the compiler, not by whoever handed cudyn the bytes, and the full walk of [`image`] costs
+/// a new process tens of microseconds, as much as the load itself. Other kinds get the full
+/// check.
+pub(crate) fn compiler_output(bytes: &[u8], kind: ImageKind) -> Result<(), Refusal> {
+    match kind {
+        ImageKind::Cubin => cubin::check_executable(bytes),
+        _ => image(bytes, kind),
+    }
+}
