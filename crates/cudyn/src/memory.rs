@@ -8,7 +8,7 @@ use crate::api::driver as api;
 use crate::context::{self, Current};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::sys::driver::{CUcontext, CUdeviceptr};
+use crate::raw::{CUcontext, CUdeviceptr};
 
 mod repr;
 

@@ -12,7 +12,7 @@ use crate::api::driver as api;
 use crate::context::{self, Current};
 use crate::device::Device;
 use crate::error::Result;
-use crate::sys::driver::{CUcontext, CUevent, CUstream};
+use crate::raw::{CUcontext, CUevent, CUstream};
 
 /// A stream on the current device of the thread that created it.
 #[derive(Debug)]

@@ -28,11 +28,11 @@
 //! (`compilers/`) the first time it is opened, to find the same CUDA headers it would.
 //!
 //! **A hit walks no search either** (the direct mode, as ccache calls its own): finding NVRTC and
-//! CUDA's headers through the search order of [`crate::sys::locate`] takes dozens of `stat`
+//! CUDA's headers through the search order of [`crate::locate`] takes dozens of `stat`
 //! calls, directory listings and a read of `cuda.h`, more than the rest of a hit. So the outcome
 //! (NVRTC's file and version, the header folders and their versions) is remembered in
 //! `compilers/` under a fingerprint of everything the search reads from the process: the
-//! variables of [`SEARCH_ENV`](crate::sys::locate::SEARCH_ENV) (`CUDYN_LIBRARY_PATH`,
+//! variables of [`SEARCH_ENV`](crate::locate::SEARCH_ENV) (`CUDYN_LIBRARY_PATH`,
 //! `CUDA_PATH`, `CUDA_HOME`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `PYTHONPATH`, `PATH`, `HOME`,
 //! `XDG_CACHE_HOME`, `CUDYN_WHEELS_VENV`, `LD_LIBRARY_PATH`) and the folders of
 //! [`crate::set_library_path`]. A later process with the same fingerprint trusts it after one

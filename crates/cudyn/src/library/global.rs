@@ -6,7 +6,7 @@ use super::Library;
 use crate::context;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceRepr, DeviceSlice, DeviceSliceMut};
-use crate::sys::driver::CUdeviceptr;
+use crate::raw::CUdeviceptr;
 
 impl Library {
     /// The `__device__` or `__constant__` variable `name` on the current device, read and

@@ -49,8 +49,8 @@ use crate::api::library::{preferred_backend, LibraryApi};
 use crate::error::{Error, Result};
 use crate::kernel::{params_from_image, Kernel};
 use crate::param::ParamLayout;
-use crate::sys::driver::{self, CUlibrary};
-use crate::sys::runtime;
+use crate::raw::{cudaLibrary_t, CUlibrary};
+use crate::sys::driver;
 
 pub mod global;
 pub mod loader;
@@ -219,7 +219,7 @@ impl Library {
     }
 
     /// The handle, as the runtime types it: the same pointer as [`Library::as_raw`].
-    pub fn as_runtime_raw(&self) -> runtime::cudaLibrary_t {
+    pub fn as_runtime_raw(&self) -> cudaLibrary_t {
         self.inner.raw.cast()
     }
 

@@ -97,6 +97,7 @@ impl fmt::Display for Origin {
 
 /// A folder to look in, and the rule it comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Place {
     /// The folder.
     pub folder: PathBuf,
