@@ -17,6 +17,7 @@ use crate::sys::{self, nvjitlink};
 
 /// The kind of a linker input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum InputKind {
     /// A cubin (ELF with SASS), relocatable or not.
     Cubin,

@@ -30,6 +30,7 @@ mod validate;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum ImageKind {
     /// PTX assembly text (`.version`, `.target`).
     Ptx,

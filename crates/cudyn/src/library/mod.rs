@@ -68,6 +68,7 @@ static SHARED: Registry<Inner> = Registry::new();
 
 /// Which CUDA API loads and manages a library. Both give interchangeable handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Backend {
     /// The runtime's library API (`cudaLibraryLoadData`, ...), CUDA 12.8 or newer.
     Runtime,
