@@ -12,6 +12,23 @@ pub use attribute::DeviceAttribute;
 pub(crate) use crate::api::driver::initialized as initialized_driver;
 
 /// A GPU, by ordinal.
+///
+/// ```no_run
+/// use cudyn::Device;
+///
+/// for device in Device::all()? {
+///     let (major, minor) = device.compute_capability()?;
+///     let memory = device.memory_info()?;
+///     println!(
+///         "{}: {} (sm_{major}{minor}), {} of {} MiB free",
+///         device.ordinal(),
+///         device.name()?,
+///         memory.free >> 20,
+///         memory.total >> 20
+///     );
+/// }
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Device {
     ordinal: i32,

@@ -22,6 +22,20 @@ use crate::sys::{runtime, static_c_str, Api, ApiTable};
 /// A kernel handle, cheap to clone. It keeps the [`Library`] it came from loaded.
 ///
 /// The handle is context-independent: the same `Kernel` launches on any device, from any thread.
+///
+/// ```no_run
+/// use cudyn::{Device, KernelAttribute, Library};
+///
+/// let library = Library::from_file("kernels.cubin")?;
+/// let kernel = library.kernel("scale")?;
+/// // The parameters as the driver reports them: what every checked launch compares against.
+/// for (index, param) in kernel.params()?.iter().enumerate() {
+///     println!("parameter {index}: {} bytes at offset {}", param.size, param.offset);
+/// }
+/// let registers = kernel.attribute(KernelAttribute::NumRegisters, Device::get(0)?)?;
+/// println!("{} uses {registers} registers per thread", kernel.name()?);
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Kernel {
     inner: Arc<Inner>,
@@ -77,6 +91,16 @@ impl<T> SuccessCache<T> {
 
 /// A kernel attribute, read per device with [`Kernel::attribute`]; the ones the driver lets
 /// change are set with [`Kernel::set_attribute`].
+///
+/// ```no_run
+/// use cudyn::{Device, KernelAttribute, Library};
+///
+/// let kernel = Library::from_file("kernels.cubin")?.kernel("tiled")?;
+/// let device = Device::get(0)?;
+/// // Opt in to more dynamic shared memory than the default 48 KiB.
+/// kernel.set_attribute(KernelAttribute::MaxDynamicSharedSizeBytes, 100 * 1024, device)?;
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum KernelAttribute {

@@ -84,6 +84,18 @@ pub const SWITCH_ENV: &str = "CUDYN_CACHE";
 pub const MAX_BYTES_ENV: &str = "CUDYN_CACHE_MAX_BYTES";
 
 /// A compile cache in one folder. See the [module documentation](self).
+///
+/// ```no_run
+/// use cudyn::Cache;
+///
+/// // The cache every compile and link uses, unless `CUDYN_CACHE=off`.
+/// if let Some(cache) = Cache::global() {
+///     let stats = cache.stats()?;
+///     println!("{}: {} entries, {} bytes", cache.path().display(), stats.entries, stats.bytes);
+///     cache.prune(256 << 20)?; // keep the most recently used 256 MiB
+/// }
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Cache {
     dir: PathBuf,

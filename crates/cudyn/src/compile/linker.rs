@@ -49,7 +49,7 @@ impl InputKind {
     }
 }
 
-/// How to link; [`LinkOptions::linker`] starts a link with them.
+/// How to link; [`LinkOptions::linker`] starts a link with them ([`Linker`] shows one).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LinkOptions {
     arch: Option<Arch>,
