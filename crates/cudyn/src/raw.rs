@@ -3,8 +3,9 @@
 //!
 //! Every `as_raw` and `from_raw` of cudyn speaks in these types; they are the C types of the
 //! CUDA headers, under their C names. The runtime's handles are the driver's under another name
-//! (`cudaKernel_t` is `CUkernel`, `cudaLibrary_t` is `CUlibrary`, `cudaStream_t` is `CUstream`),
-//! so a handle passes between the two APIs as it is.
+//! (`cudaKernel_t` is `CUkernel`, `cudaLibrary_t` is `CUlibrary`, `cudaStream_t` is `CUstream`):
+//! the same pointer, to an opaque type each header declares for itself, so a handle passes
+//! between the two APIs with a pointer cast.
 //!
 //! These names are covered by cudyn's semantic versioning. The rest of the generated bindings
 //! and the opened libraries' entry points (the hidden `cudyn::sys` module) are not: they follow
@@ -17,7 +18,7 @@
 //! let kernel = library.kernel("helloWorld")?;
 //! let for_the_driver: CUkernel = kernel.as_raw();
 //! let for_the_runtime: cudaKernel_t = kernel.as_runtime_raw();
-//! assert_eq!(for_the_driver, for_the_runtime);
+//! assert_eq!(for_the_driver, for_the_runtime.cast());
 //! # Ok::<(), cudyn::Error>(())
 //! ```
 
