@@ -8,8 +8,8 @@ use crate::raw::CUdevice;
 
 mod attribute;
 
-pub use attribute::DeviceAttribute;
 pub(crate) use crate::api::driver::initialized as initialized_driver;
+pub use attribute::DeviceAttribute;
 
 /// A GPU, by ordinal.
 ///
@@ -204,9 +204,7 @@ impl DeviceLimits {
                 get(DeviceAttribute::MaxGridDimZ)?,
             ],
             max_shared_per_block: get(DeviceAttribute::MaxSharedMemoryPerBlock)?,
-            max_shared_per_block_optin: get(
-                DeviceAttribute::MaxSharedMemoryPerBlockOptin,
-            )?,
+            max_shared_per_block_optin: get(DeviceAttribute::MaxSharedMemoryPerBlockOptin)?,
             cooperative_launch: get(DeviceAttribute::CooperativeLaunch)? != 0,
             cluster_launch: get(DeviceAttribute::ClusterLaunch)? != 0,
             multiprocessors: get(DeviceAttribute::MultiprocessorCount)?,

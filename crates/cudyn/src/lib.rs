@@ -139,12 +139,12 @@ pub use launch::{
 pub use library::{
     Backend, Global, JitLog, JitOptions, Library, LibraryLoader, LibraryOptions, Sharing,
 };
+pub use locate::Component;
 #[cfg(feature = "bytemuck")]
 pub use memory::Bytemuck;
 pub use memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 pub use param::ParamLayout;
 pub use stream::{Event, Stream};
-pub use locate::Component;
 pub use sys::set_library_path;
 pub use toolchain::ToolchainReport;
 pub use version::Version;
@@ -152,5 +152,5 @@ pub use version::Version;
 /// The README's Rust example, compiled with the documentation tests so that it keeps up with the
 /// API.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeExamples;

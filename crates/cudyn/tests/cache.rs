@@ -287,10 +287,7 @@ fn a_result_of_another_nvrtc_than_the_remembered_one_is_not_stored() {
     );
     nvrtc_copy(first.path());
     let order = std::env::join_paths([earlier.path(), first.path()]).unwrap();
-    let order = [(
-        cudyn::locate::LIBRARY_PATH_ENV,
-        order.to_str().unwrap(),
-    )];
+    let order = [(cudyn::locate::LIBRARY_PATH_ENV, order.to_str().unwrap())];
     run_child("cold", dir.path(), &order);
     // An NVRTC appears in a folder searched earlier, nothing else changes: a hit still trusts
     // the remembered one, a miss finds the new one and does not store what it made under the

@@ -619,10 +619,7 @@ mod tests {
 
     #[test]
     fn the_default_wheel_environment_is_the_one_the_set_up_script_installs() {
-        let text = include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../scripts/cuda-wheels"
-        ));
+        let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cuda-wheels"));
         let expected = format!(
             "venv=${{{WHEELS_VENV_ENV}:-${{XDG_CACHE_HOME:-$HOME/.cache}}/{WHEELS_VENV_DEFAULT}}}"
         );
