@@ -137,6 +137,7 @@ impl Device {
 
 /// Free and total memory of a GPU, in bytes: [`Device::memory_info`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MemoryInfo {
     /// Bytes not allocated by anyone.
     pub free: u64,
