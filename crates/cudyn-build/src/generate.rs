@@ -79,8 +79,8 @@ pub(crate) fn rust_module(
                     let _ = write!(
                         text,
                         "    unsafe extern \"C\" {{\n        fn {symbol}(\n            \
-                         kernel: *mut cudyn::sys::runtime::cudaKernel_t,\n        ) -> \
-                         cudyn::sys::runtime::cudaError_t;\n    }}\n    \
+                         kernel: *mut cudyn::raw::cudaKernel_t,\n        ) -> \
+                         cudyn::raw::cudaError_t;\n    }}\n    \
                          // SAFETY: the getter was generated beside the kernel and compiled with it: \
                          it writes\n    // the kernel's handle, taken from the runtime the kernel \
                          registered with, or returns an\n    // error status. The kernel is linked \

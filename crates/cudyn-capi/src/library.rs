@@ -88,22 +88,19 @@ impl cudyn_load_options {
                 ))
             })?),
         };
-        let jit = JitOptions {
-            optimization_level,
-            max_registers: (self.max_registers != 0).then_some(self.max_registers),
-            debug_info: self.debug_info,
-            line_info: self.line_info,
-            verbose_log: self.verbose_log,
-            log_capacity: match self.log_capacity {
-                0 => JitOptions::default().log_capacity,
-                capacity => capacity,
-            },
-        };
-        // Every field named, here and above: a new option of cudyn's fails to compile until
-        // the C options carry it too.
-        let options = LibraryOptions {
-            preserve_binary: self.preserve_binary,
-        };
+        // Every field set, here and above: `carried_options` fails when cudyn gains an option
+        // that the C options do not carry yet (the structs are `#[non_exhaustive]`, so a struct
+        // literal cannot be the check).
+        let mut jit = JitOptions::default();
+        jit.optimization_level = optimization_level;
+        jit.max_registers = (self.max_registers != 0).then_some(self.max_registers);
+        jit.debug_info = self.debug_info;
+        jit.line_info = self.line_info;
+        jit.verbose_log = self.verbose_log;
+        if self.log_capacity != 0 {
+            jit.log_capacity = self.log_capacity;
+        }
+        let options = LibraryOptions::default().preserve_binary(self.preserve_binary);
         let sharing = match self.sharing {
             CUDYN_SHARING_AUTO => Sharing::Auto,
             CUDYN_SHARING_ALWAYS => Sharing::Always,
@@ -310,4 +307,43 @@ pub extern "C" fn cudyn_library_unload(library: *mut cudyn_library) -> cudyn_sta
         LIBRARIES.remove(library)?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The field names of a struct, read from its pretty `Debug` output: the fields at the first
+    /// level of indentation.
+    fn field_names(pretty_debug: &str) -> Vec<&str> {
+        pretty_debug
+            .lines()
+            .filter_map(|line| line.strip_prefix("    "))
+            .filter(|line| !line.starts_with(' '))
+            .filter_map(|line| line.split_once(": ").map(|(name, _)| name))
+            .collect()
+    }
+
+    #[test]
+    fn carried_options() {
+        let unchanged = "cudyn's options changed: give cudyn_load_options a member for each new \
+                         option, set it in cudyn_load_options::loader, then list it here";
+        assert_eq!(
+            field_names(&format!("{:#?}", JitOptions::default())),
+            [
+                "optimization_level",
+                "max_registers",
+                "debug_info",
+                "line_info",
+                "verbose_log",
+                "log_capacity"
+            ],
+            "{unchanged}"
+        );
+        assert_eq!(
+            field_names(&format!("{:#?}", LibraryOptions::default())),
+            ["preserve_binary"],
+            "{unchanged}"
+        );
+    }
 }

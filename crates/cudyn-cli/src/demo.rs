@@ -11,7 +11,7 @@ use std::time::Instant;
 use anstream::println;
 
 use cudyn::compile::{self, Arch, Output, Program};
-use cudyn::{Device, DeviceBuffer, Image, LaunchConfig, Library};
+use cudyn::{Component, Device, DeviceBuffer, Image, LaunchConfig, Library};
 
 use crate::inspect::render_inspection;
 use crate::terminal::{self, GOOD, STRONG};
@@ -129,8 +129,8 @@ fn demo(args: &Args) -> Result<()> {
 /// Why LTO cannot work with the libraries found, if it cannot: LTO-IR from an NVRTC newer than
 /// nvJitLink is refused (NVJITLINK_ERROR_OUTDATED_LIBRARY).
 fn lto_blocker() -> Option<String> {
-    let nvrtc = cudyn::sys::nvrtc().ok()?.version;
-    let nvjitlink = cudyn::sys::nvjitlink().ok()?.version;
+    let nvrtc = cudyn::toolchain::library_version(Component::Nvrtc).ok()?;
+    let nvjitlink = cudyn::toolchain::library_version(Component::NvJitLink).ok()?;
     (nvrtc > nvjitlink).then(|| {
         format!("NVRTC {nvrtc} is newer than nvJitLink {nvjitlink}, which cannot read its LTO-IR")
     })

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 // Styles are dropped where they cannot be seen (see `terminal`).
 use anstream::println;
-use cudyn::sys::locate::CudaHeaders;
+use cudyn::locate::CudaHeaders;
 use cudyn::toolchain::ToolchainReport;
 
 use crate::terminal::{self, ERROR, GOOD, STRONG, WARNING};

@@ -156,6 +156,9 @@ fn render_contents(out: &mut String, contents: &Contents, depth: usize) {
                 render_notes(out, &section.notes, depth + 1);
             }
         }
+        other => {
+            let _ = writeln!(out, "{}{other:?}", indent(depth));
+        }
     }
 }
 
@@ -197,6 +200,9 @@ fn render_fatbin(out: &mut String, fatbin: &Fatbin, depth: usize) {
             Some(EntryContents::Cubin(cubin)) => render_cubin(out, cubin, depth + 1),
             Some(EntryContents::Ptx(ptx)) => render_ptx(out, ptx, depth + 1),
             Some(EntryContents::LtoIr(ltoir)) => render_ltoir(out, ltoir, depth + 1),
+            Some(other) => {
+                let _ = writeln!(out, "{}{other:?}", indent(depth + 1));
+            }
             None => {}
         }
     }
@@ -209,6 +215,7 @@ fn entry_line(entry: &Entry) -> String {
         EntryKind::Ptx => ("PTX".to_string(), format!("compute_{}", entry.arch)),
         EntryKind::LtoIr => ("LTO-IR".to_string(), format!("sm_{}", entry.arch)),
         EntryKind::Unknown(kind) => (format!("kind {kind}"), format!("arch {}", entry.arch)),
+        other => (format!("{other:?}"), format!("arch {}", entry.arch)),
     };
     let mut line = format!("{kind:<6} {arch:<12} {} bytes", entry.stored_size);
     match (entry.compression, entry.decompressed_size) {
@@ -290,6 +297,7 @@ fn render_cubin(out: &mut String, cubin: &Cubin, depth: usize) {
         let space = match variable.space {
             Space::Global => "global".to_string(),
             Space::Constant(bank) => format!("constant bank {bank}"),
+            other => format!("{other:?}"),
         };
         let _ = writeln!(
             out,

@@ -195,6 +195,8 @@ fn input_kind(file: &Path, bytes: &[u8]) -> Result<InputKind, CliError> {
         ImageKind::LtoIr => InputKind::LtoIr,
         ImageKind::HostBinary => InputKind::Object,
         ImageKind::Archive => InputKind::Library,
+        // A kind newer than this match: nvJitLink tells it from the file's extension.
+        _ => InputKind::Any,
     })
 }
 
@@ -207,5 +209,6 @@ fn kind_name(kind: InputKind) -> &'static str {
         InputKind::Object => "object",
         InputKind::Library => "library",
         InputKind::Any => "any",
+        _ => "other",
     }
 }

@@ -292,6 +292,7 @@ pub fn count_kernels(code: &[u8]) -> Option<usize> {
         match module {
             Module::Cubin(cubin) => names.extend(cubin.kernels.iter().map(|k| k.name.clone())),
             Module::Ptx(ptx) => names.extend(ptx.entries.iter().map(|e| e.name.clone())),
+            _ => {}
         }
     }
     Some(names.len())

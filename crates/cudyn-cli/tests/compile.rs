@@ -384,20 +384,17 @@ fn a_folder_named_with_a_slash_is_made_and_reports_follow_the_files_order() {
 const HEADER_KERNELS: [(&str, &str); 4] = [
     (
         "half_bf16_axpy.cu",
-        include_str!("../../cudyn/tests/kernels/half_bf16_axpy.cu"),
+        include_str!("kernels/half_bf16_axpy.cu"),
     ),
     (
         "grid_sum_cooperative.cu",
-        include_str!("../../cudyn/tests/kernels/grid_sum_cooperative.cu"),
+        include_str!("kernels/grid_sum_cooperative.cu"),
     ),
     (
         "complex_multiply.cu",
-        include_str!("../../cudyn/tests/kernels/complex_multiply.cu"),
+        include_str!("kernels/complex_multiply.cu"),
     ),
-    (
-        "cub_block_sum.cu",
-        include_str!("../../cudyn/tests/kernels/cub_block_sum.cu"),
-    ),
+    ("cub_block_sum.cu", include_str!("kernels/cub_block_sum.cu")),
 ];
 
 #[test]

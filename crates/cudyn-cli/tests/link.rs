@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use common::cudyn;
 
-const ITERATE_KERNEL: &str = include_str!("../../cudyn/tests/kernels/iterate_kernel.cu");
-const ITERATE_STEP: &str = include_str!("../../cudyn/tests/kernels/iterate_step.cu");
+const ITERATE_KERNEL: &str = include_str!("kernels/iterate_kernel.cu");
+const ITERATE_STEP: &str = include_str!("kernels/iterate_step.cu");
 
 /// Runs `cudyn ARGS...` in `folder`; returns the exit code, standard output and standard error.
 fn run_in(folder: &Path, args: &[&str]) -> (Option<i32>, String, String) {

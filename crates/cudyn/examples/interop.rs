@@ -2,6 +2,8 @@
 //! through the runtime is launched with the driver's `cuLaunchKernel`, and an attribute set
 //! through the runtime (`cudaKernelSetAttributeForDevice`) on a kernel loaded through the driver
 //! is read back through the driver (`cuKernelGetAttribute`), using the raw calls of `cudyn::sys`.
+//! That module follows the CUDA headers and is outside cudyn's semantic versioning; the handle
+//! types exchanged here are also in `cudyn::raw`, which is covered.
 //!
 //! `cargo run -p cudyn --example interop`
 

@@ -64,6 +64,29 @@ pub(crate) struct Current {
 
 /// Makes `ordinal` this thread's current device, as `cudaSetDevice` does: its primary context is
 /// retained (once per process) and made current on this thread.
+///
+/// ```no_run
+/// use cudyn::DeviceBuffer;
+///
+/// // One thread per GPU, each allocating on its own device.
+/// let count = cudyn::Device::count()?;
+/// std::thread::scope(|scope| {
+///     let threads: Vec<_> = (0..count)
+///         .map(|ordinal| {
+///             scope.spawn(move || -> cudyn::Result<Option<usize>> {
+///                 cudyn::set_device(ordinal)?;
+///                 let buffer = DeviceBuffer::<f32>::zeroed(1024)?;
+///                 Ok(buffer.device().map(|device| device.ordinal()))
+///             })
+///         })
+///         .collect();
+///     for (ordinal, thread) in threads.into_iter().enumerate() {
+///         assert_eq!(thread.join().expect("the thread ran to its end")?, Some(ordinal));
+///     }
+///     Ok::<(), cudyn::Error>(())
+/// })?;
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 pub fn set_device(ordinal: usize) -> Result<Device> {
     let driver = initialized_driver()?;
     let device = Device::get(ordinal)?;

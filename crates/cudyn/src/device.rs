@@ -4,15 +4,35 @@ use std::sync::OnceLock;
 
 use crate::api::driver as api;
 use crate::error::{Error, Result};
-use crate::sys::driver;
+use crate::raw::CUdevice;
+
+mod attribute;
 
 pub(crate) use crate::api::driver::initialized as initialized_driver;
+pub use attribute::DeviceAttribute;
 
 /// A GPU, by ordinal.
+///
+/// ```no_run
+/// use cudyn::Device;
+///
+/// for device in Device::all()? {
+///     let (major, minor) = device.compute_capability()?;
+///     let memory = device.memory_info()?;
+///     println!(
+///         "{}: {} (sm_{major}{minor}), {} of {} MiB free",
+///         device.ordinal(),
+///         device.name()?,
+///         memory.free >> 20,
+///         memory.total >> 20
+///     );
+/// }
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Device {
     ordinal: i32,
-    raw: driver::CUdevice,
+    raw: CUdevice,
 }
 
 impl Device {
@@ -45,7 +65,7 @@ impl Device {
     }
 
     /// The driver's handle of this GPU.
-    pub fn as_raw(&self) -> driver::CUdevice {
+    pub fn as_raw(&self) -> CUdevice {
         self.raw
     }
 
@@ -55,14 +75,22 @@ impl Device {
     }
 
     /// An attribute of the GPU (`cuDeviceGetAttribute`).
-    pub fn attribute(&self, attribute: driver::CUdevice_attribute) -> Result<i32> {
-        api::device_attribute(initialized_driver()?, attribute, self.raw)
+    ///
+    /// ```no_run
+    /// use cudyn::{Device, DeviceAttribute};
+    ///
+    /// let l2 = Device::get(0)?.attribute(DeviceAttribute::L2CacheSize)?;
+    /// println!("{} MiB of L2", l2 >> 20);
+    /// # Ok::<(), cudyn::Error>(())
+    /// ```
+    pub fn attribute(&self, attribute: DeviceAttribute) -> Result<i32> {
+        api::device_attribute(initialized_driver()?, attribute.as_raw(), self.raw)
     }
 
     /// The compute capability, `(major, minor)`: `(9, 0)` for an H100 or H200.
     pub fn compute_capability(&self) -> Result<(u32, u32)> {
-        let major = self.attribute(driver::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
-        let minor = self.attribute(driver::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        let major = self.attribute(DeviceAttribute::ComputeCapabilityMajor)?;
+        let minor = self.attribute(DeviceAttribute::ComputeCapabilityMinor)?;
         Ok((major.max(0) as u32, minor.max(0) as u32))
     }
 
@@ -88,7 +116,7 @@ impl Device {
 
 impl Device {
     /// The GPU whose driver handle is `raw`, e.g. the device of the current context.
-    pub(crate) fn from_raw(raw: driver::CUdevice) -> Result<Device> {
+    pub(crate) fn from_raw(raw: CUdevice) -> Result<Device> {
         for ordinal in 0..Self::count()? {
             let device = Self::get(ordinal)?;
             if device.raw == raw {
@@ -109,6 +137,7 @@ impl Device {
 
 /// Free and total memory of a GPU, in bytes: [`Device::memory_info`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MemoryInfo {
     /// Bytes not allocated by anyone.
     pub free: u64,
@@ -164,24 +193,22 @@ impl DeviceLimits {
     fn query(device: &Device) -> Result<DeviceLimits> {
         let get = |attribute| -> Result<u32> { Ok(device.attribute(attribute)?.max(0) as u32) };
         Ok(DeviceLimits {
-            max_threads_per_block: get(driver::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_threads_per_block: get(DeviceAttribute::MaxThreadsPerBlock)?,
             max_block: [
-                get(driver::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
-                get(driver::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
-                get(driver::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+                get(DeviceAttribute::MaxBlockDimX)?,
+                get(DeviceAttribute::MaxBlockDimY)?,
+                get(DeviceAttribute::MaxBlockDimZ)?,
             ],
             max_grid: [
-                get(driver::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
-                get(driver::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
-                get(driver::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+                get(DeviceAttribute::MaxGridDimX)?,
+                get(DeviceAttribute::MaxGridDimY)?,
+                get(DeviceAttribute::MaxGridDimZ)?,
             ],
-            max_shared_per_block: get(driver::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
-            max_shared_per_block_optin: get(
-                driver::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            )?,
-            cooperative_launch: get(driver::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? != 0,
-            cluster_launch: get(driver::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)? != 0,
-            multiprocessors: get(driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            max_shared_per_block: get(DeviceAttribute::MaxSharedMemoryPerBlock)?,
+            max_shared_per_block_optin: get(DeviceAttribute::MaxSharedMemoryPerBlockOptin)?,
+            cooperative_launch: get(DeviceAttribute::CooperativeLaunch)? != 0,
+            cluster_launch: get(DeviceAttribute::ClusterLaunch)? != 0,
+            multiprocessors: get(DeviceAttribute::MultiprocessorCount)?,
         })
     }
 }

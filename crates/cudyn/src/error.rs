@@ -20,7 +20,22 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong in cudyn.
 ///
 /// `Error` is `Clone` so that the outcome of opening a CUDA library, which happens once per
-/// process, can be handed to every later caller.
+/// process, can be handed to every later caller. Its message says what failed and what to do;
+/// the variants carry the same facts for a program to act on.
+///
+/// ```no_run
+/// use cudyn::{Error, Library};
+///
+/// match Library::from_file("kernels.cubin") {
+///     Ok(library) => println!("{} kernels", library.kernels()?.len()),
+///     Err(Error::LibraryNotFound { component, .. }) => {
+///         eprintln!("{component} is missing: {}", component.install_hint())
+///     }
+///     Err(error) if error.cuda_code().is_some() => eprintln!("CUDA refused it: {error}"),
+///     Err(error) => eprintln!("{error}"),
+/// }
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

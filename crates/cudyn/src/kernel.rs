@@ -15,12 +15,27 @@ use crate::error::Result;
 use crate::image::Image;
 use crate::library::Library;
 use crate::param::ParamLayout;
-use crate::sys::driver::{self, CUfunction, CUkernel};
+use crate::raw::{cudaError_t, cudaKernel_t, CUfunction, CUfunction_attribute, CUkernel};
+use crate::sys::driver;
 use crate::sys::{runtime, static_c_str, Api, ApiTable};
 
 /// A kernel handle, cheap to clone. It keeps the [`Library`] it came from loaded.
 ///
 /// The handle is context-independent: the same `Kernel` launches on any device, from any thread.
+///
+/// ```no_run
+/// use cudyn::{Device, KernelAttribute, Library};
+///
+/// let library = Library::from_file("kernels.cubin")?;
+/// let kernel = library.kernel("scale")?;
+/// // The parameters as the driver reports them: what every checked launch compares against.
+/// for (index, param) in kernel.params()?.iter().enumerate() {
+///     println!("parameter {index}: {} bytes at offset {}", param.size, param.offset);
+/// }
+/// let registers = kernel.attribute(KernelAttribute::NumRegisters, Device::get(0)?)?;
+/// println!("{} uses {registers} registers per thread", kernel.name()?);
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Kernel {
     inner: Arc<Inner>,
@@ -76,6 +91,16 @@ impl<T> SuccessCache<T> {
 
 /// A kernel attribute, read per device with [`Kernel::attribute`]; the ones the driver lets
 /// change are set with [`Kernel::set_attribute`].
+///
+/// ```no_run
+/// use cudyn::{Device, KernelAttribute, Library};
+///
+/// let kernel = Library::from_file("kernels.cubin")?.kernel("tiled")?;
+/// let device = Device::get(0)?;
+/// // Opt in to more dynamic shared memory than the default 48 KiB.
+/// kernel.set_attribute(KernelAttribute::MaxDynamicSharedSizeBytes, 100 * 1024, device)?;
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum KernelAttribute {
@@ -109,7 +134,7 @@ pub enum KernelAttribute {
 
 impl KernelAttribute {
     /// The driver's attribute number (the runtime's `cudaFuncAttribute` uses the same numbers).
-    pub fn as_raw(self) -> driver::CUfunction_attribute {
+    pub fn as_raw(self) -> CUfunction_attribute {
         match self {
             Self::MaxThreadsPerBlock => driver::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
             Self::SharedSizeBytes => driver::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
@@ -182,7 +207,7 @@ impl Kernel {
     /// the functions registered with *its* runtime instance, so this works for code linked with
     /// `-cudart shared`, which registers its kernels in the one `libcudart.so` that cudyn opens too
     /// (cudyn takes a runtime the process has already loaded before searching for one; see
-    /// [`sys::locate`](crate::sys::locate)). Code linked with `-cudart static` (nvcc's default)
+    /// [`locate`](crate::locate)). Code linked with `-cudart static` (nvcc's default)
     /// carries a runtime instance of its own, unknown to cudyn: take the handle there, with a
     /// getter compiled into the same code ([`Kernel::from_getter`]; cudyn-build generates one per
     /// kernel). A function this runtime does not know is [`Error::KernelNotRegistered`], which
@@ -239,7 +264,7 @@ impl Kernel {
     }
 
     /// The handle, as the runtime types it: the same pointer as [`Kernel::as_raw`].
-    pub fn as_runtime_raw(&self) -> runtime::cudaKernel_t {
+    pub fn as_runtime_raw(&self) -> cudaKernel_t {
         self.inner.raw.cast()
     }
 
@@ -433,7 +458,7 @@ impl Kernel {
 /// A function that takes the handle of one kernel inside the code that registered it (calling
 /// `cudaGetKernel` with that code's CUDA runtime instance): `cudaError_t get(cudaKernel_t *out)`.
 /// See [`Kernel::from_getter`].
-pub type KernelGetter = unsafe extern "C" fn(*mut runtime::cudaKernel_t) -> runtime::cudaError_t;
+pub type KernelGetter = unsafe extern "C" fn(*mut cudaKernel_t) -> cudaError_t;
 
 /// The statuses with which `cudaGetKernel` says it knows no kernel for an address: the documented
 /// `cudaErrorInvalidDeviceFunction`, and the two other "no such thing" statuses of the runtime.

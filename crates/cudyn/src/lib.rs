@@ -5,7 +5,7 @@
 //! with NVRTC, link it with nvJitLink, and share kernel handles between the runtime and the driver.
 //!
 //! cudyn needs no CUDA at build time. Every CUDA library is found and opened at run time, on first
-//! use, following one documented search order ([`sys::locate`]); a missing library is an
+//! use, following one documented search order ([`locate`]); a missing library is an
 //! [`Error`] that lists every place searched, never a panic.
 //!
 //! Runnable programs for each use case are in the crate's `examples/` folder
@@ -112,9 +112,12 @@ pub mod inspect;
 pub mod kernel;
 pub mod launch;
 pub mod library;
+pub mod locate;
 pub mod memory;
 pub mod param;
+pub mod raw;
 pub mod stream;
+#[doc(hidden)]
 pub mod sys;
 pub mod toolchain;
 pub mod version;
@@ -125,7 +128,7 @@ pub use compile::{
     Program,
 };
 pub use context::{current_device, set_device, synchronize};
-pub use device::{Device, DeviceLimits, MemoryInfo};
+pub use device::{Device, DeviceAttribute, DeviceLimits, MemoryInfo};
 pub use error::{CallError, Error, Result};
 pub use image::{Image, ImageKind};
 pub use inspect::{Inspection, ParseError};
@@ -136,12 +139,12 @@ pub use launch::{
 pub use library::{
     Backend, Global, JitLog, JitOptions, Library, LibraryLoader, LibraryOptions, Sharing,
 };
+pub use locate::Component;
 #[cfg(feature = "bytemuck")]
 pub use memory::Bytemuck;
 pub use memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 pub use param::ParamLayout;
 pub use stream::{Event, Stream};
-pub use sys::locate::Component;
 pub use sys::set_library_path;
 pub use toolchain::ToolchainReport;
 pub use version::Version;
@@ -149,5 +152,5 @@ pub use version::Version;
 /// The README's Rust example, compiled with the documentation tests so that it keeps up with the
 /// API.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeExamples;

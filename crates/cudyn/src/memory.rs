@@ -8,7 +8,7 @@ use crate::api::driver as api;
 use crate::context::{self, Current};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::sys::driver::{CUcontext, CUdeviceptr};
+use crate::raw::{CUcontext, CUdeviceptr};
 
 mod repr;
 
@@ -27,6 +27,17 @@ pub use repr::DeviceRepr;
 /// and is freed there, whichever thread frees it and whatever that thread's current context is.
 /// [`DeviceBuffer::free`] returns the outcome; dropping the buffer frees it too and hands a
 /// failure to the hook of [`set_drop_error_hook`](crate::context::set_drop_error_hook).
+///
+/// ```no_run
+/// use cudyn::DeviceBuffer;
+///
+/// let mut buffer = DeviceBuffer::from_slice(&[1.0f32, 2.0, 3.0, 4.0])?;
+/// buffer.slice_mut(2..)?.copy_from(&[30.0, 40.0])?;
+/// assert_eq!(buffer.to_vec()?, [1.0, 2.0, 30.0, 40.0]);
+/// // Dropping frees it too; `free` reports a failure instead of handing it to the hook.
+/// buffer.free()?;
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct DeviceBuffer<T: DeviceRepr> {
     // The kernel argument is the address of this field, so it must stay a CUdeviceptr.

@@ -12,9 +12,32 @@ use crate::api::driver as api;
 use crate::context::{self, Current};
 use crate::device::Device;
 use crate::error::Result;
-use crate::sys::driver::{CUcontext, CUevent, CUstream};
+use crate::raw::{CUcontext, CUevent, CUstream};
 
 /// A stream on the current device of the thread that created it.
+///
+/// ```no_run
+/// use cudyn::{DeviceBuffer, Event, LaunchConfig, Library, Stream};
+///
+/// let kernel = Library::from_file("kernels.cubin")?.kernel("fill")?;
+/// let n = 1 << 20;
+/// let mut out = DeviceBuffer::<u32>::zeroed(n)?;
+/// let stream = Stream::new()?;
+/// let (start, end) = (Event::new()?, Event::new()?);
+/// start.record(Some(&stream))?;
+/// // SAFETY: fill(out, n) writes out[i] for i < n, and `out` holds n values; the stream is
+/// // synchronized before `out` is touched again.
+/// unsafe {
+///     kernel.launch(
+///         &LaunchConfig::for_elements(n, 256).stream(&stream),
+///         (&mut out, n as u64),
+///     )
+/// }?;
+/// end.record(Some(&stream))?;
+/// stream.synchronize()?;
+/// println!("fill took {:?}", end.elapsed_since(&start)?);
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Stream {
     raw: CUstream,
@@ -112,7 +135,8 @@ impl Drop for Stream {
     }
 }
 
-/// An event: a marker recorded into a stream, used to wait for or time the work before it.
+/// An event: a marker recorded into a stream, used to wait for or time the work before it
+/// ([`Stream`] shows both).
 #[derive(Debug)]
 pub struct Event {
     raw: CUevent,

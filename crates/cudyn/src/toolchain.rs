@@ -107,6 +107,29 @@ impl ComponentReport {
     }
 }
 
+/// The version `component` reports, opening it first if nothing has yet, as its first use
+/// would: e.g. to check that nvJitLink can read the LTO-IR of the NVRTC found.
+///
+/// ```no_run
+/// use cudyn::{toolchain, Component};
+///
+/// let nvrtc = toolchain::library_version(Component::Nvrtc)?;
+/// let nvjitlink = toolchain::library_version(Component::NvJitLink)?;
+/// if nvrtc > nvjitlink {
+///     println!("nvJitLink {nvjitlink} cannot link the LTO-IR of NVRTC {nvrtc}");
+/// }
+/// # Ok::<(), cudyn::Error>(())
+/// ```
+pub fn library_version(component: Component) -> crate::error::Result<Version> {
+    Ok(match component {
+        Component::Driver => sys::driver()?.version,
+        Component::Runtime => sys::runtime()?.version,
+        Component::Nvrtc => sys::nvrtc()?.version,
+        Component::NvJitLink => sys::nvjitlink()?.version,
+        Component::NvFatbin => sys::nvfatbin()?.version,
+    })
+}
+
 impl ToolchainReport {
     /// Opens every CUDA library (as any later call would) and lists the GPUs.
     pub fn probe() -> Self {

@@ -249,7 +249,7 @@ fn a_changed_nvrtc_is_noticed_by_the_next_process() {
     let (dir, nvrtc) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let copy = nvrtc_copy(nvrtc.path());
     let only_the_copy = [(
-        cudyn::sys::locate::LIBRARY_PATH_ENV,
+        cudyn::locate::LIBRARY_PATH_ENV,
         nvrtc.path().to_str().unwrap(),
     )];
     run_child("cold", dir.path(), &only_the_copy);
@@ -290,10 +290,7 @@ fn a_result_of_another_nvrtc_than_the_remembered_one_is_not_stored() {
     );
     nvrtc_copy(first.path());
     let order = std::env::join_paths([earlier.path(), first.path()]).unwrap();
-    let order = [(
-        cudyn::sys::locate::LIBRARY_PATH_ENV,
-        order.to_str().unwrap(),
-    )];
+    let order = [(cudyn::locate::LIBRARY_PATH_ENV, order.to_str().unwrap())];
     run_child("cold", dir.path(), &order);
     // An NVRTC appears in a folder searched earlier, nothing else changes: a hit still trusts
     // the remembered one, a miss finds the new one and does not store what it made under the

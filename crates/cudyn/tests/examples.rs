@@ -82,7 +82,7 @@ fn without_a_driver_every_example_fails_with_cudyn_error_and_no_panic() {
     let toolkit_only = runtime_folder();
     for name in EXAMPLES {
         let output = example(name)
-            .env(cudyn::sys::locate::LIBRARY_PATH_ENV, &toolkit_only)
+            .env(cudyn::locate::LIBRARY_PATH_ENV, &toolkit_only)
             .output()
             .expect("running the example");
         let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));

@@ -4,8 +4,9 @@
 //! Run with `cargo test -p cudyn --test gpu_cooperative -- --include-ignored` on a machine with a
 //! GPU.
 
-use cudyn::sys::driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
-use cudyn::{ConfigViolation, Device, DeviceBuffer, Error, Kernel, LaunchConfig, Program};
+use cudyn::{
+    ConfigViolation, Device, DeviceAttribute, DeviceBuffer, Error, Kernel, LaunchConfig, Program,
+};
 
 const GRID_SUM: &str = include_str!("kernels/grid_sum_cooperative.cu");
 
@@ -33,7 +34,7 @@ fn kernel(source: &str, file: &str, name: &str) -> Kernel {
 /// from cudyn's cached limits.
 fn residency(kernel: &Kernel) -> (u32, u32) {
     let count = Device::get(0)
-        .and_then(|device| device.attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT))
+        .and_then(|device| device.attribute(DeviceAttribute::MultiprocessorCount))
         .expect("GPU tests need a GPU: device 0 is not usable");
     let per_multiprocessor = kernel
         .max_active_blocks_per_multiprocessor(BLOCK_THREADS, 0)

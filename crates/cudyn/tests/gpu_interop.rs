@@ -228,6 +228,7 @@ fn library_handles_round_trip_between_runtime_and_driver() {
         let flipped = match backend {
             Backend::Runtime => Backend::Driver,
             Backend::Driver => Backend::Runtime,
+            other => panic!("this test covers the runtime and the driver, not {other:?}"),
         };
         // SAFETY: `loaded` keeps the library loaded for the whole block.
         let wrapped = unsafe { Library::from_raw(loaded.as_raw(), flipped) };

@@ -75,13 +75,11 @@ fn ptx_is_compiled_by_the_jit_with_options_and_its_log_is_kept() {
         .unwrap()
         .as_nanos();
     let nvcc_ptx = compile(SAXPY, Output::Ptx).bytes();
-    let jit = JitOptions {
-        verbose_log: true,
-        optimization_level: Some(3),
-        max_registers: Some(32),
-        line_info: true,
-        ..JitOptions::default()
-    };
+    let jit = JitOptions::default()
+        .verbose_log(true)
+        .optimization_level(3)
+        .max_registers(32)
+        .line_info(true);
     let mut seen = Vec::new();
     for backend in [Backend::Driver, Backend::Runtime] {
         let mut ptx = nvcc_ptx.clone();
@@ -133,9 +131,7 @@ fn a_failure_after_a_successful_load_carries_the_jit_error_log() {
 #[ignore = "gpu: loads bytes the driver may use in place"]
 fn a_preserved_binary_loads_and_runs() {
     let cubin = compile(SAXPY, Output::Cubin).bytes();
-    let options = LibraryOptions {
-        preserve_binary: true,
-    };
+    let options = LibraryOptions::default().preserve_binary(true);
     let library = Library::loader()
         .options(options.clone())
         .load(&cubin)

@@ -4,7 +4,7 @@
 //! wheels of scripts/cuda-wheels (nvidia-cuda-runtime, nvidia-cuda-crt, nvidia-cuda-cccl); no GPU.
 
 use cudyn::compile::{Arch, Output, Program};
-use cudyn::sys::locate::CudaHeaders;
+use cudyn::locate::CudaHeaders;
 use cudyn::Error;
 
 const SM_90: Arch = Arch::new(9, 0);

@@ -155,7 +155,7 @@ fn cubins(file: &Path) -> Vec<Cubin> {
         .into_iter()
         .filter_map(|module| match module {
             Module::Cubin(cubin) => Some(cubin.clone()),
-            Module::Ptx(_) => None,
+            _ => None,
         })
         .collect()
 }

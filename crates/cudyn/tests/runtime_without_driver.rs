@@ -7,7 +7,7 @@
 //! a GPU.
 
 use cudyn::compile::Arch;
-use cudyn::sys::locate::SearchPath;
+use cudyn::locate::SearchPath;
 use cudyn::{Component, Error, Library, Program};
 
 #[test]

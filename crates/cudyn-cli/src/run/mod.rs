@@ -270,6 +270,7 @@ fn kernel_symbols(inspection: &cudyn::Inspection) -> Vec<String> {
                 .iter()
                 .map(|e| named(&e.name, &e.demangled))
                 .collect(),
+            _ => Vec::new(),
         })
         .collect()
 }

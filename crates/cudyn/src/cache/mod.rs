@@ -28,11 +28,11 @@
 //! (`compilers/`) the first time it is opened, to find the same CUDA headers it would.
 //!
 //! **A hit walks no search either** (the direct mode, as ccache calls its own): finding NVRTC and
-//! CUDA's headers through the search order of [`crate::sys::locate`] takes dozens of `stat`
+//! CUDA's headers through the search order of [`crate::locate`] takes dozens of `stat`
 //! calls, directory listings and a read of `cuda.h`, more than the rest of a hit. So the outcome
 //! (NVRTC's file and version, the header folders and their versions) is remembered in
 //! `compilers/` under a fingerprint of everything the search reads from the process: the
-//! variables of [`SEARCH_ENV`](crate::sys::locate::SEARCH_ENV) (`CUDYN_LIBRARY_PATH`,
+//! variables of [`SEARCH_ENV`](crate::locate::SEARCH_ENV) (`CUDYN_LIBRARY_PATH`,
 //! `CUDA_PATH`, `CUDA_HOME`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `PYTHONPATH`, `PATH`, `HOME`,
 //! `XDG_CACHE_HOME`, `CUDYN_WHEELS_VENV`, `LD_LIBRARY_PATH`) and the folders of
 //! [`crate::set_library_path`]. A later process with the same fingerprint trusts it after one
@@ -84,6 +84,18 @@ pub const SWITCH_ENV: &str = "CUDYN_CACHE";
 pub const MAX_BYTES_ENV: &str = "CUDYN_CACHE_MAX_BYTES";
 
 /// A compile cache in one folder. See the [module documentation](self).
+///
+/// ```no_run
+/// use cudyn::Cache;
+///
+/// // The cache every compile and link uses, unless `CUDYN_CACHE=off`.
+/// if let Some(cache) = Cache::global() {
+///     let stats = cache.stats()?;
+///     println!("{}: {} entries, {} bytes", cache.path().display(), stats.entries, stats.bytes);
+///     cache.prune(256 << 20)?; // keep the most recently used 256 MiB
+/// }
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Cache {
     dir: PathBuf,

@@ -1,12 +1,12 @@
 //! Direct mode: the NVRTC and CUDA header folders a process resolved, remembered in the cache,
 //! so that the next process checks a few files instead of walking the search order.
 //!
-//! Finding NVRTC and CUDA's headers walks the search order of [`crate::sys::locate`]: dozens of
+//! Finding NVRTC and CUDA's headers walks the search order of [`crate::locate`]: dozens of
 //! `stat` calls over the environment's folders, directory listings, and the CUDA version read
 //! out of `cuda.h`. That costs more than the rest of a cache hit together. Like ccache's direct
 //! mode, cudyn remembers the outcome in the cache (`compilers/toolchain-<fingerprint>`) under a
 //! fingerprint of everything the walk reads from the process: every variable of
-//! [`SEARCH_ENV`](crate::sys::locate::SEARCH_ENV) and the folders given to
+//! [`SEARCH_ENV`](crate::locate::SEARCH_ENV) and the folders given to
 //! [`crate::set_library_path`]. A later process with the same fingerprint takes the remembered
 //! outcome after checking, with one `stat` each, that the files it was read from are unchanged
 //! (size, modification and change times, inode): NVRTC's file and the headers the folders' CUDA

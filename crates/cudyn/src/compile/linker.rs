@@ -17,6 +17,7 @@ use crate::sys::{self, nvjitlink};
 
 /// The kind of a linker input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum InputKind {
     /// A cubin (ELF with SASS), relocatable or not.
     Cubin,
@@ -48,7 +49,7 @@ impl InputKind {
     }
 }
 
-/// How to link; [`LinkOptions::linker`] starts a link with them.
+/// How to link; [`LinkOptions::linker`] starts a link with them ([`Linker`] shows one).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LinkOptions {
     arch: Option<Arch>,

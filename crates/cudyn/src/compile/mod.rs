@@ -47,6 +47,7 @@ macro_rules! setters {
         )*
     };
 }
+pub(crate) use setters;
 
 mod batch;
 mod cached;

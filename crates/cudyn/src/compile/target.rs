@@ -28,6 +28,15 @@ use crate::sys::locate::Component;
 use crate::version::Version;
 
 /// A GPU architecture: a compute capability, optionally architecture- or family-specific.
+///
+/// ```
+/// use cudyn::{Arch, ArchVariant};
+///
+/// let arch: Arch = "sm_90a".parse()?;
+/// assert_eq!(arch, Arch::new(9, 0).with(ArchVariant::Specific));
+/// assert_eq!((arch.sm(), arch.compute()), ("sm_90a".into(), "compute_90a".into()));
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Arch {
     major: u32,

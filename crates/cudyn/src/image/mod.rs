@@ -30,6 +30,7 @@ mod validate;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum ImageKind {
     /// PTX assembly text (`.version`, `.target`).
     Ptx,
@@ -89,6 +90,16 @@ impl fmt::Display for ImageKind {
 }
 
 /// Device code as bytes, with its detected kind.
+///
+/// ```no_run
+/// use cudyn::{Image, ImageKind};
+///
+/// let image = Image::from_file("kernels.fatbin")?;
+/// assert_eq!(image.kind(), ImageKind::Fatbin);
+/// image.validate()?; // what loading checks before the driver sees the bytes
+/// let params = image.param_layout("saxpy")?; // no GPU needed
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Image<'a> {
     bytes: Cow<'a, [u8]>,

@@ -150,6 +150,7 @@ pub struct Entry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum EntryKind {
     /// A cubin.
     Sass,
@@ -179,6 +180,7 @@ pub enum Compression {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum EntryContents {
     /// A cubin.
     Cubin(Cubin),

@@ -67,6 +67,7 @@ pub struct Inspection {
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum Contents {
     /// PTX text.
     Ptx(ptx::PtxModule),
@@ -124,6 +125,7 @@ impl Inspection {
 
 /// A decoded module inside an image.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Module<'a> {
     /// A cubin.
     Cubin(&'a cubin::Cubin),

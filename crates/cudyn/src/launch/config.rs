@@ -48,6 +48,20 @@ impl From<(u32, u32, u32)> for Dim3 {
 
 /// How a kernel is launched: grid and block dimensions, dynamic shared memory, stream, cluster
 /// dimensions and whether the launch is cooperative.
+///
+/// ```
+/// use cudyn::{Dim3, LaunchConfig};
+///
+/// // Enough blocks of 256 threads for a million elements.
+/// let config = LaunchConfig::for_elements(1_000_000, 256);
+/// assert_eq!((config.grid.x, config.block.x), (3907, 256));
+///
+/// // A 2D grid with 16 KiB of dynamic shared memory per block, in clusters of two blocks.
+/// let config = LaunchConfig::new((64, 64), (16, 16))
+///     .shared_mem(16 * 1024)
+///     .cluster((2, 1));
+/// assert_eq!(config.grid, Dim3 { x: 64, y: 64, z: 1 });
+/// ```
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct LaunchConfig<'s> {

@@ -6,7 +6,7 @@ use super::Library;
 use crate::context;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceRepr, DeviceSlice, DeviceSliceMut};
-use crate::sys::driver::CUdeviceptr;
+use crate::raw::CUdeviceptr;
 
 impl Library {
     /// The `__device__` or `__constant__` variable `name` on the current device, read and
@@ -48,6 +48,15 @@ impl Library {
 
 /// A `__device__`, `__constant__` or `__managed__` variable of a [`Library`], typed as a `T` of
 /// the variable's exact size. It keeps its library loaded.
+///
+/// ```no_run
+/// use cudyn::Program;
+///
+/// let library = Program::new("__constant__ float scale; __device__ unsigned int calls;").load()?;
+/// library.global::<f32>("scale")?.write(&2.5)?;
+/// let calls = library.global::<u32>("calls")?.read()?;
+/// # Ok::<(), cudyn::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Global<T: DeviceRepr> {
     ptr: CUdeviceptr,

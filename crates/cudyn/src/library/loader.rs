@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use super::registry::KeyParts;
 use super::{Backend, Inner, Library, SHARED};
 use crate::api::library::{LibraryApi, LoadOptions};
-use crate::compile::Compiled;
+use crate::compile::{setters, Compiled};
 use crate::context;
 use crate::error::{Error, Result};
 use crate::image::ImageKind;
@@ -17,7 +17,19 @@ use crate::sys::driver;
 
 /// Options for the JIT compiler, used when the library holds PTX that must be compiled for the
 /// device (a cubin or a fatbin with SASS for the device is not compiled again).
+///
+/// Built from the default with its setters, so that a later JIT option is not a breaking change:
+///
+/// ```no_run
+/// use cudyn::{JitOptions, Library};
+///
+/// let jit = JitOptions::default().max_registers(32).line_info(true).verbose_log(true);
+/// let library = Library::loader().jit(jit).load(&std::fs::read("kernels.ptx")?)?;
+/// println!("{}", library.jit_log().info);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JitOptions {
     /// Optimization level, 0 to 4 (the JIT's default is 4).
     pub optimization_level: Option<u32>,
@@ -46,13 +58,55 @@ impl Default for JitOptions {
     }
 }
 
-/// Options for loading a library, beyond the JIT's.
+impl JitOptions {
+    setters! {
+        /// The optimization level, 0 to 4 (the JIT's default is 4).
+        optimization_level(level: u32) => Some;
+
+        /// The most registers a thread may use.
+        max_registers(count: u32) => Some;
+
+        /// Debug information.
+        debug_info(on: bool);
+
+        /// Line-number information.
+        line_info(on: bool);
+
+        /// A verbose info log.
+        verbose_log(on: bool);
+
+        /// The capacity of each of the two logs (info and error), in bytes.
+        log_capacity(bytes: usize);
+    }
+}
+
+/// Options for loading a library, beyond the JIT's. Built from the default with its setters, as
+/// [`JitOptions`] is.
+///
+/// ```no_run
+/// use cudyn::{Library, LibraryOptions};
+///
+/// let bytes = std::fs::read("kernels.cubin")?;
+/// let library = Library::loader()
+///     .options(LibraryOptions::default().preserve_binary(true))
+///     .load(&bytes)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LibraryOptions {
     /// Let the driver use the loaded bytes in place instead of copying them
     /// (`CU_LIBRARY_BINARY_IS_PRESERVED`). cudyn then keeps its own copy of the bytes alive until
     /// the library is unloaded.
     pub preserve_binary: bool,
+}
+
+impl LibraryOptions {
+    setters! {
+        /// Lets the driver use the loaded bytes in place
+        /// ([`preserve_binary`](LibraryOptions#structfield.preserve_binary)).
+        preserve_binary(on: bool);
+    }
 }
 
 /// Whether a load may share a library already loaded from identical device code with identical

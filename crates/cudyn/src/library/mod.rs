@@ -49,8 +49,8 @@ use crate::api::library::{preferred_backend, LibraryApi};
 use crate::error::{Error, Result};
 use crate::kernel::{params_from_image, Kernel};
 use crate::param::ParamLayout;
-use crate::sys::driver::{self, CUlibrary};
-use crate::sys::runtime;
+use crate::raw::{cudaLibrary_t, CUlibrary};
+use crate::sys::driver;
 
 pub mod global;
 pub mod loader;
@@ -68,6 +68,7 @@ static SHARED: Registry<Inner> = Registry::new();
 
 /// Which CUDA API loads and manages a library. Both give interchangeable handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Backend {
     /// The runtime's library API (`cudaLibraryLoadData`, ...), CUDA 12.8 or newer.
     Runtime,
@@ -219,7 +220,7 @@ impl Library {
     }
 
     /// The handle, as the runtime types it: the same pointer as [`Library::as_raw`].
-    pub fn as_runtime_raw(&self) -> runtime::cudaLibrary_t {
+    pub fn as_runtime_raw(&self) -> cudaLibrary_t {
         self.inner.raw.cast()
     }
 

@@ -13,8 +13,11 @@
 //! Opening is lazy and per library: a program that only loads prebuilt device code never pays for
 //! opening NVRTC or nvJitLink (about 5 ms each with a warm page cache, 50 ms cold).
 //!
-//! This module is public for users who need a raw entry point cudyn does not wrap; everything in it
-//! is as unsafe as the C API it mirrors.
+//! **Not covered by semantic versioning**: this module is hidden from the documentation and may
+//! change in any release, as the CUDA headers it is generated from do. It stays reachable for a
+//! program that needs a raw entry point cudyn does not wrap; everything in it is as unsafe as the
+//! C API it mirrors. The handle types of cudyn's own API are in [`crate::raw`], and the search
+//! order in [`crate::locate`], both covered.
 
 use std::fmt;
 use std::path::PathBuf;

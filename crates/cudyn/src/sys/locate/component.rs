@@ -120,10 +120,7 @@ mod tests {
 
     #[test]
     fn install_hints_name_the_wheels_the_set_up_script_pins() {
-        let script = include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../scripts/cuda-wheels"
-        ));
+        let script = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cuda-wheels"));
         let pins: Vec<&str> = script
             .lines()
             .map(str::trim)

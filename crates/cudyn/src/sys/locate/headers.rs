@@ -652,10 +652,7 @@ mod tests {
 
     #[test]
     fn provider_pins_are_the_set_up_scripts() {
-        let script = include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../scripts/cuda-wheels"
-        ));
+        let script = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cuda-wheels"));
         let pins: Vec<&str> = HEADER_WHEELS.split(' ').collect();
         assert_eq!(pins.len(), 3, "{HEADER_WHEELS}");
         for pin in pins {

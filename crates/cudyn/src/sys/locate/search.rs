@@ -97,6 +97,7 @@ impl fmt::Display for Origin {
 
 /// A folder to look in, and the rule it comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Place {
     /// The folder.
     pub folder: PathBuf,
@@ -618,10 +619,7 @@ mod tests {
 
     #[test]
     fn the_default_wheel_environment_is_the_one_the_set_up_script_installs() {
-        let text = include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../scripts/cuda-wheels"
-        ));
+        let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cuda-wheels"));
         let expected = format!(
             "venv=${{{WHEELS_VENV_ENV}:-${{XDG_CACHE_HOME:-$HOME/.cache}}/{WHEELS_VENV_DEFAULT}}}"
         );

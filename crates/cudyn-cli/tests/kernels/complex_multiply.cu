@@ -1,0 +1,1 @@
+../../../cudyn/tests/kernels/complex_multiply.cu

@@ -1,0 +1,1 @@
+../../../cudyn/tests/kernels/cub_block_sum.cu

@@ -1,0 +1,1 @@
+../../../cudyn/tests/kernels/grid_sum_cooperative.cu

@@ -1,0 +1,1 @@
+../../../cudyn/tests/kernels/half_bf16_axpy.cu

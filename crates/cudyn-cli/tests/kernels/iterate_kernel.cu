@@ -1,0 +1,1 @@
+../../../cudyn/tests/kernels/iterate_kernel.cu
