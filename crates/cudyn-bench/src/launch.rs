@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::ptr::addr_of_mut;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchArgs, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 use cudyn::{DeviceBuffer, DeviceRepr, Kernel, LaunchConfig, Library, Program};
 
@@ -35,34 +35,30 @@ struct Scale {
 unsafe impl cudarc::driver::DeviceRepr for Scale {}
 
 /// The 20 scalars of `args21`: five rounds of (int, unsigned long long, float, double).
+#[rustfmt::skip]
 type Scalars = (
-    i32,
-    u64,
-    f32,
-    f64,
-    i32,
-    u64,
-    f32,
-    f64,
-    i32,
-    u64,
-    f32,
-    f64,
-    i32,
-    u64,
-    f32,
-    f64,
-    i32,
-    u64,
-    f32,
-    f64,
+    i32, u64, f32, f64, i32, u64, f32, f64, i32, u64, f32, f64, i32, u64, f32, f64,
+    i32, u64, f32, f64,
 );
 
 /// The scalars `args21` gets, and the sum it writes: 15 + 65 + 7.5 + 3.75, exact in a float.
+#[rustfmt::skip]
 const SCALARS: Scalars = (
-    1, 11, 0.5, 0.25, 2, 12, 1.0, 0.5, 3, 13, 1.5, 0.75, 4, 14, 2.0, 1.0, 5, 15, 2.5, 1.25,
+    1, 11, 0.5, 0.25, 2, 12, 1.0, 0.5, 3, 13, 1.5, 0.75, 4, 14, 2.0, 1.0,
+    5, 15, 2.5, 1.25,
 );
 const SCALARS_SUM: f32 = 91.25;
+
+/// SAXPY's arguments (a, x, y, out, n) as a raw launch takes them: a pointer to each.
+pub fn saxpy_params(values: &mut (f32, u64, u64, u64, u64)) -> [*mut c_void; 5] {
+    [
+        addr_of_mut!(values.0).cast(),
+        addr_of_mut!(values.1).cast(),
+        addr_of_mut!(values.2).cast(),
+        addr_of_mut!(values.3).cast(),
+        addr_of_mut!(values.4).cast(),
+    ]
+}
 
 /// Calls `launch` `count` times: one burst.
 fn burst(
@@ -96,11 +92,14 @@ fn cudyn_error(error: cudyn::Error) -> String {
     error.to_string()
 }
 
-/// The kernels, loaded by cudyn and by cudarc from one cubin.
+/// The kernels, loaded by cudyn and by cudarc from one cubin, and how every row launches them.
 struct Kernels {
     library: Library,
     stream: Arc<CudaStream>,
     module: Arc<cudarc::driver::CudaModule>,
+    raw: RawLauncher,
+    config: LaunchConfig<'static>,
+    cudarc_config: cudarc::driver::LaunchConfig,
 }
 
 impl Kernels {
@@ -110,6 +109,18 @@ impl Kernels {
 
     fn cudarc(&self, name: &str) -> Result<CudaFunction, String> {
         self.module.load_function(name).map_err(cudarc_error)
+    }
+
+    /// cudarc's launch of what `builder` holds.
+    ///
+    /// # Safety
+    /// The arguments pushed are those of the kernel, and its memory accesses are valid for the
+    /// configuration.
+    unsafe fn cudarc_launch(&self, builder: &mut LaunchArgs<'_>) -> Result<(), String> {
+        // SAFETY: the caller's contract.
+        unsafe { builder.launch(self.cudarc_config) }
+            .map(drop)
+            .map_err(cudarc_error)
     }
 }
 
@@ -127,34 +138,31 @@ pub fn rows(bench: &Bench) -> Result<Vec<Row>, String> {
         .compile()
         .map_err(cudyn_error)?;
     let context = CudaContext::new(0).map_err(cudarc_error)?;
+    let config = LaunchConfig::for_elements(N, 256);
     let kernels = Kernels {
         library: Library::load(compiled.code()).map_err(cudyn_error)?,
         stream: context.default_stream(),
         module: context
             .load_module(Ptx::from_binary(compiled.code().to_vec()))
             .map_err(cudarc_error)?,
-    };
-    let raw = RawLauncher::new()?;
-    let config = LaunchConfig::for_elements(N, 256);
-    let cudarc_config = cudarc::driver::LaunchConfig {
-        grid_dim: (config.grid.x, 1, 1),
-        block_dim: (config.block.x, 1, 1),
-        shared_mem_bytes: 0,
+        raw: RawLauncher::new()?,
+        cudarc_config: cudarc::driver::LaunchConfig {
+            grid_dim: (config.grid.x, 1, 1),
+            block_dim: (config.block.x, 1, 1),
+            shared_mem_bytes: 0,
+        },
+        config,
     };
     Ok(vec![
-        empty(&kernels, raw, &config, cudarc_config)?,
-        saxpy(&kernels, raw, &config, cudarc_config)?,
-        args21(&kernels, raw, &config, cudarc_config)?,
-        scale(&kernels, raw, &config, cudarc_config)?,
+        empty(&kernels)?,
+        saxpy(&kernels)?,
+        args21(&kernels)?,
+        scale(&kernels)?,
     ])
 }
 
-fn empty(
-    kernels: &Kernels,
-    raw: RawLauncher,
-    config: &LaunchConfig<'_>,
-    cudarc_config: cudarc::driver::LaunchConfig,
-) -> Result<Row, String> {
+fn empty(kernels: &Kernels) -> Result<Row, String> {
+    let (raw, config) = (kernels.raw, &kernels.config);
     let (kernel, function) = (kernels.cudyn("empty")?, kernels.cudarc("empty")?);
     let measured = row(
         "launch.empty",
@@ -166,20 +174,14 @@ fn empty(
         &mut burst(|| {
             let mut builder = kernels.stream.launch_builder(&function);
             // SAFETY: as above.
-            unsafe { builder.launch(cudarc_config) }
-                .map(drop)
-                .map_err(cudarc_error)
+            unsafe { kernels.cudarc_launch(&mut builder) }
         }),
     );
     measured
 }
 
-fn saxpy(
-    kernels: &Kernels,
-    raw: RawLauncher,
-    config: &LaunchConfig<'_>,
-    cudarc_config: cudarc::driver::LaunchConfig,
-) -> Result<Row, String> {
+fn saxpy(kernels: &Kernels) -> Result<Row, String> {
+    let (raw, config) = (kernels.raw, &kernels.config);
     let (kernel, function) = (kernels.cudyn("saxpy")?, kernels.cudarc("saxpy")?);
     let a = 3.0f32;
     let x = DeviceBuffer::from_slice(&[1.0f32; N]).map_err(cudyn_error)?;
@@ -190,13 +192,7 @@ fn saxpy(
     let cudarc_y = stream.clone_htod(&[2.0f32; N]).map_err(cudarc_error)?;
     let mut cudarc_out = stream.alloc_zeros::<f32>(N).map_err(cudarc_error)?;
     let mut values = (a, x.as_raw(), y.as_raw(), out.as_raw(), N as u64);
-    let mut params: [*mut c_void; 5] = [
-        addr_of_mut!(values.0).cast(),
-        addr_of_mut!(values.1).cast(),
-        addr_of_mut!(values.2).cast(),
-        addr_of_mut!(values.3).cast(),
-        addr_of_mut!(values.4).cast(),
-    ];
+    let mut params = saxpy_params(&mut values);
     let n = N as u64;
     let measured = row(
         "launch.saxpy",
@@ -218,9 +214,7 @@ fn saxpy(
                 .arg(&mut cudarc_out)
                 .arg(&n);
             // SAFETY: as above, with cudarc's buffers.
-            unsafe { builder.launch(cudarc_config) }
-                .map(drop)
-                .map_err(cudarc_error)
+            unsafe { kernels.cudarc_launch(&mut builder) }
         }),
     )?;
     check("SAXPY", &out.to_vec().map_err(cudyn_error)?, 5.0)?;
@@ -246,12 +240,8 @@ macro_rules! args21_tuple {
     };
 }
 
-fn args21(
-    kernels: &Kernels,
-    raw: RawLauncher,
-    config: &LaunchConfig<'_>,
-    cudarc_config: cudarc::driver::LaunchConfig,
-) -> Result<Row, String> {
+fn args21(kernels: &Kernels) -> Result<Row, String> {
+    let (raw, config) = (kernels.raw, &kernels.config);
     let (kernel, function) = (kernels.cudyn("args21")?, kernels.cudarc("args21")?);
     let mut out = DeviceBuffer::<f32>::zeroed(1).map_err(cudyn_error)?;
     let mut cudarc_out = kernels.stream.alloc_zeros::<f32>(1).map_err(cudarc_error)?;
@@ -301,9 +291,7 @@ fn args21(
                 .arg(&s.18)
                 .arg(&s.19);
             // SAFETY: as above, with cudarc's buffer.
-            unsafe { builder.launch(cudarc_config) }
-                .map(drop)
-                .map_err(cudarc_error)
+            unsafe { kernels.cudarc_launch(&mut builder) }
         }),
     )?;
     check("args21", &out.to_vec().map_err(cudyn_error)?, SCALARS_SUM)?;
@@ -318,12 +306,8 @@ fn args21(
     Ok(measured)
 }
 
-fn scale(
-    kernels: &Kernels,
-    raw: RawLauncher,
-    config: &LaunchConfig<'_>,
-    cudarc_config: cudarc::driver::LaunchConfig,
-) -> Result<Row, String> {
+fn scale(kernels: &Kernels) -> Result<Row, String> {
+    let (raw, config) = (kernels.raw, &kernels.config);
     let (kernel, function) = (kernels.cudyn("scale")?, kernels.cudarc("scale")?);
     let x = DeviceBuffer::from_slice(&[2.0f32; N]).map_err(cudyn_error)?;
     let out = DeviceBuffer::<f32>::zeroed(N).map_err(cudyn_error)?;
@@ -347,9 +331,7 @@ fn scale(
             let mut builder = kernels.stream.launch_builder(&function);
             builder.arg(&argument);
             // SAFETY: as above.
-            unsafe { builder.launch(cudarc_config) }
-                .map(drop)
-                .map_err(cudarc_error)
+            unsafe { kernels.cudarc_launch(&mut builder) }
         }),
     )?;
     check("scale", &out.to_vec().map_err(cudyn_error)?, 3.0)?;
