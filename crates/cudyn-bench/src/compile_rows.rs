@@ -244,3 +244,26 @@ pub fn parallel_rows(bench: &Bench) -> Result<Vec<Row>, String> {
     }
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The batch is what the rows claim: different sources, each compiled by raw NVRTC and by
+    /// cudyn alike into five kernels.
+    #[test]
+    fn batch_sources_differ_and_each_compiles_to_five_kernels() {
+        cudyn::cache::set_enabled(false);
+        let arch = Arch::new(9, 0);
+        let sources: Vec<String> = (0..2).map(|k| batch_source(k, "test")).collect();
+        assert_ne!(sources[0], sources[1]);
+        for source in &sources {
+            let raw = raw_nvrtc_cubin(source, &arch.sm()).unwrap();
+            let cudyn = Program::new(source.as_str()).arch(arch).compile().unwrap();
+            for cubin in [raw.as_slice(), cudyn.code()] {
+                let kernels = cudyn::inspect::cubin::parse(cubin).unwrap().kernels;
+                assert_eq!(kernels.len(), 5, "{kernels:?}");
+            }
+        }
+    }
+}

@@ -337,3 +337,50 @@ fn scale(kernels: &Kernels) -> Result<Row, String> {
     check("scale", &out.to_vec().map_err(cudyn_error)?, 3.0)?;
     Ok(measured)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudyn::launch::check_arguments;
+    use cudyn::KernelArgs;
+
+    /// The argument lists of the launch rows match the kernels' parameters as compiled (a device
+    /// pointer stands in for each buffer: the same layout), so no row times a launch that cudyn's
+    /// check would refuse.
+    #[test]
+    fn the_arguments_of_every_row_match_the_kernels() {
+        cudyn::cache::set_enabled(false);
+        let compiled = Program::new(crate::SOURCE)
+            .arch(cudyn::Arch::new(9, 0))
+            .compile()
+            .unwrap();
+        let cubin = cudyn::inspect::cubin::parse(compiled.code()).unwrap();
+        let params = |name: &str| {
+            let kernel = cubin.kernels.iter().find(|kernel| kernel.name == name);
+            kernel
+                .unwrap_or_else(|| panic!("no kernel {name}"))
+                .params
+                .clone()
+        };
+        let pointer = 0u64;
+        let s = SCALARS;
+        let args21 = args21_tuple!(
+            pointer, s;
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
+        );
+        let scale = Scale {
+            x: 0,
+            out: 0,
+            a: 1.0,
+            n: 1,
+        };
+        check_arguments(&params("empty"), ().layouts()).unwrap();
+        let saxpy = (1.0f32, pointer, pointer, pointer, 1u64);
+        check_arguments(&params("saxpy"), saxpy.layouts()).unwrap();
+        check_arguments(&params("args21"), args21.layouts()).unwrap();
+        check_arguments(&params("scale"), (scale,).layouts()).unwrap();
+        // And the check does look: the scalars in another order are refused.
+        let swapped = (pointer, s.1, s.0);
+        assert!(check_arguments(&params("args21"), swapped.layouts()).is_err());
+    }
+}
