@@ -116,8 +116,8 @@ impl Paths {
 /// cudarc, device and host.
 pub fn child() -> Result<Vec<f64>, String> {
     cudyn::cache::set_enabled(false);
-    let image = Program::new(TABLE).compile().map_err(|e| e.to_string())?;
     let device = cudyn::set_device(0).map_err(|e| e.to_string())?;
+    let image = Program::new(TABLE).compile().map_err(|e| e.to_string())?;
     let mut paths = Paths {
         image: image.code().to_vec(),
         device,
