@@ -13,18 +13,21 @@
 //! after one load, after 100 loads sharing it, and, once those are dropped, after 100 loads that
 //! opt out of sharing. Device memory is `total - free` from `cuMemGetInfo` (as `cudaMemGetInfo`
 //! reports it) through [`cudyn::Device::memory_info`]; host memory is the process's resident set
-//! (`VmRSS` in /proc/self/status). The loads share with [`Sharing::Always`] because the image
-//! defines a variable (the table), which the default does not share.
+//! (`VmRSS` in /proc/self/status), both measured by tests/footprint. The loads share with
+//! [`Sharing::Always`] because the image defines a variable (the table), which the default does
+//! not share.
 //!
 //! Run with `cargo test -p cudyn --test gpu_sharing_memory -- --include-ignored --nocapture` on
 //! a machine with a GPU; it prints the figures.
 
 mod common;
+mod footprint;
 
 use std::time::Instant;
 
 use common::{compile, Output, SAXPY};
-use cudyn::{Device, DeviceBuffer, LaunchConfig, Library, Sharing};
+use cudyn::{DeviceBuffer, LaunchConfig, Library, Sharing};
+use footprint::{mib, Footprint};
 
 const LOADS: usize = 100;
 const TABLE_BYTES: i64 = 16 << 20;
@@ -34,40 +37,6 @@ const TABLE: &str = r#"
 __device__ unsigned char table[16 << 20] = {1};
 extern "C" __global__ void first_byte(unsigned int *out) { *out = table[0]; }
 "#;
-
-/// Device and host memory in use, in bytes.
-#[derive(Debug, Clone, Copy)]
-struct Footprint {
-    device: i64,
-    host: i64,
-}
-
-impl Footprint {
-    fn now(device: Device) -> Footprint {
-        let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-        let rss_kib: i64 = status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|rest| rest.trim().strip_suffix("kB"))
-            .and_then(|kib| kib.trim().parse().ok())
-            .expect("a VmRSS line in kB in /proc/self/status");
-        Footprint {
-            device: device.memory_info().unwrap().used() as i64,
-            host: rss_kib * 1024,
-        }
-    }
-
-    fn since(self, baseline: Footprint) -> Footprint {
-        Footprint {
-            device: self.device - baseline.device,
-            host: self.host - baseline.host,
-        }
-    }
-}
-
-fn mib(bytes: i64) -> f64 {
-    bytes as f64 / (1 << 20) as f64
-}
 
 /// Loads `image` with `sharing` and launches its kernel into `out`, which makes the driver load
 /// the library on the device; checks the kernel read the table.
@@ -110,27 +79,27 @@ fn a_hundred_shared_loads_cost_what_one_load_costs() {
     drop((warm_up, ints));
     cudyn::synchronize().unwrap();
 
-    let baseline = Footprint::now(device);
+    let baseline = Footprint::now(device).unwrap();
     let started = Instant::now();
     let mut shared = vec![load_and_run(&image, Sharing::Always, &mut out)];
     let first_load = started.elapsed();
-    let one = Footprint::now(device).since(baseline);
+    let one = Footprint::now(device).unwrap().since(baseline);
     let started = Instant::now();
     shared.extend((1..LOADS).map(|_| load_and_run(&image, Sharing::Always, &mut out)));
     let shared_loads = started.elapsed();
-    let hundred_shared = Footprint::now(device).since(baseline);
+    let hundred_shared = Footprint::now(device).unwrap().since(baseline);
     assert!(shared
         .iter()
         .all(|library| library.as_raw() == shared[0].as_raw()));
     drop(shared);
 
-    let baseline_separate = Footprint::now(device);
+    let baseline_separate = Footprint::now(device).unwrap();
     let started = Instant::now();
     let separate: Vec<Library> = (0..LOADS)
         .map(|_| load_and_run(&image, Sharing::Never, &mut out))
         .collect();
     let separate_loads = started.elapsed();
-    let hundred_separate = Footprint::now(device).since(baseline_separate);
+    let hundred_separate = Footprint::now(device).unwrap().since(baseline_separate);
     drop(separate);
 
     println!(

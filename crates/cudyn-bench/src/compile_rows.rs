@@ -1,0 +1,269 @@
+//! Compiling: link-time optimization against a single source, and a batch of sources compiled in
+//! parallel against one after another. Every timed compile gets a source new to NVRTC (which
+//! answers a program it has seen in the same process from memory) and to every cache.
+
+use std::ffi::OsStr;
+use std::time::Instant;
+
+use cudyn::compile::{self, compile_all};
+use cudyn::{Arch, Event, LaunchConfig, Library, Output, Program};
+
+use crate::child::{self, ARCH_ENV};
+use crate::raw_runtime::raw_nvrtc_cubin;
+use crate::report::{median, ms, Row};
+use crate::Bench;
+
+const ITERATE_KERNEL: &str = include_str!("../../cudyn/tests/kernels/iterate_kernel.cu");
+const ITERATE_STEP: &str = include_str!("../../cudyn/tests/kernels/iterate_step.cu");
+
+/// Builds of each kind, interleaved.
+const BUILDS: usize = 5;
+/// Timed kernel runs of each build.
+const KERNEL_RUNS: usize = 21;
+/// Calls of `step` per element in the kernel-time row.
+const STEPS: i32 = 4096;
+/// The batch sizes of the parallel rows.
+const BATCHES: [usize; 2] = [32, 128];
+
+/// The two pieces, compiled to LTO-IR and linked with link-time optimization.
+fn lto_build(arch: Arch, tag: &str) -> cudyn::Result<compile::Linked> {
+    let piece = |source: &str| {
+        Program::new(format!("{source}\n// {tag}\n"))
+            .arch(arch)
+            .output(Output::LtoIr)
+            .relocatable(true)
+            .compile()
+    };
+    let (kernel, step) = (piece(ITERATE_KERNEL)?, piece(ITERATE_STEP)?);
+    compile::link_lto(&[kernel.code(), step.code()], Some(arch))
+}
+
+/// The same code as one source.
+fn single_source(tag: &str) -> String {
+    format!("{ITERATE_STEP}\n{ITERATE_KERNEL}\n// {tag}\n")
+}
+
+/// Build time: nvJitLink LTO of two LTO-IR pieces (cudyn) against one NVRTC compile of the same
+/// code (raw). Needs no GPU.
+pub fn lto_build_rows(bench: &Bench) -> Result<Vec<Row>, String> {
+    let (mut raw, mut cudyn) = (Vec::new(), Vec::new());
+    for build in 0..=BUILDS {
+        let tag = bench.fresh("", format!("lto build {build}"));
+        let start = Instant::now();
+        raw_nvrtc_cubin(&single_source(&tag), &bench.arch.sm()).map_err(|e| e.to_string())?;
+        let single = start.elapsed();
+        let start = Instant::now();
+        lto_build(bench.arch, &tag).map_err(|e| e.to_string())?;
+        let lto = start.elapsed();
+        // The first build of each opens its libraries: not what the row compares.
+        if build > 0 {
+            raw.push(ms(single));
+            cudyn.push(ms(lto));
+        }
+    }
+    Ok(vec![Row::new(
+        "lto.build",
+        "LTO of 2 pieces vs 1 source: build",
+        "ms",
+    )
+    .figures(median(raw), median(cudyn), None)
+    .note(format!(
+        "raw: NVRTC of the single source; cudyn: NVRTC of the two pieces to LTO-IR + \
+             nvJitLink -lto; median of {BUILDS} after one of each"
+    ))])
+}
+
+/// Median kernel time of `iterate` in `library` on `data`, and what it computed.
+fn time_iterate(library: &Library, data: &[f32]) -> Result<(f64, Vec<f32>), String> {
+    let iterate = library.kernel("iterate").map_err(|e| e.to_string())?;
+    let config = LaunchConfig::for_elements(data.len(), 256);
+    let mut buffer = cudyn::DeviceBuffer::from_slice(data).map_err(|e| e.to_string())?;
+    let (start, end) = (Event::new(), Event::new());
+    let (start, end) = (
+        start.map_err(|e| e.to_string())?,
+        end.map_err(|e| e.to_string())?,
+    );
+    let mut times = Vec::with_capacity(KERNEL_RUNS);
+    for _ in 0..KERNEL_RUNS {
+        buffer.copy_from(data).map_err(|e| e.to_string())?;
+        start.record(None).map_err(|e| e.to_string())?;
+        // SAFETY: iterate reads and writes data[i] for i < n, and the buffer holds n floats; the
+        // event synchronize below waits for it.
+        unsafe { iterate.launch(&config, (&mut buffer, STEPS, data.len() as u64)) }
+            .map_err(|e| e.to_string())?;
+        end.record(None).map_err(|e| e.to_string())?;
+        end.synchronize().map_err(|e| e.to_string())?;
+        times.push(ms(end.elapsed_since(&start).map_err(|e| e.to_string())?));
+    }
+    let result = buffer.to_vec().map_err(|e| e.to_string())?;
+    Ok((median(times).unwrap_or(f64::NAN), result))
+}
+
+/// Kernel time of the LTO build (cudyn) against the single source's (raw). Needs a GPU.
+pub fn lto_kernel_rows(bench: &Bench) -> Result<Vec<Row>, String> {
+    let tag = bench.fresh("", "lto kernel");
+    let single = Program::new(single_source(&tag))
+        .arch(bench.arch)
+        .compile()
+        .map_err(|e| e.to_string())?;
+    let lto = lto_build(bench.arch, &tag).map_err(|e| e.to_string())?;
+    let data: Vec<f32> = (0..1 << 20).map(|i| (i % 1000) as f32).collect();
+    let (single_ms, single_out) = time_iterate(
+        &Library::load(single.code()).map_err(|e| e.to_string())?,
+        &data,
+    )?;
+    let (lto_ms, lto_out) = time_iterate(&lto.load().map_err(|e| e.to_string())?, &data)?;
+    if single_out != lto_out {
+        return Err("the LTO build and the single source computed different results".to_owned());
+    }
+    Ok(vec![Row::new(
+        "lto.kernel",
+        "LTO of 2 pieces vs 1 source: kernel",
+        "ms",
+    )
+    .figures(Some(single_ms), Some(lto_ms), None)
+    .note(format!(
+        "{} elements x {STEPS} calls of a function of the other piece, events, median of \
+             {KERNEL_RUNS}; identical results",
+        data.len()
+    ))])
+}
+
+/// Source `k` of a batch: a template of its own (the loop's constants differ) with five explicit
+/// instantiations, heavy enough that compiling dominates any start-up.
+fn batch_source(k: usize, tag: &str) -> String {
+    let mut source = format!(
+        "// batch source {k}, {tag}\n\
+         template <int K, typename T>\n\
+         __global__ void series_{k}(T *values, int n) {{\n\
+             int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+             if (i >= n) return;\n\
+             T v = values[i], w = T({k});\n\
+             #pragma unroll\n\
+             for (int j = 0; j < 24; ++j) {{ w = w * T(K) - v / (w + T(j + 1)); v += w; }}\n\
+             values[i] = v;\n\
+         }}\n"
+    );
+    for (instance, ty) in ["float", "double", "float", "double", "float"]
+        .into_iter()
+        .enumerate()
+    {
+        source.push_str(&format!(
+            "template __global__ void series_{k}<{}, {ty}>({ty} *, int);\n",
+            instance + 2
+        ));
+    }
+    source
+}
+
+/// A measuring process: compiles `count` new sources, `sequential`ly through NVRTC or as one
+/// batch through `compile_all`; the milliseconds, everything counted.
+pub fn compile_child(how: &str, count: usize) -> Result<Vec<f64>, String> {
+    let arch: Arch = child::env(ARCH_ENV)?
+        .parse()
+        .map_err(|e: cudyn::Error| e.to_string())?;
+    let tag = format!(
+        "process {} at {:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+    );
+    let sources: Vec<String> = (0..count).map(|k| batch_source(k, &tag)).collect();
+    let elapsed = match how {
+        "sequential" => {
+            let start = Instant::now();
+            for source in &sources {
+                raw_nvrtc_cubin(source, &arch.sm()).map_err(|e| e.to_string())?;
+            }
+            start.elapsed()
+        }
+        "batch" => {
+            let programs: Vec<Program> = sources
+                .into_iter()
+                .enumerate()
+                .map(|(k, source)| {
+                    Program::new(source)
+                        .name(format!("series_{k}.cu"))
+                        .arch(arch)
+                })
+                .collect();
+            let start = Instant::now();
+            let results = compile_all(&programs);
+            let elapsed = start.elapsed();
+            for result in results {
+                result.map_err(|e| e.to_string())?;
+            }
+            elapsed
+        }
+        _ => return Err(format!("no way to compile called {how}")),
+    };
+    Ok(vec![ms(elapsed)])
+}
+
+/// `compile_all` of 32 and 128 sources against NVRTC one after another, each in a new process
+/// with an empty cache. Needs no GPU.
+pub fn parallel_rows(bench: &Bench) -> Result<Vec<Row>, String> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let arch = bench.arch.to_string();
+    let mut rows = Vec::new();
+    for count in BATCHES {
+        let (mut sequential, mut batch) = (Vec::new(), Vec::new());
+        for start in 0..bench.starts {
+            for (how, times) in [("sequential", &mut sequential), ("batch", &mut batch)] {
+                let cache = bench
+                    .scratch
+                    .path()
+                    .join(format!("compile-{count}-{start}-{how}"));
+                let envs: [(&str, &OsStr); 2] = [
+                    (ARCH_ENV, OsStr::new(&arch)),
+                    (cudyn::cache::DIR_ENV, cache.as_os_str()),
+                ];
+                let figures = child::spawn(&format!("compile:{how}:{count}"), &envs)?;
+                times.push(figures.first().copied().unwrap_or(f64::NAN));
+            }
+        }
+        let (sequential, batch) = (median(sequential), median(batch));
+        let speed_up = sequential.zip(batch).map_or(f64::NAN, |(s, b)| s / b);
+        rows.push(
+            Row::new(
+                if count == 32 {
+                    "compile.32"
+                } else {
+                    "compile.128"
+                },
+                format!("compile {count} different sources"),
+                "ms",
+            )
+            .figures(sequential, batch, None)
+            .note(format!(
+                "speed-up {speed_up:.2}x on {cores} cores; raw: NVRTC one after another; cudyn: \
+                 compile_all; each a new process with an empty cache, everything counted, median \
+                 of {}",
+                bench.starts
+            )),
+        );
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The batch is what the rows claim: different sources, each compiled by raw NVRTC and by
+    /// cudyn alike into five kernels.
+    #[test]
+    fn batch_sources_differ_and_each_compiles_to_five_kernels() {
+        cudyn::cache::set_enabled(false);
+        let arch = Arch::new(9, 0);
+        let sources: Vec<String> = (0..2).map(|k| batch_source(k, "test")).collect();
+        assert_ne!(sources[0], sources[1]);
+        for source in &sources {
+            let raw = raw_nvrtc_cubin(source, &arch.sm()).unwrap();
+            let cudyn = Program::new(source.as_str()).arch(arch).compile().unwrap();
+            for cubin in [raw.as_slice(), cudyn.code()] {
+                let kernels = cudyn::inspect::cubin::parse(cubin).unwrap().kernels;
+                assert_eq!(kernels.len(), 5, "{kernels:?}");
+            }
+        }
+    }
+}

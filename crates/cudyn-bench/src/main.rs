@@ -1,0 +1,219 @@
+//! cudyn-bench: cudyn against the raw CUDA C API and cudarc, measured side by side in one run.
+//!
+//! It prints one table. Each row is one piece of work done three ways, in the same process (or in
+//! new processes of this same program, where the row is about a process's start): by cudyn, by
+//! the raw CUDA C API (the driver, runtime and NVRTC cudyn itself opened, called as a C program
+//! calls them), and by cudarc; medians over many repetitions, and each figure's ratio to the raw
+//! one. "—" marks work with no equivalent. The kernels are `kernels/peers.cu`.
+//!
+//! - `launch`: host time per launch of an empty kernel, a 5-argument SAXPY, a 21-argument kernel
+//!   and a kernel taking a struct by value (interleaved bursts; the crate `cudyn`'s
+//!   tests/launch_timing describes the method).
+//! - `load`: `cudaLibraryLoadData`-style load of a cubin, a PTX and a fatbin, with the lookup of
+//!   one kernel.
+//! - `start`: source to first completed launch in a new process, cold and from a warm disk cache
+//!   (context creation apart), and a repeat of the same source in one process.
+//! - `lto`: nvJitLink LTO of two LTO-IR pieces against one NVRTC compile of the same code, build
+//!   time and kernel time.
+//! - `parallel`: `cudyn::compile::compile_all` of 32 and 128 different sources against NVRTC one
+//!   after another, each in a new process.
+//! - `sharing`: device and host memory of 100 loads of one 16 MiB image.
+//!
+//! Usage: `cudyn-bench [--json FILE] [--images DIR] [--only GROUP,...] [--starts N]`. `--json`
+//! writes the table for scripts/bench-peers, `--images` writes the cubin, PTX and fatbin the
+//! `load` rows load (for scripts/bench_peers.py), `--starts` sets the number of new processes per
+//! figure of the `start` and `parallel` rows. On a machine without a GPU the groups that need one
+//! say so; the program exits non-zero when any group did not run.
+
+#[macro_use]
+#[path = "../../cudyn/tests/raw_runtime/mod.rs"]
+mod raw_runtime;
+#[path = "../../cudyn/tests/footprint/mod.rs"]
+mod footprint;
+#[path = "../../cudyn/tests/launch_timing/mod.rs"]
+mod launch_timing;
+
+mod child;
+mod compile_rows;
+mod launch;
+mod load;
+mod report;
+mod sharing;
+mod start;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use cudyn::Arch;
+use report::{Row, Skipped};
+
+/// The kernels of every row but `lto`, `parallel` and `sharing`.
+pub const SOURCE: &str = include_str!("../kernels/peers.cu");
+
+/// What every group of rows gets.
+#[derive(Debug)]
+pub struct Bench {
+    /// The GPU's architecture, or `sm_90` where there is no GPU (for the compile rows).
+    pub arch: Arch,
+    /// The GPU's name, or why there is none to use.
+    pub gpu: Result<String, String>,
+    /// New processes per figure of the `start` and `parallel` rows.
+    pub starts: usize,
+    /// Where to write the images of the `load` rows, if anywhere.
+    pub images: Option<PathBuf>,
+    /// A folder for this run's files, removed at the end.
+    pub scratch: tempfile::TempDir,
+    /// Makes this run's sources new to NVRTC and to every cache.
+    pub run_tag: u128,
+}
+
+impl Bench {
+    /// `source` with a comment unique to this run and `tag`.
+    pub fn fresh(&self, source: &str, tag: impl std::fmt::Display) -> String {
+        format!("{source}\n// cudyn-bench run {}, {tag}\n", self.run_tag)
+    }
+}
+
+/// A group of rows: its name (for `--only`), whether it needs a GPU, and what measures it.
+type Group = (&'static str, bool, fn(&Bench) -> Result<Vec<Row>, String>);
+
+const GROUPS: [Group; 7] = [
+    ("launch", true, launch::rows),
+    ("load", true, load::rows),
+    ("start", true, start::rows),
+    ("lto", false, compile_rows::lto_build_rows),
+    ("lto-kernel", true, compile_rows::lto_kernel_rows),
+    ("parallel", false, compile_rows::parallel_rows),
+    ("sharing", true, sharing::rows),
+];
+
+#[derive(Debug, Default)]
+struct Options {
+    json: Option<PathBuf>,
+    images: Option<PathBuf>,
+    only: Vec<String>,
+    starts: Option<usize>,
+}
+
+fn parse_options() -> Result<Options, String> {
+    let mut options = Options::default();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--json" => options.json = Some(value()?.into()),
+            "--images" => options.images = Some(value()?.into()),
+            "--only" => options.only = value()?.split(',').map(str::to_owned).collect(),
+            "--starts" => {
+                let starts = value()?;
+                options.starts = Some(
+                    starts
+                        .parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or(format!("--starts takes a positive number, not {starts}"))?,
+                );
+            }
+            "-h" | "--help" => return Err(usage()),
+            other => return Err(format!("unknown argument {other}\n{}", usage())),
+        }
+    }
+    if let Some(unknown) = options
+        .only
+        .iter()
+        .find(|name| !GROUPS.iter().any(|(group, ..)| group == name))
+    {
+        return Err(format!("--only: no group {unknown}\n{}", usage()));
+    }
+    Ok(options)
+}
+
+fn usage() -> String {
+    let groups: Vec<&str> = GROUPS.iter().map(|(name, ..)| *name).collect();
+    format!(
+        "usage: cudyn-bench [--json FILE] [--images DIR] [--only GROUP,...] [--starts N]\n\
+         groups: {}",
+        groups.join(", ")
+    )
+}
+
+fn main() -> ExitCode {
+    let outcome = match std::env::var(child::MODE_ENV) {
+        Ok(mode) => child::run(&mode),
+        Err(_) => benchmark(),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("cudyn-bench: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The GPU's name and architecture, or why there is none to use.
+fn find_gpu() -> Result<(String, Arch), String> {
+    match cudyn::Device::count() {
+        Ok(0) => Err("the driver sees no GPU".to_owned()),
+        Ok(_) => {
+            let device = cudyn::set_device(0).map_err(|e| e.to_string())?;
+            let name = device.name().map_err(|e| e.to_string())?;
+            Ok((name, Arch::current().map_err(|e| e.to_string())?))
+        }
+        Err(error) => Err(error.to_string().lines().next().unwrap_or("").to_owned()),
+    }
+}
+
+fn benchmark() -> Result<(), String> {
+    let options = parse_options()?;
+    // Every compile of the parent is timed or is the reference of one: none through a cache.
+    // (The processes of the `start` rows have caches of their own.)
+    cudyn::cache::set_enabled(false);
+    let gpu = find_gpu();
+    let bench = Bench {
+        arch: gpu.as_ref().map_or(Arch::new(9, 0), |(_, arch)| *arch),
+        gpu: gpu.map(|(name, _)| name),
+        starts: options.starts.unwrap_or(5),
+        images: options.images,
+        scratch: tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?,
+        run_tag: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos()),
+    };
+    let header = format!(
+        "cudyn-bench: {}, {}; medians, ratios to the raw CUDA API",
+        bench.gpu.as_deref().unwrap_or("no GPU"),
+        bench.arch
+    );
+    let (mut rows, mut skipped) = (Vec::new(), Vec::new());
+    for (name, needs_gpu, measure) in GROUPS {
+        if !options.only.is_empty() && !options.only.iter().any(|only| only == name) {
+            continue;
+        }
+        let outcome = match (&bench.gpu, needs_gpu) {
+            (Err(reason), true) => Err(format!("needs a GPU: {reason}")),
+            _ => measure(&bench),
+        };
+        match outcome {
+            Ok(measured) => rows.extend(measured),
+            Err(reason) => skipped.push(Skipped {
+                group: name,
+                reason,
+            }),
+        }
+    }
+    report::print(&header, &rows, &skipped);
+    if let Some(path) = &options.json {
+        let device = serde_json::json!({
+            "name": bench.gpu.as_ref().ok(),
+            "arch": bench.arch.to_string(),
+        });
+        let json = report::to_json(&header, &device, &rows, &skipped);
+        std::fs::write(path, format!("{json:#}\n"))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    match skipped.len() {
+        0 => Ok(()),
+        count => Err(format!("{count} group(s) of rows not measured (see above)")),
+    }
+}
