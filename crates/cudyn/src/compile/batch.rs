@@ -168,7 +168,9 @@ fn compile_pending(
     if count == 0 {
         return BatchRun::NothingToCompile;
     }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let server = match count {
+        _ if cores < 2 => Err("one core: worker processes would not compile in parallel".into()),
         count if count < MIN_PROGRAMS => Err(format!(
             "{count} program(s) to compile, fewer than the {MIN_PROGRAMS} for which worker \
              processes pay off"

@@ -21,11 +21,11 @@
 //! **What travels.** A job carries everything the compile depends on, the same inputs the compile
 //! cache's key covers: source, name, every option, in-memory headers, name expressions, and the
 //! architecture and CUDA header folders decided in the calling process (its current device, the
-//! headers its cache key names). Results come back over a pipe in frames checked by blake3
-//! ([`wire`]), are checked against the job (name, output kind, architecture, name expressions),
-//! and are stored in the compile cache by the calling process exactly as its own compile would
-//! be, when the server's NVRTC is the one the key names. Cached programs never reach the server:
-//! a batch looks every program up first, and a batch of hits starts nothing.
+//! headers its cache key names). Results come back over a pipe in frames sealed by a blake3
+//! hash and checked at every hop, are checked against the job (name, output kind, architecture,
+//! name expressions), and are stored in the compile cache by the calling process exactly as its
+//! own compile would be, when the server's NVRTC is the one the key names. Cached programs never
+//! reach the server: a batch looks every program up first, and a batch of hits starts nothing.
 //!
 //! **Finding the executable**, in order: [`set_workers`]; the `CUDYN_WORKER` variable (a path,
 //! or `off`); `cudyn` beside the current executable (and in the folder above, for cargo's
