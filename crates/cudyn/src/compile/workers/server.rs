@@ -70,6 +70,7 @@ struct Worker {
     busy: Option<(u64, String, Instant)>,
 }
 
+/// The server; its end ends its workers.
 #[derive(Debug)]
 struct Server {
     from_batch: Option<File>,
@@ -79,6 +80,14 @@ struct Server {
     queue: VecDeque<(u64, String, Vec<u8>)>,
     time_limit: Duration,
     hooks: TestHooks,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        for worker in &self.workers {
+            end_worker(worker.pid);
+        }
+    }
 }
 
 impl Server {
@@ -110,24 +119,22 @@ impl Server {
             .ok_or_else(|| io::Error::other("the batch closed before its request"))?;
         let start = Start::decode(&request).map_err(io::Error::other)?;
         server.time_limit = start.job_time_limit;
-        let ready = Ready {
-            nvrtc: warm_up(&start),
-        };
-        wire::write_frame(&mut server.to_batch, &ready.encode())?;
-        if ready.nvrtc.is_err() {
-            return Err(io::Error::other("NVRTC could not be warmed up"));
+        let nvrtc = warm_up(&start).and_then(|nvrtc| {
+            for _ in 0..start.workers.max(1) {
+                server.fork_worker().map_err(|error| error.to_string())?;
+            }
+            Ok(nvrtc)
+        });
+        let failed = nvrtc.as_ref().err().cloned();
+        wire::write_frame(&mut server.to_batch, &Ready { nvrtc }.encode())?;
+        match failed {
+            Some(why) => Err(io::Error::other(why)),
+            None => Ok(server),
         }
-        for _ in 0..start.workers.max(1) {
-            server.fork_worker()?;
-        }
-        Ok(server)
     }
 
     fn run(&mut self) {
         while self.step().is_ok() {}
-        for worker in &self.workers {
-            end_worker(worker.pid);
-        }
     }
 
     /// Hands out jobs, waits for the next event and handles it; `Err` when the server is done.
@@ -325,15 +332,30 @@ fn take_standard_streams() -> io::Result<(File, File)> {
     Ok((from_batch, to_batch))
 }
 
+/// The warm-up compile's source: a template instantiated twice, with a loop and arithmetic in
+/// both precisions, so that the workers find the parts of NVRTC a typical compile uses already
+/// initialized (a kernel with an empty body leaves a worker's first real compile much slower
+/// than its later ones).
+const WARM_UP: &str = "template <typename T> __global__ void cudyn_warm_up(T *p, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    T v = p[i];
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) v = v * T(3) + T(j) / (v + T(1));
+    p[i] = v;
+}";
+
 /// NVRTC opened as the batch's process would open it, and made to compile once.
 fn warm_up(start: &Start) -> Result<NvrtcIdentity, String> {
     if let Some(folders) = &start.library_path {
         sys::set_library_path(folders.iter().cloned()).map_err(|error| error.to_string())?;
     }
-    Program::new("extern \"C\" __global__ void cudyn_warm_up() {}")
+    Program::new(WARM_UP)
         .name("cudyn_warm_up.cu")
         .arch(start.warm_arch)
         .default_includes(false)
+        .name_expression("cudyn_warm_up<float>")
+        .name_expression("cudyn_warm_up<double>")
         .cache(false)
         .compile()
         .map_err(|error| format!("the warm-up compile failed: {error}"))?;
