@@ -248,31 +248,6 @@ impl Connection {
             .name("cudyn-compile-server".into())
             .spawn(move || read_server(stdout, started_tx, reader_routes))
             .map_err(|error| format!("cannot start a thread to read {shown}: {error}"))?;
-        let fail = |child: &mut Child, why: String| {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err(why)
-        };
-        let greeting = match started.recv_timeout(START_LIMIT) {
-            Ok(Started::Greeting(Ok(line))) => line,
-            Ok(Started::Greeting(Err(why))) => {
-                let status = child.wait().map(|s| format!(" ({s})")).unwrap_or_default();
-                return fail(
-                    &mut child,
-                    format!("{shown} is not a cudyn compile server{status}: {why}"),
-                );
-            }
-            _ => {
-                return fail(
-                    &mut child,
-                    format!("{shown} did not answer within {START_LIMIT:?}"),
-                )
-            }
-        };
-        let pid = match check_greeting(&greeting) {
-            Ok(pid) => pid,
-            Err(why) => return fail(&mut child, format!("{shown}: {why}")),
-        };
         let workers = std::thread::available_parallelism().map_or(1, usize::from);
         let request = wire::Start {
             workers: workers as u64,
@@ -280,28 +255,12 @@ impl Connection {
             library_path: crate::sys::library_path_override(),
             job_time_limit,
         };
-        if let Err(error) = wire::write_frame(&mut stdin, &request.encode()) {
-            return fail(&mut child, format!("{shown} stopped reading: {error}"));
-        }
-        let nvrtc = match started.recv_timeout(START_LIMIT) {
-            Ok(Started::Ready(Ok(wire::Ready { nvrtc: Ok(nvrtc) }))) => nvrtc,
-            Ok(Started::Ready(Ok(wire::Ready { nvrtc: Err(why) }))) => {
-                return fail(
-                    &mut child,
-                    format!("the compile server cannot compile: {why}"),
-                )
-            }
-            Ok(Started::Ready(Err(why))) => {
-                return fail(
-                    &mut child,
-                    format!("the compile server failed to start: {why}"),
-                )
-            }
-            _ => {
-                return fail(
-                    &mut child,
-                    format!("{shown} did not warm up within {START_LIMIT:?}"),
-                )
+        let (pid, nvrtc) = match handshake(&shown, &mut child, &mut stdin, &started, &request) {
+            Ok(started) => started,
+            Err(why) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(why);
             }
         };
         Ok(Connection {
@@ -392,6 +351,41 @@ impl Drop for Connection {
         let mut child = lock(&self.child);
         let _ = child.kill();
         let _ = child.wait();
+    }
+}
+
+/// Checks the server's greeting, sends it `request` and waits until it is ready: its pid and
+/// NVRTC, or why it cannot serve.
+fn handshake(
+    shown: &str,
+    child: &mut Child,
+    stdin: &mut ChildStdin,
+    started: &Receiver<Started>,
+    request: &wire::Start,
+) -> Result<(u32, NvrtcIdentity), String> {
+    let greeting = match started.recv_timeout(START_LIMIT) {
+        Ok(Started::Greeting(Ok(line))) => line,
+        Ok(Started::Greeting(Err(why))) => {
+            let status = match child.try_wait() {
+                Ok(Some(status)) => format!(" ({status})"),
+                _ => String::new(),
+            };
+            return Err(format!(
+                "{shown} is not a cudyn compile server{status}: {why}"
+            ));
+        }
+        _ => return Err(format!("{shown} did not answer within {START_LIMIT:?}")),
+    };
+    let pid = check_greeting(&greeting).map_err(|why| format!("{shown}: {why}"))?;
+    wire::write_frame(stdin, &request.encode())
+        .map_err(|error| format!("{shown} stopped reading: {error}"))?;
+    match started.recv_timeout(START_LIMIT) {
+        Ok(Started::Ready(Ok(wire::Ready { nvrtc: Ok(nvrtc) }))) => Ok((pid, nvrtc)),
+        Ok(Started::Ready(Ok(wire::Ready { nvrtc: Err(why) }))) => {
+            Err(format!("the compile server cannot compile: {why}"))
+        }
+        Ok(Started::Ready(Err(why))) => Err(format!("the compile server failed to start: {why}")),
+        _ => Err(format!("{shown} did not warm up within {START_LIMIT:?}")),
     }
 }
 
