@@ -46,8 +46,8 @@
 //! with [`Error::CompileWorker`](crate::Error::CompileWorker), naming the program and how the
 //! worker ended; the server forks a new worker and the batch goes on. A job that runs longer than
 //! [`set_job_time_limit`] (10 minutes by default) has its worker killed, the same way. When the
-//! server itself dies, or sends nothing for the time limit plus a minute while jobs are
-//! outstanding (it is then killed), every job it still held fails with the same error, and the
+//! server itself dies, or sends no outcome to any batch for the time limit plus a minute while a
+//! batch waits (it is then killed), every job it still held fails with the same error, and the
 //! next batch starts a new server. So no batch waits forever.
 
 mod locate;
@@ -62,7 +62,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub(crate) use wire::{NvrtcIdentity, Outcome};
 
@@ -157,9 +157,11 @@ pub(super) struct Connection {
 }
 
 /// Where each job's outcome goes, and whether the server is still there.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Routes {
     waiting: HashMap<u64, Sender<(u64, Outcome)>>,
+    /// When the server last sent an outcome (for any batch), or was started.
+    last_heard: Instant,
     /// Why the server is gone, once it is.
     ended: Option<String>,
 }
@@ -241,7 +243,11 @@ impl Connection {
         let (Some(mut stdin), Some(stdout)) = (stdin, stdout) else {
             return Err(format!("{shown} was started without pipes"));
         };
-        let routes = Arc::new(Mutex::new(Routes::default()));
+        let routes = Arc::new(Mutex::new(Routes {
+            waiting: HashMap::new(),
+            last_heard: Instant::now(),
+            ended: None,
+        }));
         let (started_tx, started) = mpsc::channel();
         let reader_routes = Arc::clone(&routes);
         std::thread::Builder::new()
@@ -315,20 +321,24 @@ impl Connection {
         Submitted { ids, receiver }
     }
 
-    /// The next outcome of `submitted`; kills the server when it says nothing for longer than
-    /// any job may take, which fails every job it held.
+    /// The next outcome of `submitted`. A server that sends nothing, to any batch, for longer
+    /// than any job may take is killed, which fails every job it held: its time limit should
+    /// have ended the slowest job before.
     pub(super) fn next_outcome(&self, submitted: &Submitted) -> (u64, Outcome) {
         let silence = self.job_time_limit.saturating_add(Duration::from_secs(60));
         loop {
             match submitted.receiver.recv_timeout(silence) {
                 Ok(outcome) => return outcome,
                 Err(RecvTimeoutError::Timeout) => {
-                    let _ = lock(&self.child).kill();
-                    lock(&self.routes).end(format!(
-                        "the compile server (pid {}) sent nothing for {} s and was killed",
-                        self.pid,
-                        silence.as_secs()
-                    ));
+                    let mut routes = lock(&self.routes);
+                    if routes.last_heard.elapsed() >= silence {
+                        let _ = lock(&self.child).kill();
+                        routes.end(format!(
+                            "the compile server (pid {}) sent nothing for {} s and was killed",
+                            self.pid,
+                            silence.as_secs()
+                        ));
+                    }
                 }
                 // Every sender is gone only after every job was answered.
                 Err(RecvTimeoutError::Disconnected) => {
@@ -451,7 +461,9 @@ fn read_server(stdout: impl Read, started: Sender<Started>, routes: Arc<Mutex<Ro
         };
         match wire::decode_outcome(&message) {
             Ok((id, outcome)) => {
-                if let Some(sender) = lock(&routes).waiting.remove(&id) {
+                let mut routes = lock(&routes);
+                routes.last_heard = Instant::now();
+                if let Some(sender) = routes.waiting.remove(&id) {
                     let _ = sender.send((id, outcome));
                 }
             }
