@@ -21,7 +21,9 @@
 //! **What travels.** A job carries everything the compile depends on, the same inputs the compile
 //! cache's key covers: source, name, every option, in-memory headers, name expressions, and the
 //! architecture and CUDA header folders decided in the calling process (its current device, the
-//! headers its cache key names). Results come back over a pipe in frames sealed by a blake3
+//! headers its cache key names), and the calling process's working folder at the time of the
+//! batch, from which relative include folders resolve (and which line information records). The
+//! server keeps the environment variables the calling process had when it started the server. Results come back over a pipe in frames sealed by a blake3
 //! hash and checked at every hop, are checked against the job (name, output kind, architecture,
 //! name expressions), and are stored in the compile cache by the calling process exactly as its
 //! own compile would be, when the server's NVRTC is the one the key names. Cached programs never
@@ -290,6 +292,8 @@ impl Connection {
         let mut messages = Vec::with_capacity(jobs.len());
         {
             let mut routes = lock(&self.routes);
+            // An unknown working folder leaves the worker in the one the server started in.
+            let folder = std::env::current_dir().unwrap_or_default();
             for (arch, defaults, program) in jobs {
                 let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
                 ids.push(id);
@@ -297,6 +301,7 @@ impl Connection {
                     id,
                     arch,
                     defaults,
+                    folder: folder.clone(),
                     program: program.clone(),
                 };
                 messages.push(job.encode());

@@ -384,11 +384,14 @@ fn work(mut jobs: io::PipeReader, mut results: io::PipeWriter, hooks: &TestHooks
         let (id, outcome) = match Job::decode(&message) {
             Ok(job) => {
                 hooks.before(&job.program.name);
-                let compiled = job.program.compile_uncached(Ok(job.arch), &job.defaults);
-                (
-                    job.id,
-                    compiled.map_or_else(Outcome::Failed, Outcome::Compiled),
-                )
+                let outcome = match in_folder(&job.folder) {
+                    Ok(()) => job
+                        .program
+                        .compile_uncached(Ok(job.arch), &job.defaults)
+                        .map_or_else(Outcome::Failed, Outcome::Compiled),
+                    Err(why) => Outcome::FailedOtherwise(why),
+                };
+                (job.id, outcome)
             }
             Err(malformed) => (0, Outcome::FailedOtherwise(malformed)),
         };
@@ -396,6 +399,16 @@ fn work(mut jobs: io::PipeReader, mut results: io::PipeWriter, hooks: &TestHooks
             return 1;
         }
     }
+}
+
+/// Moves the worker to the batch's working folder (an empty path: stays), so that relative paths
+/// resolve as in the batch's process.
+fn in_folder(folder: &std::path::Path) -> Result<(), String> {
+    if folder.as_os_str().is_empty() || std::env::current_dir().is_ok_and(|here| here == folder) {
+        return Ok(());
+    }
+    std::env::set_current_dir(folder)
+        .map_err(|error| format!("cannot enter {}: {error}", folder.display()))
 }
 
 /// Waits for a worker that ended and says how it did.

@@ -371,6 +371,9 @@ pub(super) struct Job {
     pub(super) id: u64,
     pub(super) arch: Arch,
     pub(super) defaults: Vec<PathBuf>,
+    /// The calling process's working folder, from which relative include folders and file
+    /// names are resolved.
+    pub(super) folder: PathBuf,
     pub(super) program: Program,
 }
 
@@ -382,6 +385,7 @@ impl Job {
             .u64(self.id)
             .text(&self.arch.sm())
             .paths(&self.defaults)
+            .paths(std::slice::from_ref(&self.folder))
             .text(&program.source)
             .text(&program.name)
             .u8(output_number(program.output))
@@ -421,6 +425,10 @@ impl Job {
         let id = reader.u64()?;
         let arch = reader.arch()?;
         let defaults = reader.paths()?;
+        let folder = reader
+            .paths()?
+            .pop()
+            .ok_or("a job names no working folder")?;
         let mut program = Program::new(reader.text()?).name(reader.text()?);
         program.arch = Some(arch);
         program.output = reader.output()?;
@@ -457,6 +465,7 @@ impl Job {
             id,
             arch,
             defaults,
+            folder,
             program,
         })
     }
@@ -619,14 +628,15 @@ mod tests {
             id: 7,
             arch: Arch::new(9, 0),
             defaults: vec![PathBuf::from("/cuda/include")],
+            folder: PathBuf::from("/home/me/project"),
             program: every_option(),
         };
         let decoded = Job::decode(&job.encode()).unwrap();
         let mut expected = job.program.clone().arch(Arch::new(9, 0)).cache(false);
         assert_eq!(decoded.program, expected);
         assert_eq!(
-            (decoded.id, decoded.arch, &decoded.defaults),
-            (7, job.arch, &job.defaults)
+            (decoded.id, decoded.arch, &decoded.defaults, &decoded.folder),
+            (7, job.arch, &job.defaults, &job.folder)
         );
         // Every field counts: a program that differs in any one of them decodes differently.
         expected = expected.prec_sqrt(true);
