@@ -55,7 +55,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 pub(crate) fn from_hex(text: &str) -> Option<Vec<u8>> {
     let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
     let text = text.as_bytes();
-    (text.len() % 2 == 0).then_some(())?;
+    text.len().is_multiple_of(2).then_some(())?;
     text.chunks_exact(2)
         .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
         .collect()
