@@ -293,6 +293,9 @@ impl Server {
                 // (or the batch's) would keep them open after their owner died.
                 self.from_batch = None;
                 self.workers.clear();
+                if let Ok(null) = File::open("/dev/null") {
+                    self.to_batch = null;
+                }
                 drop((job_writer, result_reader));
                 let code = work(job_reader, result_writer, &self.hooks);
                 // SAFETY: _exit ends the process at once, without running the exit handlers or
