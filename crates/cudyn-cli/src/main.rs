@@ -14,6 +14,7 @@ mod link;
 mod output;
 mod run;
 mod terminal;
+mod worker;
 
 const AFTER_HELP: &str = "\
 Exit status: 0 on success, 1 on failure, 2 for a usage error; `cudyn run` adds 3 (no GPU) and
@@ -74,6 +75,10 @@ enum Command {
 
     /// Write the shell completion script for bash, zsh, fish, elvish or PowerShell.
     Completions(completions::Args),
+
+    /// The compile server of the library's worker processes, started by the library itself.
+    #[command(name = "__compile-server", hide = true)]
+    CompileServer(worker::Args),
 }
 
 fn main() -> ExitCode {
@@ -87,5 +92,6 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Cache(args) => cache::run(&args),
         Command::Completions(args) => completions::run(&args, Cli::command()),
+        Command::CompileServer(args) => worker::run(&args),
     }
 }

@@ -5,7 +5,9 @@
 //!    `cudaLaunchKernel`, each followed by synchronize and a check of the result. (GPU)
 //! 2. A call-heavy kernel split over two sources: linked with LTO, built as one source, and linked
 //!    without LTO; kernel time measured with events. (GPU)
-//! 3. Compiling 8 sources in parallel against one after another. (CPU only: runs anywhere)
+//! 3. Compiling 8 sources in parallel (`compile_all`: worker processes of a warm compile server)
+//!    against one after another, both warm. (CPU only: runs anywhere; bench_parallel_compile.rs
+//!    measures fresh, cold processes)
 //!
 //! Run: `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (or have the CUDA toolkit), then
 //! `cargo run --release -p cudyn --example bench_compile`. The GPU parts say why they are skipped
@@ -277,8 +279,8 @@ fn parallel_compile(arch: Arch) -> Result<()> {
         }
         Ok(())
     };
-    // Warm-up: opens NVRTC, and gives this thread and the pool's threads their first compiles
-    // (much slower than later ones: see compile::batch).
+    // Warm-up: opens NVRTC, gives this thread its first compiles (much slower than later ones:
+    // see compile::workers) and starts the compile server of compile_all.
     check(compile_all_on(
         &eight_programs(arch, "warm-up sequential"),
         1,

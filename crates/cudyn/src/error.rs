@@ -518,6 +518,20 @@ pub enum Error {
         source: Arc<io::Error>,
     },
 
+    /// A program of a batch ([`crate::compile::compile_all`]) that a compile worker process did
+    /// not finish: the worker crashed or ran over the time limit, or the compile server ended.
+    #[error(
+        "`{program}` was not compiled: {what}; compile it again (later batches get new \
+         workers), or compile it alone with Program::compile to see whether NVRTC itself fails \
+         on it"
+    )]
+    CompileWorker {
+        /// The program's name.
+        program: String,
+        /// What happened to its worker.
+        what: String,
+    },
+
     /// [`crate::cache::set_dir`] came after the process-wide cache was opened.
     #[error(
         "the compile cache is already open at {}: call cudyn::cache::set_dir before the first \

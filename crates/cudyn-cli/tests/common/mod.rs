@@ -5,16 +5,22 @@ use std::process::Command;
 
 /// The `cudyn` binary: Cargo's, or, when the test binaries were copied to a machine without
 /// Cargo's build folder, the one staged beside them (tests in `tests/`, binaries in `bin/`).
+#[allow(dead_code)]
 pub fn cudyn() -> Command {
+    Command::new(cudyn_binary())
+}
+
+/// The path of the `cudyn` binary [`cudyn`] runs.
+#[allow(dead_code)]
+pub fn cudyn_binary() -> PathBuf {
     let built = PathBuf::from(env!("CARGO_BIN_EXE_cudyn"));
     let staged = std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.parent()?.join("bin/cudyn")));
-    let binary = match staged {
+    match staged {
         Some(staged) if !built.exists() && staged.exists() => staged,
         _ => built,
-    };
-    Command::new(binary)
+    }
 }
 
 /// A folder holding links to the files beside `library` whose names start with `prefix`, and

@@ -1,28 +1,39 @@
 //! Many programs compiled at once, across the machine's cores.
 //!
-//! NVRTC is thread-safe and keeps no state between programs, so programs compiled on separate
-//! threads run in parallel. The threads are kept between batches (rayon's pools): measured on an
-//! H200 host with NVRTC 13.0 (docs/BENCHMARKS.md), a thread's first few compiles took about 250 ms
-//! each and later ones about 14 ms, so threads started afresh for every batch would pay that warm-up every time. Work is shared
-//! by stealing, which keeps every core busy when programs differ widely in size.
+//! A batch first looks every program up in the compile cache, in this process (a hit costs no
+//! compile and starts nothing). The programs left are compiled by worker processes
+//! ([`workers`](super::workers): a warm compile server of cudyn's own forks one worker per
+//! core), because NVRTC serializes much of its work inside one process: threads of one process
+//! stop scaling at a few times one core's speed. When workers cannot be had, or the batch is too
+//! small for them to pay off, the programs are compiled on this process's threads (rayon's
+//! pools, kept between batches: a thread's first compiles cost several times its later ones).
+//! [`compile_batch`] says which of these happened, and why.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 use rayon::ThreadPool;
 
+use super::cached::{self, Lookup, Miss};
+use super::workers::{self, Connection, NvrtcIdentity, Outcome, MIN_PROGRAMS};
 use super::{Arch, Compiled, Program};
-use crate::error::Result;
+use crate::cache::resolved::ResolvedCompiler;
+use crate::cache::Cache;
+use crate::error::{Error, Result};
+use crate::sys::{self, locate::Component};
 
-/// Compiles every program on rayon's global pool (a thread per core). The results are in the
-/// programs' order; one failure does not stop the others. A program without an architecture is
-/// compiled for the calling thread's current device, as [`Program::compile`] would.
+/// Compiles every program, in worker processes when that pays off, else on rayon's global pool
+/// (a thread per core); see [`compile_batch`]. The results are in the programs' order; one failure
+/// does not stop the others. A program without an architecture is compiled for the calling
+/// thread's current device, as [`Program::compile`] would.
 pub fn compile_all(programs: &[Program]) -> Vec<Result<Compiled>> {
-    compile_in_parallel(programs, callers_default(programs))
+    compile_batch(programs).results
 }
 
-/// Compiles every program on `threads` threads (1: one after another, on this thread). The pool
-/// of each size is made once and kept.
+/// Compiles every program on `threads` threads of this process (1: one after another, on this
+/// thread), never in worker processes. The pool of each size is made once and kept.
 pub fn compile_all_on(programs: &[Program], threads: usize) -> Vec<Result<Compiled>> {
     match pool_of(threads) {
         Some(pool) => {
@@ -31,6 +42,264 @@ pub fn compile_all_on(programs: &[Program], threads: usize) -> Vec<Result<Compil
         }
         None => programs.iter().map(Program::compile).collect(),
     }
+}
+
+/// The results of [`compile_batch`], and how they were made.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Batch {
+    /// One result per program, in the programs' order.
+    pub results: Vec<Result<Compiled>>,
+    /// Where the programs that were not in the cache were compiled.
+    pub run: BatchRun,
+}
+
+/// Where a batch's programs were compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BatchRun {
+    /// Nothing needed compiling: every program was in the compile cache, or failed before.
+    NothingToCompile,
+    /// On this process's threads.
+    InProcess {
+        /// How many programs were compiled.
+        programs: usize,
+        /// Why not in worker processes.
+        why: String,
+    },
+    /// In worker processes of a compile server ([`workers`](super::workers)).
+    Workers {
+        /// How many programs were compiled.
+        programs: usize,
+        /// How many workers the server runs.
+        workers: usize,
+        /// The `cudyn` executable that runs it.
+        executable: PathBuf,
+        /// The server's process id.
+        server_pid: u32,
+    },
+}
+
+/// Compiles every program as [`compile_all`] does, and says where: cached programs come from the
+/// cache; the rest are compiled in worker processes ([`workers`](super::workers)) when there are
+/// at least [`MIN_PROGRAMS`] of them and a compile server can be had, else on this process's
+/// threads.
+pub fn compile_batch(programs: &[Program]) -> Batch {
+    let default = callers_default(programs);
+    let mut results: Vec<Option<Result<Compiled>>> = programs.iter().map(|_| None).collect();
+    let mut pending = Vec::new();
+    for (index, program) in programs.iter().enumerate() {
+        let arch = match program.named_arch() {
+            Some(arch) => Ok(arch),
+            None => default.clone().unwrap_or_else(Arch::current),
+        };
+        let arch = match arch {
+            Ok(arch) => arch,
+            // The error as Program::compile reports it (a missing NVRTC first).
+            Err(error) => {
+                results[index] = Some(program.compile_or(|| Err(error)));
+                continue;
+            }
+        };
+        match Pending::of(index, program, arch) {
+            Ok(Ok(pending_one)) => pending.push(pending_one),
+            Ok(Err(hit)) => results[index] = Some(Ok(hit)),
+            Err(error) => results[index] = Some(Err(error)),
+        }
+    }
+    let run = compile_pending(programs, pending, &mut results);
+    Batch {
+        results: results
+            .into_iter()
+            .map(|result| result.expect("every program has a result"))
+            .collect(),
+        run,
+    }
+}
+
+/// A program the cache does not hold.
+#[derive(Debug)]
+struct Pending {
+    index: usize,
+    arch: Arch,
+    defaults: Vec<PathBuf>,
+    /// The cache and the miss to store the result under, when the program uses the cache.
+    miss: Option<(&'static Cache, Miss)>,
+}
+
+impl Pending {
+    /// What compiling `program` for `arch` needs, or its result from the cache (`Ok(Err(_))`).
+    fn of(index: usize, program: &Program, arch: Arch) -> Result<Result<Pending, Compiled>> {
+        let Some(cache) = program.cache.then(Cache::global).flatten() else {
+            let defaults = program.default_folders();
+            return Ok(Ok(Pending {
+                index,
+                arch,
+                defaults,
+                miss: None,
+            }));
+        };
+        Ok(match cached::look_up(program, cache, arch)? {
+            Lookup::Hit(compiled) => Err(compiled),
+            Lookup::Miss(miss) => Ok(Pending {
+                index,
+                arch,
+                defaults: miss.defaults.clone(),
+                miss: Some((cache, miss)),
+            }),
+        })
+    }
+
+    /// Compiles in this process, storing the result as [`Program::compile`] would.
+    fn compile_here(self, program: &Program) -> Result<Compiled> {
+        match self.miss {
+            Some((cache, miss)) => cached::compile_miss(program, cache, self.arch, miss),
+            None => program.compile_uncached(Ok(self.arch), &self.defaults),
+        }
+    }
+}
+
+fn compile_pending(
+    programs: &[Program],
+    pending: Vec<Pending>,
+    results: &mut [Option<Result<Compiled>>],
+) -> BatchRun {
+    let count = pending.len();
+    if count == 0 {
+        return BatchRun::NothingToCompile;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let server = match count {
+        _ if cores < 2 => Err("one core: worker processes would not compile in parallel".into()),
+        count if count < MIN_PROGRAMS => Err(format!(
+            "{count} program(s) to compile, fewer than the {MIN_PROGRAMS} for which worker \
+             processes pay off"
+        )),
+        _ => workers::server(pending[0].arch).and_then(|server| {
+            same_nvrtc_here(&server.nvrtc)?;
+            Ok(server)
+        }),
+    };
+    match server {
+        Ok(server) => {
+            compile_on_workers(&server, programs, pending, results);
+            BatchRun::Workers {
+                programs: count,
+                workers: server.workers,
+                executable: server.executable.clone(),
+                server_pid: server.pid,
+            }
+        }
+        Err(why) => {
+            let compiled: Vec<(usize, Result<Compiled>)> = pending
+                .into_par_iter()
+                .map(|pending| {
+                    let index = pending.index;
+                    (index, pending.compile_here(&programs[index]))
+                })
+                .collect();
+            for (index, result) in compiled {
+                results[index] = Some(result);
+            }
+            BatchRun::InProcess {
+                programs: count,
+                why,
+            }
+        }
+    }
+}
+
+/// Fails when the server compiles with another NVRTC than this process would open: its results
+/// would not be what this process's compile makes.
+fn same_nvrtc_here(server: &NvrtcIdentity) -> std::result::Result<(), String> {
+    let Some(ours) = sys::library_file(Component::Nvrtc) else {
+        return Ok(());
+    };
+    if (&ours.path, ours.size, ours.modified) == (&server.path, server.size, server.modified) {
+        return Ok(());
+    }
+    Err(format!(
+        "the compile server uses the NVRTC at {}, but this process would use the one at {} \
+         (or a changed file)",
+        server.path.display(),
+        ours.path.display()
+    ))
+}
+
+fn compile_on_workers(
+    server: &Connection,
+    programs: &[Program],
+    pending: Vec<Pending>,
+    results: &mut [Option<Result<Compiled>>],
+) {
+    let submitted = server.submit(
+        pending
+            .iter()
+            .map(|p| (p.arch, p.defaults.clone(), &programs[p.index]))
+            .collect(),
+    );
+    let mut waiting: HashMap<u64, Pending> = submitted.ids.iter().copied().zip(pending).collect();
+    while !waiting.is_empty() {
+        let (id, outcome) = server.next_outcome(&submitted);
+        let Some(pending) = waiting.remove(&id) else {
+            // The outcomes' channel closed early: nothing more will come.
+            for pending in waiting.into_values() {
+                let program = &programs[pending.index];
+                results[pending.index] = Some(Err(lost(program, "its outcome never came")));
+            }
+            return;
+        };
+        let index = pending.index;
+        let program = &programs[index];
+        results[index] = Some(match outcome {
+            Outcome::Compiled(compiled) => match check(&compiled, program, pending.arch) {
+                Ok(()) => {
+                    if let Some((cache, miss)) = pending.miss {
+                        miss.store(cache, &compiled, |keyed| same_nvrtc(keyed, &server.nvrtc));
+                    }
+                    Ok(compiled)
+                }
+                Err(why) => Err(lost(program, &why)),
+            },
+            Outcome::Failed(error) => Err(error),
+            // An error the pipe does not carry: this process's own compile makes it exactly.
+            Outcome::FailedOtherwise(_) => pending.compile_here(program),
+            Outcome::Lost(what) => Err(lost(program, &what)),
+        });
+    }
+}
+
+fn lost(program: &Program, what: &str) -> Error {
+    Error::CompileWorker {
+        program: program.name.clone(),
+        what: what.to_owned(),
+    }
+}
+
+/// Whether `compiled` answers the job of `program` for `arch`.
+fn check(compiled: &Compiled, program: &Program, arch: Arch) -> std::result::Result<(), String> {
+    let expressions = compiled.lowered_names.iter().map(|(given, _)| given);
+    if compiled.name != program.name
+        || compiled.output != program.output
+        || compiled.arch != arch
+        || !expressions.eq(program.name_expressions.iter())
+    {
+        return Err(format!(
+            "the compile worker answered with another program's result ({} for {})",
+            compiled.name, program.name
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the server's NVRTC is the compiler a cache key names.
+fn same_nvrtc(keyed: &ResolvedCompiler, server: &NvrtcIdentity) -> bool {
+    (
+        &keyed.file.path,
+        keyed.file.size,
+        keyed.file.modified,
+        keyed.version,
+    ) == (&server.path, server.size, server.modified, server.version)
 }
 
 /// The calling thread's default target, when a program needs one. It is taken here, once: the

@@ -122,44 +122,107 @@ fn add_driver_for_ptx(hasher: &mut KeyHasher, output: Output) {
 
 /// `program` compiled for `arch` through `cache`.
 pub(super) fn compile(program: &Program, cache: &Cache, arch: Arch) -> Result<Compiled> {
+    match look_up(program, cache, arch)? {
+        Lookup::Hit(compiled) => Ok(compiled),
+        Lookup::Miss(miss) => compile_miss(program, cache, arch, miss),
+    }
+}
+
+/// Compiles a program `cache` does not hold, in this process, and stores the result.
+pub(super) fn compile_miss(
+    program: &Program,
+    cache: &Cache,
+    arch: Arch,
+    miss: Miss,
+) -> Result<Compiled> {
+    let compiled = program.compile_uncached(Ok(arch), &miss.defaults)?;
+    miss.store(cache, &compiled, |keyed| confirm_compiler(cache, keyed));
+    Ok(compiled)
+}
+
+/// What the cache holds for a program: its result, or what compiling it needs.
+#[derive(Debug)]
+pub(super) enum Lookup {
+    /// The result, from memory or disk.
+    Hit(Compiled),
+    /// Not in the cache: compile it, then [`Miss::store`] the result.
+    Miss(Miss),
+}
+
+/// A program the cache does not hold.
+#[derive(Debug)]
+pub(super) struct Miss {
+    /// CUDA's header folders the compile searches after the program's own.
+    pub(super) defaults: Vec<PathBuf>,
+    /// The key the result is stored under, with the compiler it names; `None` when the result
+    /// cannot be cached (NVRTC's file or the program's inputs cannot be identified).
+    keyed: Option<(Key, Arc<ResolvedCompiler>)>,
+}
+
+impl Miss {
+    /// Stores `compiled` under the key when `confirm` says it was made by the compiler the key
+    /// names.
+    pub(super) fn store(
+        self,
+        cache: &Cache,
+        compiled: &Compiled,
+        confirm: impl FnOnce(&ResolvedCompiler) -> bool,
+    ) {
+        let Some((key, compiler)) = self.keyed else {
+            return;
+        };
+        if !confirm(&compiler) {
+            return;
+        }
+        cache.store(Entry {
+            key,
+            output: compiled.output,
+            arch: compiled.arch,
+            name: compiled.name.clone(),
+            log: compiled.log.clone(),
+            lowered_names: compiled.lowered_names.clone(),
+            toolchain: vec![format!("NVRTC {}", compiler.version)],
+            kernels: Entry::kernels_of(&compiled.code),
+            created: SystemTime::now(),
+            code: compiled.code.clone(),
+        });
+    }
+}
+
+/// Looks `program`, compiled for `arch`, up in `cache`, without opening NVRTC when the compiler
+/// is known.
+pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lookup> {
     let Some(compiler) = compiler(cache)? else {
-        return program.compile_uncached(Ok(arch), &program_defaults(program, None));
+        return Ok(Lookup::Miss(Miss {
+            defaults: program_defaults(program, None),
+            keyed: None,
+        }));
     };
     let defaults = program_defaults(program, Some(&compiler.headers));
     let Some(key) = program_key(program, &compiler, arch, &defaults) else {
-        return program.compile_uncached(Ok(arch), &defaults);
+        return Ok(Lookup::Miss(Miss {
+            defaults,
+            keyed: None,
+        }));
     };
     if program.output == Output::Ptx {
         PtxVerdict::here(compiler.version)
             .require_loadable(Component::Nvrtc, program.allow_newer_ptx)?;
     }
     if let Some(entry) = cache.lookup(&key) {
-        return Ok(Compiled {
+        return Ok(Lookup::Hit(Compiled {
             name: program.name.clone(),
             output: entry.output,
             arch: entry.arch,
             code: entry.code.clone(),
             log: entry.log.clone(),
             lowered_names: entry.lowered_names.clone(),
-        });
+        }));
     }
-    let compiled = program.compile_uncached(Ok(arch), &defaults)?;
-    if !confirm_compiler(cache, &compiler) {
-        return Ok(compiled);
-    }
-    cache.store(Entry {
-        key,
-        output: compiled.output,
-        arch: compiled.arch,
-        name: compiled.name.clone(),
-        log: compiled.log.clone(),
-        lowered_names: compiled.lowered_names.clone(),
-        toolchain: vec![format!("NVRTC {}", compiler.version)],
-        kernels: Entry::kernels_of(&compiled.code),
-        created: SystemTime::now(),
-        code: compiled.code.clone(),
-    });
-    Ok(compiled)
+    Ok(Lookup::Miss(Miss {
+        defaults,
+        keyed: Some((key, compiler)),
+    }))
 }
 
 /// CUDA's header folders for `program`: from `headers` when given, else as found for this process.

@@ -58,14 +58,16 @@ mod linker;
 mod nvrtc_program;
 mod program;
 pub mod target;
+pub mod workers;
 
-pub use batch::{compile_all, compile_all_on};
+pub use batch::{compile_all, compile_all_on, compile_batch, Batch, BatchRun};
 pub use compiled::{Compiled, Output};
 pub use fatbin::FatbinBuilder;
 pub use linker::{InputKind, LinkOptions, Linked, Linker};
 pub use nvrtc_program::supported_archs;
 pub use program::{CppStandard, Program};
 pub use target::{Arch, ArchVariant, PtxVerdict};
+pub use workers::{set_job_time_limit, set_workers, WorkerSetting};
 
 use std::ffi::CString;
 

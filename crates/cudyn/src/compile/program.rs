@@ -67,25 +67,25 @@ impl CppStandard {
 pub struct Program {
     pub(super) source: String,
     pub(super) name: String,
-    arch: Option<Arch>,
+    pub(super) arch: Option<Arch>,
     pub(super) output: Output,
-    standard: Option<CppStandard>,
-    defines: Vec<(String, Option<String>)>,
+    pub(super) standard: Option<CppStandard>,
+    pub(super) defines: Vec<(String, Option<String>)>,
     pub(super) include_folders: Vec<PathBuf>,
     pub(super) default_includes: bool,
     pub(super) headers: Vec<(String, String)>,
-    fast_math: bool,
-    ftz: Option<bool>,
-    prec_div: Option<bool>,
-    prec_sqrt: Option<bool>,
-    fmad: Option<bool>,
-    debug: bool,
-    line_info: bool,
-    relocatable: bool,
-    extra: Vec<String>,
+    pub(super) fast_math: bool,
+    pub(super) ftz: Option<bool>,
+    pub(super) prec_div: Option<bool>,
+    pub(super) prec_sqrt: Option<bool>,
+    pub(super) fmad: Option<bool>,
+    pub(super) debug: bool,
+    pub(super) line_info: bool,
+    pub(super) relocatable: bool,
+    pub(super) extra: Vec<String>,
     pub(super) name_expressions: Vec<String>,
     pub(super) allow_newer_ptx: bool,
-    cache: bool,
+    pub(super) cache: bool,
 }
 
 impl Program {
@@ -235,7 +235,7 @@ impl Program {
     }
 
     /// CUDA's header folders this program searches after its own (none when turned off).
-    fn default_folders(&self) -> Vec<PathBuf> {
+    pub(super) fn default_folders(&self) -> Vec<PathBuf> {
         if !self.default_includes {
             return Vec::new();
         }

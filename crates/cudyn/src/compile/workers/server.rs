@@ -1,0 +1,446 @@
+//! The compile server (`cudyn __compile-server`): a single-threaded process that warms NVRTC with
+//! one tiny compile, then forks its workers, hands them the jobs that arrive on its standard
+//! input, and passes their outcomes back on its standard output.
+//!
+//! The server polls its input and every worker's result pipe. A worker whose pipe closes died:
+//! its job, if it had one, is reported lost with how the worker ended, and a new worker is forked
+//! in its place. A job that runs past the time limit has its worker killed the same way. The end
+//! of its input (the batch's process is gone, or closed it) ends the server, and the server's end
+//! ends its workers (they see their job pipe close, and the kernel kills them with their parent).
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use super::wire::{self, Job, NvrtcIdentity, Outcome, Ready, Start};
+use crate::compile::Program;
+use crate::sys::{self, locate::Component};
+
+/// Programs on which a worker misbehaves, for cudyn's tests of crashes and hangs in the middle of
+/// a batch: named by `CUDYN_WORKER_TEST_ABORT` (the worker aborts) and `CUDYN_WORKER_TEST_HANG`
+/// (it never answers), read once by the server.
+#[derive(Debug, Default)]
+struct TestHooks {
+    abort_on: Option<String>,
+    hang_on: Option<String>,
+}
+
+impl TestHooks {
+    fn from_environment() -> Self {
+        TestHooks {
+            abort_on: std::env::var("CUDYN_WORKER_TEST_ABORT").ok(),
+            hang_on: std::env::var("CUDYN_WORKER_TEST_HANG").ok(),
+        }
+    }
+
+    fn before(&self, program: &str) {
+        if self.abort_on.as_deref() == Some(program) {
+            std::process::abort();
+        }
+        while self.hang_on.as_deref() == Some(program) {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
+/// Runs the server on this process's standard input and output until its input ends; the exit
+/// status for the process.
+pub(super) fn serve() -> i32 {
+    match Server::start() {
+        Ok(mut server) => {
+            server.run();
+            0
+        }
+        Err(error) => {
+            eprintln!("cudyn compile server: {error}");
+            1
+        }
+    }
+}
+
+/// One forked worker.
+#[derive(Debug)]
+struct Worker {
+    pid: libc::pid_t,
+    jobs: io::PipeWriter,
+    results: io::PipeReader,
+    /// The job it compiles: id, program name, when it was handed over.
+    busy: Option<(u64, String, Instant)>,
+}
+
+/// The server; its end ends its workers.
+#[derive(Debug)]
+struct Server {
+    from_batch: Option<File>,
+    to_batch: File,
+    workers: Vec<Worker>,
+    /// Jobs waiting for a worker: id, program name, the message.
+    queue: VecDeque<(u64, String, Vec<u8>)>,
+    time_limit: Duration,
+    hooks: TestHooks,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        for worker in &self.workers {
+            end_worker(worker.pid);
+        }
+    }
+}
+
+impl Server {
+    /// Greets the batch, reads its request, warms NVRTC, reports it, and forks the workers.
+    fn start() -> io::Result<Server> {
+        let (from_batch, to_batch) = take_standard_streams()?;
+        let mut server = Server {
+            from_batch: Some(from_batch),
+            to_batch,
+            workers: Vec::new(),
+            queue: VecDeque::new(),
+            time_limit: Duration::MAX,
+            hooks: TestHooks::from_environment(),
+        };
+        let greeting = format!(
+            "{} {} {} {}\n",
+            wire::GREETING,
+            wire::PROTOCOL,
+            env!("CARGO_PKG_VERSION"),
+            std::process::id()
+        );
+        server.to_batch.write_all(greeting.as_bytes())?;
+        let request = server
+            .from_batch
+            .as_mut()
+            .map(wire::read_frame)
+            .transpose()?
+            .flatten()
+            .ok_or_else(|| io::Error::other("the batch closed before its request"))?;
+        let start = Start::decode(&request).map_err(io::Error::other)?;
+        server.time_limit = start.job_time_limit;
+        let nvrtc = warm_up(&start).and_then(|nvrtc| {
+            for _ in 0..start.workers.max(1) {
+                server.fork_worker().map_err(|error| error.to_string())?;
+            }
+            Ok(nvrtc)
+        });
+        let failed = nvrtc.as_ref().err().cloned();
+        wire::write_frame(&mut server.to_batch, &Ready { nvrtc }.encode())?;
+        match failed {
+            Some(why) => Err(io::Error::other(why)),
+            None => Ok(server),
+        }
+    }
+
+    fn run(&mut self) {
+        while self.step().is_ok() {}
+    }
+
+    /// Hands out jobs, waits for the next event and handles it; `Err` when the server is done.
+    fn step(&mut self) -> io::Result<()> {
+        self.dispatch();
+        let mut polled: Vec<libc::pollfd> = self
+            .from_batch
+            .iter()
+            .map(|file| file.as_fd())
+            .chain(self.workers.iter().map(|worker| worker.results.as_fd()))
+            .map(|fd| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if polled.is_empty() {
+            return Err(io::Error::other("nothing left to serve"));
+        }
+        let timeout = self.next_deadline().map_or(-1, |left| {
+            i32::try_from(left.as_millis().saturating_add(1)).unwrap_or(i32::MAX)
+        });
+        // SAFETY: `polled` is a live, initialized array of `polled.len()` pollfd structs whose
+        // fds stay open for the call.
+        let ready =
+            unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, timeout) };
+        if ready < 0 {
+            let error = io::Error::last_os_error();
+            return match error.kind() {
+                io::ErrorKind::Interrupted => Ok(()),
+                _ => Err(error),
+            };
+        }
+        let mut events = polled.iter().map(|entry| entry.revents != 0);
+        if self.from_batch.is_some() && events.next() == Some(true) {
+            self.read_job()?;
+        }
+        let finished: Vec<usize> = events
+            .enumerate()
+            .filter_map(|(index, ready)| ready.then_some(index))
+            .collect();
+        for index in finished.into_iter().rev() {
+            self.collect(index)?;
+        }
+        self.enforce_time_limit()
+    }
+
+    /// Reads one job from the batch; `Err` when the batch's end is reached.
+    fn read_job(&mut self) -> io::Result<()> {
+        let Some(from_batch) = self.from_batch.as_mut() else {
+            return Ok(());
+        };
+        let message = wire::read_frame(from_batch)?
+            .ok_or_else(|| io::Error::other("the batch closed its pipe"))?;
+        let job = Job::decode(&message).map_err(io::Error::other)?;
+        self.queue.push_back((job.id, job.program.name, message));
+        Ok(())
+    }
+
+    fn dispatch(&mut self) {
+        for worker in self.workers.iter_mut().filter(|w| w.busy.is_none()) {
+            let Some((id, name, message)) = self.queue.pop_front() else {
+                return;
+            };
+            // A worker that died meanwhile fails the write; its closed pipe reports the job lost.
+            let _ = wire::write_frame(&mut worker.jobs, &message);
+            worker.busy = Some((id, name, Instant::now()));
+        }
+    }
+
+    /// The time until the first running job reaches its limit.
+    fn next_deadline(&self) -> Option<Duration> {
+        self.workers
+            .iter()
+            .filter_map(|worker| worker.busy.as_ref())
+            .map(|(_, _, started)| self.time_limit.saturating_sub(started.elapsed()))
+            .min()
+    }
+
+    /// Passes the outcome of worker `index` on, or reports its job lost and replaces it.
+    fn collect(&mut self, index: usize) -> io::Result<()> {
+        let worker = &mut self.workers[index];
+        let message = match wire::read_frame(&mut worker.results) {
+            Ok(Some(message)) => message,
+            ended => {
+                let cause = match ended {
+                    Err(error) => format!(" after sending a damaged result ({error})"),
+                    _ => String::new(),
+                };
+                return self.replace(index, |pid, status| format!("{status}{cause} (pid {pid})"));
+            }
+        };
+        worker.busy = None;
+        wire::write_frame(&mut self.to_batch, &message)
+    }
+
+    fn enforce_time_limit(&mut self) -> io::Result<()> {
+        let limit = self.time_limit;
+        let overdue: Vec<usize> = (0..self.workers.len())
+            .filter(|&index| {
+                let busy = &self.workers[index].busy;
+                busy.as_ref()
+                    .is_some_and(|(_, _, started)| started.elapsed() >= limit)
+            })
+            .collect();
+        for index in overdue.into_iter().rev() {
+            // SAFETY: kill takes plain integers; the pid is a child not yet reaped, so it names
+            // this worker and no other process.
+            unsafe { libc::kill(self.workers[index].pid, libc::SIGKILL) };
+            self.replace(index, |pid, _| {
+                format!(
+                    "was killed after running over the time limit of {} s (pid {pid})",
+                    limit.as_secs_f64()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Reaps worker `index`, reports its job (if any) lost with `why(pid, how it ended)`, and
+    /// forks a worker in its place.
+    fn replace(&mut self, index: usize, why: impl FnOnce(i32, String) -> String) -> io::Result<()> {
+        let worker = self.workers.swap_remove(index);
+        let status = reap(worker.pid);
+        if let Some((id, name, _)) = &worker.busy {
+            let message = format!(
+                "the compile worker compiling `{name}` {}",
+                why(worker.pid, status)
+            );
+            let outcome = wire::encode_outcome(*id, &Outcome::Lost(message));
+            wire::write_frame(&mut self.to_batch, &outcome)?;
+        }
+        drop(worker);
+        self.fork_worker()
+    }
+
+    /// Forks a worker and keeps its pipes.
+    fn fork_worker(&mut self) -> io::Result<()> {
+        let (job_reader, job_writer) = io::pipe()?;
+        let (result_reader, result_writer) = io::pipe()?;
+        let threads = std::fs::read_dir("/proc/self/task")?.count();
+        if threads != 1 {
+            return Err(io::Error::other(format!(
+                "the compile server runs {threads} threads and cannot fork safely"
+            )));
+        }
+        // SAFETY: the process has exactly one thread (checked just above through
+        // /proc/self/task, and nothing in the server starts one), so the child gets every lock
+        // in a consistent state and may go on running ordinary Rust code, as a single-threaded
+        // program does after fork.
+        let pid = unsafe { libc::fork() };
+        match pid {
+            -1 => Err(io::Error::last_os_error()),
+            0 => {
+                // The child keeps its own two pipe ends only: a worker holding another's pipes
+                // (or the batch's) would keep them open after their owner died.
+                self.from_batch = None;
+                self.workers.clear();
+                if let Ok(null) = File::open("/dev/null") {
+                    self.to_batch = null;
+                }
+                drop((job_writer, result_reader));
+                let code = work(job_reader, result_writer, &self.hooks);
+                // SAFETY: _exit ends the process at once, without running the exit handlers or
+                // flushing the buffers the child inherited from the server, which are not its.
+                unsafe { libc::_exit(code) }
+            }
+            pid => {
+                self.workers.push(Worker {
+                    pid,
+                    jobs: job_writer,
+                    results: result_reader,
+                    busy: None,
+                });
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The batch's pipes, taken over from standard input and output, which become /dev/null: forked
+/// workers then hold no copy of them.
+fn take_standard_streams() -> io::Result<(File, File)> {
+    let from_batch = File::from(io::stdin().as_fd().try_clone_to_owned()?);
+    let to_batch = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+    let null: OwnedFd = File::options()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?
+        .into();
+    for standard in [0, 1] {
+        // SAFETY: dup2 takes plain descriptors: `null` is open, and 0 and 1 are replaced
+        // atomically; the originals live on in the copies made above.
+        if unsafe { libc::dup2(null.as_raw_fd(), standard) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok((from_batch, to_batch))
+}
+
+/// The warm-up compile's source: a template instantiated twice, with a loop and arithmetic in
+/// both precisions, so that the workers find the parts of NVRTC a typical compile uses already
+/// initialized (a kernel with an empty body leaves a worker's first real compile much slower
+/// than its later ones).
+const WARM_UP: &str = "template <typename T> __global__ void cudyn_warm_up(T *p, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    T v = p[i];
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) v = v * T(3) + T(j) / (v + T(1));
+    p[i] = v;
+}";
+
+/// NVRTC opened as the batch's process would open it, and made to compile once.
+fn warm_up(start: &Start) -> Result<NvrtcIdentity, String> {
+    if let Some(folders) = &start.library_path {
+        sys::set_library_path(folders.iter().cloned()).map_err(|error| error.to_string())?;
+    }
+    Program::new(WARM_UP)
+        .name("cudyn_warm_up.cu")
+        .arch(start.warm_arch)
+        .default_includes(false)
+        .name_expression("cudyn_warm_up<float>")
+        .name_expression("cudyn_warm_up<double>")
+        .cache(false)
+        .compile()
+        .map_err(|error| format!("the warm-up compile failed: {error}"))?;
+    let version = sys::nvrtc().map_err(|error| error.to_string())?.version;
+    let file = sys::library_file(Component::Nvrtc)
+        .ok_or_else(|| "NVRTC's file cannot be identified".to_owned())?;
+    Ok(NvrtcIdentity {
+        path: file.path,
+        size: file.size,
+        modified: file.modified,
+        version,
+    })
+}
+
+/// A worker's life: compile each job read from `jobs` and write its outcome to `results`, until
+/// the server closes `jobs`. Returns the exit status.
+fn work(mut jobs: io::PipeReader, mut results: io::PipeWriter, hooks: &TestHooks) -> i32 {
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes plain integers; it asks the kernel to kill this
+    // worker when the server ends, however it ends.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    loop {
+        let message = match wire::read_frame(&mut jobs) {
+            Ok(Some(message)) => message,
+            _ => return 0,
+        };
+        let (id, outcome) = match Job::decode(&message) {
+            Ok(job) => {
+                hooks.before(&job.program.name);
+                let outcome = match in_folder(&job.folder) {
+                    Ok(()) => job
+                        .program
+                        .compile_uncached(Ok(job.arch), &job.defaults)
+                        .map_or_else(Outcome::Failed, Outcome::Compiled),
+                    Err(why) => Outcome::FailedOtherwise(why),
+                };
+                (job.id, outcome)
+            }
+            Err(malformed) => (0, Outcome::FailedOtherwise(malformed)),
+        };
+        if wire::write_frame(&mut results, &wire::encode_outcome(id, &outcome)).is_err() {
+            return 1;
+        }
+    }
+}
+
+/// Moves the worker to the batch's working folder (an empty path: stays), so that relative paths
+/// resolve as in the batch's process.
+fn in_folder(folder: &std::path::Path) -> Result<(), String> {
+    if folder.as_os_str().is_empty() || std::env::current_dir().is_ok_and(|here| here == folder) {
+        return Ok(());
+    }
+    std::env::set_current_dir(folder)
+        .map_err(|error| format!("cannot enter {}: {error}", folder.display()))
+}
+
+/// Waits for a worker that ended and says how it did.
+fn reap(pid: libc::pid_t) -> String {
+    let mut status = 0;
+    // SAFETY: waitpid writes the status into the live integer it is given.
+    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+    if waited != pid {
+        return "ended".to_owned();
+    }
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        let name = match signal {
+            libc::SIGABRT => " (SIGABRT: it aborted)",
+            libc::SIGKILL => " (SIGKILL)",
+            libc::SIGSEGV => " (SIGSEGV: a crash)",
+            libc::SIGBUS => " (SIGBUS: a crash)",
+            libc::SIGTERM => " (SIGTERM)",
+            _ => "",
+        };
+        format!("died of signal {signal}{name}")
+    } else {
+        format!("exited with status {}", libc::WEXITSTATUS(status))
+    }
+}
+
+/// Ends a worker at the server's end and reaps it.
+fn end_worker(pid: libc::pid_t) {
+    // SAFETY: kill takes plain integers; the pid is a child not yet reaped.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    reap(pid);
+}
