@@ -10,7 +10,9 @@
 //! own (the `cudyn` executable in its hidden `__compile-server` mode; never a fork of the calling
 //! process, whose threads, locks and CUDA state cudyn does not own), which warms NVRTC with one
 //! tiny compile and then forks one worker per available core
-//! ([`std::thread::available_parallelism`]). Every worker starts warm; the server hands them the
+//! ([`std::thread::available_parallelism`]). (Where a CUDA driver is installed, NVRTC loads it
+//! during that compile and the driver starts threads of its own; the server forks with those
+//! present, since a worker never calls the driver, and refuses to fork with any other thread.) Every worker starts warm; the server hands them the
 //! jobs, one at a time each, so uneven programs still keep every worker busy. The server is
 //! started on the first batch that needs it and kept for the life of the calling process, so
 //! later batches pay nothing to start. What it costs: one `exec` of `cudyn`, NVRTC opened and one

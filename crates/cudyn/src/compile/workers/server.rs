@@ -275,16 +275,21 @@ impl Server {
     fn fork_worker(&mut self) -> io::Result<()> {
         let (job_reader, job_writer) = io::pipe()?;
         let (result_reader, result_writer) = io::pipe()?;
-        let threads = std::fs::read_dir("/proc/self/task")?.count();
-        if threads != 1 {
+        let others = other_thread_names()?;
+        if !others.iter().all(|name| is_driver_thread(name)) {
             return Err(io::Error::other(format!(
-                "the compile server runs {threads} threads and cannot fork safely"
+                "the compile server runs threads besides its own ({}) and cannot fork safely",
+                others.join(", ")
             )));
         }
-        // SAFETY: the process has exactly one thread (checked just above through
-        // /proc/self/task, and nothing in the server starts one), so the child gets every lock
-        // in a consistent state and may go on running ordinary Rust code, as a single-threaded
-        // program does after fork.
+        // SAFETY: apart from this thread, the process runs none but the CUDA driver's own
+        // (checked just above through /proc/self/task; nothing in the server starts one).
+        // NVRTC loads the driver during the warm-up where one is installed, and the driver
+        // starts its threads then; no lock of the code a worker runs (Rust's, the C library's,
+        // NVRTC's compile) is held by them, and a worker never calls the driver. The child gets
+        // every lock it uses in a consistent state and may go on running ordinary Rust code, as a
+        // single-threaded program does after fork. A worker that hung anyway would be killed at
+        // its job's time limit.
         let pid = unsafe { libc::fork() };
         match pid {
             -1 => Err(io::Error::last_os_error()),
@@ -333,6 +338,28 @@ fn take_standard_streams() -> io::Result<(File, File)> {
         }
     }
     Ok((from_batch, to_batch))
+}
+
+/// Whether a thread of this name is one of the CUDA driver's, which names its threads `cuda`
+/// followed by hexadecimal digits.
+fn is_driver_thread(name: &str) -> bool {
+    name.strip_prefix("cuda")
+        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|byte| byte.is_ascii_hexdigit()))
+}
+
+/// The names of this process's threads other than this (its main) one, as the kernel lists them.
+fn other_thread_names() -> io::Result<Vec<String>> {
+    let main = std::process::id().to_string();
+    let mut names = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task")? {
+        let task = task?;
+        if task.file_name() == main.as_str() {
+            continue;
+        }
+        let comm = std::fs::read_to_string(task.path().join("comm"));
+        names.push(comm.map_or_else(|_| "?".to_owned(), |name| name.trim_end().to_owned()));
+    }
+    Ok(names)
 }
 
 /// The warm-up compile's source: a template instantiated twice, with a loop and arithmetic in
@@ -443,4 +470,46 @@ fn end_worker(pid: libc::pid_t) {
     // SAFETY: kill takes plain integers; the pid is a child not yet reaped.
     unsafe { libc::kill(pid, libc::SIGKILL) };
     reap(pid);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_drivers_thread_names_count_as_the_drivers() {
+        // Names the CUDA driver gave its threads on an H200 host.
+        assert!(is_driver_thread("cuda00001c00008"));
+        for other in [
+            "cuda",
+            "cudyn",
+            "cuda-EvtHandlr",
+            "rayon-worker-3",
+            "cuda00x1",
+            "?",
+        ] {
+            assert!(!is_driver_thread(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn a_test_process_lists_its_other_threads() {
+        let (started, finish) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+        std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("cudyn-probe".into())
+                .spawn_scoped(scope, || {
+                    started.wait();
+                    finish.wait();
+                })
+                .unwrap();
+            started.wait();
+            let others = other_thread_names().unwrap();
+            finish.wait();
+            assert!(
+                others.iter().any(|name| name == "cudyn-probe"),
+                "{others:?}"
+            );
+        });
+    }
 }
