@@ -1,11 +1,12 @@
 //! Helpers of the GPU tests: device code compiled by nvcc inside the test, and random data.
 //!
-//! nvcc is taken from `$CUDA_HOME/bin` (a CUDA toolkit has it there). A GPU test that finds no
-//! nvcc fails with a message saying so: it never skips.
+//! nvcc is found as cudyn-build finds it: `$CUDA_HOME/bin` (a CUDA toolkit has it there), then
+//! `CUDA_PATH`, `PATH`, `/usr/local/cuda` and the CUDA wheels. A GPU test that finds no nvcc fails
+//! with a message saying so: it never skips.
 
 #![allow(dead_code)] // each test binary uses part of the helpers
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// What nvcc produces.
@@ -34,18 +35,10 @@ impl Output {
     }
 }
 
-/// nvcc under `$CUDA_HOME/bin`; panics (fails the test) when it is not there.
+/// nvcc, found as cudyn-build finds it (`$CUDA_HOME/bin` first, then `CUDA_PATH`, `PATH`,
+/// `/usr/local/cuda` and the wheels); panics (fails the test) when there is none.
 pub fn nvcc() -> PathBuf {
-    let home = std::env::var_os("CUDA_HOME").expect(
-        "GPU tests need nvcc: set CUDA_HOME to the CUDA toolkit (nvcc is $CUDA_HOME/bin/nvcc)",
-    );
-    let nvcc = Path::new(&home).join("bin").join("nvcc");
-    assert!(
-        nvcc.is_file(),
-        "GPU tests need nvcc, but {} does not exist",
-        nvcc.display()
-    );
-    nvcc
+    any_nvcc().path
 }
 
 /// `sm_XY` for device 0.
