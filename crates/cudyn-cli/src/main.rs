@@ -79,6 +79,10 @@ enum Command {
     /// The compile server of the library's worker processes, started by the library itself.
     #[command(name = "__compile-server", hide = true)]
     CompileServer(worker::Args),
+
+    /// One worker of the compile server, when it starts workers afresh.
+    #[command(name = "__compile-worker", hide = true)]
+    CompileWorker(worker::Args),
 }
 
 fn main() -> ExitCode {
@@ -93,5 +97,6 @@ fn main() -> ExitCode {
         Command::Cache(args) => cache::run(&args),
         Command::Completions(args) => completions::run(&args, Cli::command()),
         Command::CompileServer(args) => worker::run(&args),
+        Command::CompileWorker(args) => worker::run_worker(&args),
     }
 }

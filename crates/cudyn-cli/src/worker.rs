@@ -13,3 +13,11 @@ pub fn run(_: &Args) -> ExitCode {
         _ => ExitCode::FAILURE,
     }
 }
+
+/// `cudyn __compile-worker`: one worker, started by the compile server.
+pub fn run_worker(_: &Args) -> ExitCode {
+    match cudyn::compile::workers::work() {
+        0 => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    }
+}

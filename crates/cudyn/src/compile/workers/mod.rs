@@ -12,8 +12,9 @@
 //! tiny compile and then forks one worker per available core
 //! ([`std::thread::available_parallelism`]). (Where a CUDA driver is installed, NVRTC loads it
 //! during that compile and the driver starts threads of its own; the server forks with those
-//! present, since a worker never calls the driver, and refuses to fork with any other thread.) Every worker starts warm; the server hands them the
-//! jobs, one at a time each, so uneven programs still keep every worker busy. The server is
+//! present, since a worker never calls the driver, and refuses to fork with any other thread.)
+//! Every worker starts warm; the server hands them the jobs, one at a time each, so uneven
+//! programs still keep every worker busy. The server is
 //! started on the first batch that needs it and kept for the life of the calling process, so
 //! later batches pay nothing to start. What it costs: one `exec` of `cudyn`, NVRTC opened and one
 //! small compile in the server (about the first compile of a process), one fork per worker, and
@@ -25,11 +26,17 @@
 //! architecture and CUDA header folders decided in the calling process (its current device, the
 //! headers its cache key names), and the calling process's working folder at the time of the
 //! batch, from which relative include folders resolve (and which line information records). The
-//! server keeps the environment variables the calling process had when it started the server. Results come back over a pipe in frames sealed by a blake3
-//! hash and checked at every hop, are checked against the job (name, output kind, architecture,
+//! server keeps the environment variables the calling process had when it started the server.
+//! Results come back over a pipe in frames sealed by a blake3 hash and checked at every hop, are checked against the job (name, output kind, architecture,
 //! name expressions), and are stored in the compile cache by the calling process exactly as its
 //! own compile would be, when the server's NVRTC is the one the key names. Cached programs never
 //! reach the server: a batch looks every program up first, and a batch of hits starts nothing.
+//!
+//! **Forked or started afresh.** `CUDYN_WORKER_START=exec` makes the server start its workers as
+//! `cudyn __compile-worker` processes instead of forking them: each then pays NVRTC's start-up,
+//! all of them at once and while the server warms up, but shares no memory with the server.
+//! Which pays better depends on the machine (copy-on-write faults are dear in some virtual
+//! machines); docs/BENCHMARKS.md measures both. The default is to fork.
 //!
 //! **Finding the executable**, in order: [`set_workers`]; the `CUDYN_WORKER` variable (a path,
 //! or `off`); `cudyn` beside the current executable (and in the folder above, for cargo's
@@ -113,6 +120,20 @@ pub fn set_job_time_limit(limit: Duration) {
 pub fn serve() -> i32 {
     #[cfg(target_os = "linux")]
     return server::serve();
+    #[cfg(not(target_os = "linux"))]
+    {
+        eprintln!("cudyn: compile workers run on Linux only");
+        1
+    }
+}
+
+/// Runs one compile worker on this process's standard input and output; the `cudyn` executable
+/// calls it for `cudyn __compile-worker`, which the server starts instead of forking when
+/// `CUDYN_WORKER_START=exec`. Returns the exit status.
+#[doc(hidden)]
+pub fn work() -> i32 {
+    #[cfg(target_os = "linux")]
+    return server::work_on_standard_streams();
     #[cfg(not(target_os = "linux"))]
     {
         eprintln!("cudyn: compile workers run on Linux only");

@@ -80,7 +80,33 @@ struct Server {
     queue: VecDeque<(u64, String, Vec<u8>)>,
     time_limit: Duration,
     hooks: TestHooks,
+    /// How workers start (see [`WorkerStart`]).
+    start: WorkerStart,
+    /// The batch's library search override, handed to exec'd workers.
+    library_path: Option<Vec<std::path::PathBuf>>,
 }
+
+/// How the server starts its workers, from `CUDYN_WORKER_START` (read once by the server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WorkerStart {
+    /// Forked from the server after its warm-up compile: every worker starts warm (the default).
+    Fork,
+    /// `cudyn __compile-worker` started afresh, each paying NVRTC's start-up, all at once and
+    /// while the server warms up: no memory shared copy-on-write with the server.
+    Exec,
+}
+
+impl WorkerStart {
+    fn from_environment() -> WorkerStart {
+        match std::env::var(START_ENV).as_deref() {
+            Ok("exec") => WorkerStart::Exec,
+            _ => WorkerStart::Fork,
+        }
+    }
+}
+
+/// How workers start: `fork` (the default) or `exec`.
+pub(super) const START_ENV: &str = "CUDYN_WORKER_START";
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -101,6 +127,8 @@ impl Server {
             queue: VecDeque::new(),
             time_limit: Duration::MAX,
             hooks: TestHooks::from_environment(),
+            start: WorkerStart::from_environment(),
+            library_path: None,
         };
         let greeting = format!(
             "{} {} {} {}\n",
@@ -119,12 +147,21 @@ impl Server {
             .ok_or_else(|| io::Error::other("the batch closed before its request"))?;
         let start = Start::decode(&request).map_err(io::Error::other)?;
         server.time_limit = start.job_time_limit;
-        let nvrtc = warm_up(&start).and_then(|nvrtc| {
-            for _ in 0..start.workers.max(1) {
-                server.fork_worker().map_err(|error| error.to_string())?;
-            }
-            Ok(nvrtc)
-        });
+        server.library_path = start.library_path.clone();
+        let workers = start.workers.max(1);
+        let nvrtc = match server.start {
+            WorkerStart::Fork => warm_up(&start).and_then(|nvrtc| {
+                for _ in 0..workers {
+                    server.start_worker().map_err(|error| error.to_string())?;
+                }
+                Ok(nvrtc)
+            }),
+            // Started first, so that their start-up overlaps the server's own.
+            WorkerStart::Exec => (0..workers)
+                .try_for_each(|_| server.start_worker())
+                .map_err(|error| error.to_string())
+                .and_then(|()| warm_up(&start)),
+        };
         let failed = nvrtc.as_ref().err().cloned();
         wire::write_frame(&mut server.to_batch, &Ready { nvrtc }.encode())?;
         match failed {
@@ -268,7 +305,42 @@ impl Server {
             wire::write_frame(&mut self.to_batch, &outcome)?;
         }
         drop(worker);
-        self.fork_worker()
+        self.start_worker()
+    }
+
+    /// Starts a worker as [`WorkerStart`] says and keeps its pipes.
+    fn start_worker(&mut self) -> io::Result<()> {
+        match self.start {
+            WorkerStart::Fork => self.fork_worker(),
+            WorkerStart::Exec => self.exec_worker(),
+        }
+    }
+
+    /// Starts `cudyn __compile-worker` (this executable), its standard input and output the job
+    /// and result pipes.
+    fn exec_worker(&mut self) -> io::Result<()> {
+        let mut command = std::process::Command::new(std::env::current_exe()?);
+        command
+            .arg("__compile-worker")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        if let Some(folders) = &self.library_path {
+            command.env(
+                crate::sys::locate::LIBRARY_PATH_ENV,
+                std::env::join_paths(folders).map_err(io::Error::other)?,
+            );
+        }
+        let mut child = command.spawn()?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(io::Error::other("a worker started without its pipes"));
+        };
+        self.workers.push(Worker {
+            pid: child.id() as libc::pid_t,
+            jobs: io::PipeWriter::from(OwnedFd::from(stdin)),
+            results: io::PipeReader::from(OwnedFd::from(stdout)),
+            busy: None,
+        });
+        Ok(())
     }
 
     /// Forks a worker and keeps its pipes.
@@ -316,6 +388,22 @@ impl Server {
                 });
                 Ok(())
             }
+        }
+    }
+}
+
+/// Runs an exec'd worker (`cudyn __compile-worker`) on this process's standard input (jobs) and
+/// output (results); the exit status for the process.
+pub(super) fn work_on_standard_streams() -> i32 {
+    match take_standard_streams() {
+        Ok((jobs, results)) => work(
+            io::PipeReader::from(OwnedFd::from(jobs)),
+            io::PipeWriter::from(OwnedFd::from(results)),
+            &TestHooks::from_environment(),
+        ),
+        Err(error) => {
+            eprintln!("cudyn compile worker: {error}");
+            1
         }
     }
 }
