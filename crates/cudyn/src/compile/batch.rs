@@ -2,8 +2,8 @@
 //!
 //! A batch first looks every program up in the compile cache, in this process (a hit costs no
 //! compile and starts nothing). The programs left are compiled by worker processes
-//! ([`workers`](super::workers): a warm compile server of cudyn's own forks one worker per
-//! core), because NVRTC serializes much of its work inside one process: threads of one process
+//! ([`workers`](super::workers): a compile server of cudyn's own starts one worker per core),
+//! because NVRTC serializes much of its work inside one process: threads of one process
 //! stop scaling at a few times one core's speed. When workers cannot be had, or the batch is too
 //! small for them to pay off, the programs are compiled on this process's threads (rayon's
 //! pools, kept between batches: a thread's first compiles cost several times its later ones).

@@ -6,20 +6,16 @@
 //! (240-380 ms against 50-80 ms on an H200 host for a source of five template instantiations),
 //! so cold worker processes spend much of a batch starting up.
 //!
-//! **Why a zygote.** cudyn therefore starts one compile server, a single-threaded process of its
-//! own (the `cudyn` executable in its hidden `__compile-server` mode; never a fork of the calling
-//! process, whose threads, locks and CUDA state cudyn does not own), which warms NVRTC with one
-//! tiny compile and then forks one worker per available core
-//! ([`std::thread::available_parallelism`]). (Where a CUDA driver is installed, NVRTC loads it
-//! during that compile and the driver starts threads of its own; the server forks with those
-//! present, since a worker never calls the driver, and refuses to fork with any other thread.)
-//! Every worker starts warm; the server hands them the jobs, one at a time each, so uneven
-//! programs still keep every worker busy. The server is
-//! started on the first batch that needs it and kept for the life of the calling process, so
-//! later batches pay nothing to start. What it costs: one `exec` of `cudyn`, NVRTC opened and one
-//! small compile in the server (about the first compile of a process), one fork per worker, and
-//! the memory of the warm processes (copy-on-write, mostly shared) while the calling process
-//! lives.
+//! **A server of cudyn's own.** cudyn therefore starts one compile server, a single-threaded
+//! process of its own (the `cudyn` executable in its hidden `__compile-server` mode; never a fork
+//! of the calling process, whose threads, locks and CUDA state cudyn does not own), which starts
+//! one worker per available core ([`std::thread::available_parallelism`]) and warms NVRTC with one
+//! small compile (which also identifies the NVRTC the workers use). The server hands the workers
+//! the jobs, one at a time each, so uneven programs still keep every worker busy. It is started
+//! on the first batch that needs it and kept for the life of the calling process, so later
+//! batches pay nothing to start. What it costs: one `exec` of `cudyn` and one per worker, NVRTC's
+//! start-up in each (in parallel), and the memory of the warm processes while the calling
+//! process lives.
 //!
 //! **What travels.** A job carries everything the compile depends on, the same inputs the compile
 //! cache's key covers: source, name, every option, in-memory headers, name expressions, and the
@@ -27,16 +23,21 @@
 //! headers its cache key names), and the calling process's working folder at the time of the
 //! batch, from which relative include folders resolve (and which line information records). The
 //! server keeps the environment variables the calling process had when it started the server.
-//! Results come back over a pipe in frames sealed by a blake3 hash and checked at every hop, are checked against the job (name, output kind, architecture,
+//! Results come back over a pipe in frames sealed by a blake3 hash and checked at every hop, are
+//! checked against the job (name, output kind, architecture,
 //! name expressions), and are stored in the compile cache by the calling process exactly as its
 //! own compile would be, when the server's NVRTC is the one the key names. Cached programs never
 //! reach the server: a batch looks every program up first, and a batch of hits starts nothing.
 //!
-//! **Forked or started afresh.** `CUDYN_WORKER_START=exec` makes the server start its workers as
-//! `cudyn __compile-worker` processes instead of forking them: each then pays NVRTC's start-up,
-//! all of them at once and while the server warms up, but shares no memory with the server.
-//! Which pays better depends on the machine (copy-on-write faults are dear in some virtual
-//! machines); docs/BENCHMARKS.md measures both. The default is to fork.
+//! **Started afresh, or forked (a zygote).** By default the server starts its workers as
+//! `cudyn __compile-worker` processes, all at once and while it warms up: each pays NVRTC's
+//! start-up, but in parallel, and shares no memory with the server. `CUDYN_WORKER_START=fork`
+//! forks them from the warm server instead, so that every worker starts warm; on an H200 host
+//! that gave 1.28x for 128 sources against 4.06x for fresh workers (copy-on-write faults are dear
+//! in that virtual machine), and on a 2-core machine 1.62x against 1.71x for 8 sources
+//! (docs/BENCHMARKS.md). (Where a CUDA driver is installed, NVRTC loads it during the warm-up and
+//! the driver starts threads of its own; a forking server forks with those present, since a
+//! worker never calls the driver, and refuses to fork with any other thread.)
 //!
 //! **Finding the executable**, in order: [`set_workers`]; the `CUDYN_WORKER` variable (a path,
 //! or `off`); `cudyn` beside the current executable (and in the folder above, for cargo's
@@ -55,7 +56,7 @@
 //!
 //! **Crashes and hangs.** A worker that dies (a crash inside NVRTC, a kill) fails the job it held
 //! with [`Error::CompileWorker`](crate::Error::CompileWorker), naming the program and how the
-//! worker ended; the server forks a new worker and the batch goes on. A job that runs longer than
+//! worker ended; the server starts a new worker and the batch goes on. A job that runs longer than
 //! [`set_job_time_limit`] (10 minutes by default) has its worker killed, the same way. When the
 //! server itself dies, or sends no outcome to any batch for the time limit plus a minute while a
 //! batch waits (it is then killed), every job it still held fails with the same error, and the
