@@ -1,12 +1,11 @@
 //! `cudyn compile`: CUDA C++ files to cubins, PTX, LTO-IR or fat binaries with NVRTC (and
-//! nvFatbin), several files in parallel.
+//! nvFatbin), several files in parallel through cudyn's compile worker processes.
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cudyn::compile::{Arch, Compiled, FatbinBuilder, Output, Program};
-use rayon::prelude::*;
+use cudyn::compile::{compile_batch, Arch, Compiled, FatbinBuilder, Output, Program};
 
 use crate::output::{self, CliError, Destination};
 
@@ -249,22 +248,37 @@ impl Plan {
     }
 }
 
-/// Compiles every file on rayon's threads (NVRTC is thread-safe), with a progress bar on a
-/// terminal, writing each output as it is done; the reports are printed at the end.
+/// Compiles every file, each for every target, as one batch: programs already in the compile
+/// cache are read back, the rest are compiled in cudyn's worker processes
+/// (`cudyn::compile::compile_batch`; on this process's threads when workers cannot be had). A
+/// spinner on a terminal says it is working; the reports are printed at the end, in the files'
+/// order.
 fn compile_all(args: &Args, plan: &Plan) -> Vec<FileReport> {
-    let progress = progress_bar(args.files.len(), args.json);
+    let spinner = spinner(args.files.len(), args.json);
+    let programs: Vec<Result<Vec<Program>, CliError>> = args
+        .files
+        .iter()
+        .map(|file| programs_for(args, plan, file))
+        .collect();
+    let batch: Vec<Program> = programs.iter().flatten().flatten().cloned().collect();
+    let mut results = compile_batch(&batch).results.into_iter();
     let reports: Vec<FileReport> = args
         .files
-        .par_iter()
+        .iter()
+        .zip(programs)
         .zip(&plan.destinations)
-        .map(|(file, destination)| {
-            let report = compile_one(args, plan, file, destination);
-            progress.inc(1);
-            report
+        .map(|((file, programs), destination)| {
+            let built = programs.and_then(|programs| {
+                // All of this file's results are taken, whatever they hold, so that the next
+                // file starts at its own.
+                let outcomes: Vec<_> = results.by_ref().take(programs.len()).collect();
+                let compiled = outcomes.into_iter().collect::<Result<Vec<Compiled>, _>>()?;
+                assemble(plan, file, compiled)
+            });
+            report(args, plan, file, destination, built)
         })
         .collect();
-    progress.finish_and_clear();
-    // In the files' order, whichever finished first: the same command prints the same text.
+    spinner.finish_and_clear();
     if !args.json {
         for (report, destination) in reports.iter().zip(&plan.destinations) {
             print_report(report, destination);
@@ -273,22 +287,29 @@ fn compile_all(args: &Args, plan: &Plan) -> Vec<FileReport> {
     reports
 }
 
-/// A bar on standard error when it is a terminal and there is more than one file; hidden
+/// A spinner on standard error when it is a terminal and there is more than one file; hidden
 /// otherwise, so that logs and pipes get no control characters.
-fn progress_bar(files: usize, json: bool) -> indicatif::ProgressBar {
+fn spinner(files: usize, json: bool) -> indicatif::ProgressBar {
     if files < 2 || json || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
-    let bar = indicatif::ProgressBar::new(files as u64);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("compiling {bar:30} {pos}/{len} {elapsed}")
-    {
-        bar.set_style(style);
+    let spinner = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+        spinner.set_style(style);
     }
-    bar
+    spinner.set_message(format!("compiling {files} files"));
+    spinner.enable_steady_tick(std::time::Duration::from_millis(100));
+    spinner
 }
 
-fn compile_one(args: &Args, plan: &Plan, file: &Path, destination: &Destination) -> FileReport {
+/// The report of `file`: what was built and written to `destination`, or why not.
+fn report(
+    args: &Args,
+    plan: &Plan,
+    file: &Path,
+    destination: &Destination,
+    built: Result<(Vec<u8>, String), CliError>,
+) -> FileReport {
     let mut report = FileReport {
         file: file.to_owned(),
         output: None,
@@ -300,7 +321,7 @@ fn compile_one(args: &Args, plan: &Plan, file: &Path, destination: &Destination)
         warnings: Vec::new(),
         error: None,
     };
-    match build(args, plan, file) {
+    match built {
         Ok((code, log)) => {
             report.log = log;
             report.kernels = output::count_kernels(&code);
@@ -325,29 +346,46 @@ fn compile_one(args: &Args, plan: &Plan, file: &Path, destination: &Destination)
     report
 }
 
-/// The code for `file` and the compiler's logs.
-fn build(args: &Args, plan: &Plan, file: &Path) -> Result<(Vec<u8>, String), CliError> {
+/// The programs of `file`, one per target of the plan, in the plan's order.
+fn programs_for(args: &Args, plan: &Plan, file: &Path) -> Result<Vec<Program>, CliError> {
     let source = std::fs::read_to_string(file)
         .map_err(|error| CliError::new(format!("cannot read {}", file.display())).source(error))?;
     let program = program(args, file, source);
-    let compile = |target: Target| -> Result<Compiled, CliError> {
-        let (arch, kind) = match target {
-            Target::Sass(arch) if plan.emit == Emit::Ltoir => (arch, Output::LtoIr),
-            Target::Sass(arch) => (arch, Output::Cubin),
-            Target::Ptx(arch) => (arch, Output::Ptx),
-        };
-        Ok(program.clone().arch(arch).output(kind).compile()?)
-    };
+    Ok(plan
+        .targets
+        .iter()
+        .map(|&target| {
+            let (arch, kind) = match target {
+                Target::Sass(arch) if plan.emit == Emit::Ltoir => (arch, Output::LtoIr),
+                Target::Sass(arch) => (arch, Output::Cubin),
+                Target::Ptx(arch) => (arch, Output::Ptx),
+            };
+            program.clone().arch(arch).output(kind)
+        })
+        .collect())
+}
+
+/// The code for `file` from its programs' results (in the plan's targets' order) and the
+/// compiler's logs: the one result, or a fat binary of them all.
+fn assemble(
+    plan: &Plan,
+    file: &Path,
+    compiled: Vec<Compiled>,
+) -> Result<(Vec<u8>, String), CliError> {
     if plan.emit != Emit::Fatbin {
-        let compiled = compile(plan.targets[0])?;
+        let Some(compiled) = compiled.into_iter().next() else {
+            return Err(CliError::new(format!(
+                "{} was not compiled",
+                file.display()
+            )));
+        };
         let log = compiled.log().to_owned();
         return Ok((compiled.into_code(), log));
     }
     let mut fatbin = FatbinBuilder::new()?;
     let mut logs = String::new();
     let identifier = file.file_name().unwrap_or_default().to_string_lossy();
-    for &target in &plan.targets {
-        let compiled = compile(target)?;
+    for (&target, compiled) in plan.targets.iter().zip(&compiled) {
         logs.push_str(compiled.log());
         match target {
             Target::Sass(arch) => fatbin.add_cubin(compiled.code(), arch, &identifier)?,

@@ -430,3 +430,43 @@ fn cudas_own_headers_need_no_include_flag_and_the_opt_out_names_the_missing_one(
     );
     assert!(stderr.contains("nvidia-cuda-cccl"), "{stderr}");
 }
+
+/// The kernel names of a fatbin's SASS entries, sorted, each once.
+fn fatbin_kernels(path: &Path) -> Vec<String> {
+    let bytes = std::fs::read(path).unwrap();
+    let inspection = cudyn::Image::new(bytes).unwrap().inspect().unwrap();
+    let mut names = Vec::new();
+    for module in inspection.modules() {
+        if let cudyn::inspect::Module::Cubin(cubin) = module {
+            names.extend(cubin.kernels.iter().map(|kernel| kernel.name.clone()));
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Files and targets go to the compile workers as one batch: every file's fatbin must be made of
+/// its own results, also after a file in the middle fails (its results still taken in order).
+#[test]
+fn a_batch_of_files_with_a_failure_in_the_middle_keeps_each_files_own_results() {
+    let files = [
+        ("first.cu", FILL.replace("fill", "first")),
+        ("broken.cu", "__global__ void k( {}\n".to_owned()),
+        ("second.cu", FILL.replace("fill", "second")),
+        ("third.cu", FILL.replace("fill", "third")),
+    ];
+    let named: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    let folder = sources(&named);
+    let mut args = vec!["compile"];
+    args.extend(files.iter().map(|(name, _)| *name));
+    args.extend(["--arch", "sm_80,sm_90", "--no-cache"]);
+    let (code, _, stderr) = run_in(folder.path(), &args);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("broken.cu(1)"), "{stderr}");
+    assert!(!folder.path().join("broken.fatbin").exists());
+    for name in ["first", "second", "third"] {
+        let kernels = fatbin_kernels(&folder.path().join(format!("{name}.fatbin")));
+        assert_eq!(kernels, [name], "{name}.fatbin");
+    }
+}
