@@ -133,7 +133,7 @@ impl<'a> Image<'a> {
     /// - PTX must be text that reads to its end (no comment, string, bracket or statement left
     ///   open) and declares its `.version` and `.target`.
     pub fn validate(&self) -> Result<()> {
-        validate_loadable(&self.bytes, &|| bytes_given(&self.bytes)).map(drop)
+        validate_kind(&self.bytes, self.kind, &|| bytes_given(&self.bytes))
     }
 
     /// Wraps `bytes` (borrowed or owned) after detecting their kind.
@@ -216,8 +216,8 @@ pub(crate) fn bytes_given(bytes: &[u8]) -> String {
 ///
 /// Library loading calls this before any CUDA call: the driver trusts an image's own headers.
 pub(crate) fn validate_loadable(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
-    let kind = loadable_kind(bytes, what)?;
-    validate::image(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))?;
+    let kind = detected(bytes, what)?;
+    validate_kind(bytes, kind, what)?;
     Ok(kind)
 }
 
@@ -227,24 +227,35 @@ pub(crate) fn validate_compiler_output(
     bytes: &[u8],
     what: &dyn Fn() -> String,
 ) -> Result<ImageKind> {
-    let kind = loadable_kind(bytes, what)?;
+    let kind = detected(bytes, what)?;
+    require_loadable(kind, what)?;
     validate::compiler_output(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))?;
     Ok(kind)
 }
 
-/// The kind of `bytes` when the driver can load that kind.
-fn loadable_kind(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
-    let kind = detect(bytes).map_err(|reason| Error::NotDeviceCode {
+/// The kind of `bytes`, or [`Error::NotDeviceCode`].
+fn detected(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
+    detect(bytes).map_err(|reason| Error::NotDeviceCode {
         what: what(),
         reason,
-    })?;
+    })
+}
+
+/// The whole check of `bytes`, known to be of `kind`.
+fn validate_kind(bytes: &[u8], kind: ImageKind, what: &dyn Fn() -> String) -> Result<()> {
+    require_loadable(kind, what)?;
+    validate::image(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))
+}
+
+/// [`Error::NotLoadable`] for a kind the driver cannot load.
+fn require_loadable(kind: ImageKind, what: &dyn Fn() -> String) -> Result<()> {
     match kind.unloadable_advice() {
         Some(advice) => Err(Error::NotLoadable {
             what: what(),
             kind,
             advice,
         }),
-        None => Ok(kind),
+        None => Ok(()),
     }
 }
 
