@@ -255,23 +255,30 @@ impl Plan {
 /// order.
 fn compile_all(args: &Args, plan: &Plan) -> Vec<FileReport> {
     let spinner = spinner(args.files.len(), args.json);
-    let programs: Vec<Result<Vec<Program>, CliError>> = args
+    // The batch holds every file's programs in turn; each file keeps how many are its own, or
+    // why it has none.
+    let mut batch = Vec::new();
+    let counts: Vec<Result<usize, CliError>> = args
         .files
         .iter()
-        .map(|file| programs_for(args, plan, file))
+        .map(|file| {
+            let programs = programs_for(args, plan, file)?;
+            let count = programs.len();
+            batch.extend(programs);
+            Ok(count)
+        })
         .collect();
-    let batch: Vec<Program> = programs.iter().flatten().flatten().cloned().collect();
     let mut results = compile_batch(&batch).results.into_iter();
     let reports: Vec<FileReport> = args
         .files
         .iter()
-        .zip(programs)
+        .zip(counts)
         .zip(&plan.destinations)
-        .map(|((file, programs), destination)| {
-            let built = programs.and_then(|programs| {
+        .map(|((file, count), destination)| {
+            let built = count.and_then(|count| {
                 // All of this file's results are taken, whatever they hold, so that the next
                 // file starts at its own.
-                let outcomes: Vec<_> = results.by_ref().take(programs.len()).collect();
+                let outcomes: Vec<_> = results.by_ref().take(count).collect();
                 let compiled = outcomes.into_iter().collect::<Result<Vec<Compiled>, _>>()?;
                 assemble(plan, file, compiled)
             });
