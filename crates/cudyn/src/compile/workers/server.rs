@@ -1,6 +1,7 @@
-//! The compile server (`cudyn __compile-server`): a single-threaded process that warms NVRTC with
-//! one tiny compile, then forks its workers, hands them the jobs that arrive on its standard
-//! input, and passes their outcomes back on its standard output.
+//! The compile server (`cudyn __compile-server`): a single-threaded process that starts its
+//! workers (fresh `cudyn __compile-worker` processes, or forks of itself after a warm-up compile),
+//! hands them the jobs that arrive on its standard input, and passes their outcomes back on its
+//! standard output.
 //!
 //! The server polls its input and every worker's result pipe. A worker whose pipe closes died:
 //! its job, if it had one, is reported lost with how the worker ended, and a new worker is forked
@@ -159,11 +160,14 @@ impl Server {
                 }
                 Ok(nvrtc)
             }),
-            // Started first, so that their start-up overlaps the server's own.
+            // Started first, so that their start-up overlaps the server's own. The server
+            // compiles nothing itself here: a warm-up compile (NVRTC's start-up, a few hundred
+            // milliseconds) would hold every job back until it ended, and then each worker pays
+            // its own start-up on its first job anyway. Opening NVRTC identifies it.
             WorkerStart::Exec => (0..workers)
                 .try_for_each(|_| server.start_worker())
                 .map_err(|error| error.to_string())
-                .and_then(|()| warm_up(&start)),
+                .and_then(|()| open_nvrtc(&start)),
         };
         let failed = nvrtc.as_ref().err().cloned();
         wire::write_frame(&mut server.to_batch, &Ready { nvrtc }.encode())?;
@@ -398,6 +402,9 @@ impl Server {
 /// Runs an exec'd worker (`cudyn __compile-worker`) on this process's standard input (jobs) and
 /// output (results); the exit status for the process.
 pub(super) fn work_on_standard_streams() -> i32 {
+    // Opened before the first job arrives, while the server is still greeting the batch; a
+    // failure here shows again, with its reason, in the first job's outcome.
+    let _ = sys::nvrtc();
     match take_standard_streams() {
         Ok((jobs, results)) => work(
             io::PipeReader::from(OwnedFd::from(jobs)),
@@ -466,11 +473,10 @@ const WARM_UP: &str = "template <typename T> __global__ void cudyn_warm_up(T *p,
     p[i] = v;
 }";
 
-/// NVRTC opened as the batch's process would open it, and made to compile once.
+/// NVRTC opened as the batch's process would open it, and made to compile once, so that workers
+/// forked afterwards start warm.
 fn warm_up(start: &Start) -> Result<NvrtcIdentity, String> {
-    if let Some(folders) = &start.library_path {
-        sys::set_library_path(folders.iter().cloned()).map_err(|error| error.to_string())?;
-    }
+    let nvrtc = open_nvrtc(start)?;
     Program::new(WARM_UP)
         .name("cudyn_warm_up.cu")
         .arch(start.warm_arch)
@@ -480,6 +486,14 @@ fn warm_up(start: &Start) -> Result<NvrtcIdentity, String> {
         .cache(false)
         .compile()
         .map_err(|error| format!("the warm-up compile failed: {error}"))?;
+    Ok(nvrtc)
+}
+
+/// NVRTC opened as the batch's process would open it: which one the workers compile with.
+fn open_nvrtc(start: &Start) -> Result<NvrtcIdentity, String> {
+    if let Some(folders) = &start.library_path {
+        sys::set_library_path(folders.iter().cloned()).map_err(|error| error.to_string())?;
+    }
     let version = sys::nvrtc().map_err(|error| error.to_string())?.version;
     let file = sys::library_file(Component::Nvrtc)
         .ok_or_else(|| "NVRTC's file cannot be identified".to_owned())?;
