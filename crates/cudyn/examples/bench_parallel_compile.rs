@@ -18,6 +18,14 @@ use std::time::{Duration, Instant};
 
 use cudyn::compile::{compile_all_on, compile_batch, Arch, BatchRun, Program};
 
+/// The variable that sets how many recursions of 32 template steps each kernel chains (default
+/// [`DEFAULT_LINKS`]): the knob that sizes the sources.
+const LINKS_ENV: &str = "CUDYN_BENCH_LINKS";
+
+/// The chain that makes a source cost about 50-80 ms of NVRTC's time on a 16-core H200 host once
+/// NVRTC is warm, the size the targets assume.
+const DEFAULT_LINKS: usize = 3;
+
 /// The architecture compiled for: no GPU is needed.
 const ARCH: Arch = Arch::new(9, 0);
 
@@ -101,20 +109,34 @@ fn one_run(mode: &str, count: usize) {
 }
 
 /// `count` different sources: a constant of their own changes the code of every instantiation.
-/// The loop's length makes a source cost about 50-80 ms to compile on a 16-core H200 host once
-/// NVRTC is warm (five instantiations of 96 unrolled steps), the size the targets assume.
+/// Each instantiation chains `links` template recursions of 32 steps that inlining flattens, so
+/// the code's size follows `links` whatever the compiler's unrolling heuristics decide.
 fn programs(count: usize) -> Vec<Program> {
+    let links: usize = std::env::var(LINKS_ENV)
+        .ok()
+        .and_then(|links| links.parse().ok())
+        .unwrap_or(DEFAULT_LINKS);
+    let chain: String = (0..links)
+        .map(|link| format!("v = Step<32, {link}, T>::run(v); "))
+        .collect();
     (0..count)
         .map(|k| {
             Program::new(format!(
                 "#define SALT {k}\n\
+                 template <int N, int L, typename T> struct Step {{\n\
+                     __device__ static T run(T v) {{\n\
+                         return Step<N - 1, L, T>::run(v * T(N % 7 + L) + T(N + SALT) / (v + T(1)));\n\
+                     }}\n\
+                 }};\n\
+                 template <int L, typename T> struct Step<0, L, T> {{\n\
+                     __device__ static T run(T v) {{ return v; }}\n\
+                 }};\n\
                  template <int K, typename T>\n\
                  __global__ void poly(T *p, int n) {{\n\
                      int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
                      if (i >= n) return;\n\
-                     T v = p[i];\n\
-                     #pragma unroll\n\
-                     for (int j = 0; j < 96; ++j) v = v * T(K) + T(j + SALT) / (v + T(1));\n\
+                     T v = p[i] * T(K);\n\
+                     {chain}\n\
                      p[i] = v;\n\
                  }}\n"
             ))

@@ -15,7 +15,7 @@
 //! File contents are remembered per process by size and modification time, and not for files
 //! modified in the last two seconds, whose time stamp may not show a change yet.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime};
 pub(crate) const SCHEMA: &[u8] = b"cudyn-cache-1";
 
 /// A cache key: the blake3 hash of a compile's inputs.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key(pub(crate) [u8; 32]);
 
 impl Key {
@@ -162,7 +162,7 @@ struct Scanned {
 static SCANNED: Mutex<Option<ScanMemo>> = Mutex::new(None);
 
 /// Each file's size and modification time when scanned, and what the scan found.
-type ScanMemo = HashMap<PathBuf, (u64, SystemTime, Scanned)>;
+type ScanMemo = BTreeMap<PathBuf, (u64, SystemTime, Scanned)>;
 
 /// Files modified more recently than this are read again on every compile.
 const SETTLED: Duration = Duration::from_secs(2);
@@ -171,7 +171,7 @@ fn scan(path: &Path) -> Option<Scanned> {
     let metadata = std::fs::metadata(path).ok()?;
     let modified = metadata.modified().ok()?;
     let mut memo = SCANNED.lock().unwrap_or_else(|poison| poison.into_inner());
-    let memo = memo.get_or_insert_with(HashMap::new);
+    let memo = memo.get_or_insert_with(BTreeMap::new);
     if let Some((size, time, scanned)) = memo.get(path) {
         if *size == metadata.len() && *time == modified {
             return Some(scanned.clone());
@@ -205,11 +205,11 @@ pub(crate) fn add_disk_includes(
     headers: &[(String, String)],
     folders: &[PathBuf],
 ) -> Option<()> {
-    let in_memory: HashSet<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
+    let in_memory: BTreeSet<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
     // Each text's includes, with the folder of its file (none for texts in memory).
     let mut pending: Vec<(Includes, Option<PathBuf>)> = vec![(includes_of(source), None)];
     pending.extend(headers.iter().map(|(_, text)| (includes_of(text), None)));
-    let mut seen: HashSet<(String, Option<PathBuf>)> = HashSet::new();
+    let mut seen: BTreeSet<(String, Option<PathBuf>)> = BTreeSet::new();
     while let Some((includes, folder)) = pending.pop() {
         let Some(includes) = includes else {
             if folders.is_empty() {

@@ -1,7 +1,7 @@
 //! The in-process cache: recent entries by key, bounded by the bytes of code they hold, least
 //! recently used dropped first.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::entry::Entry;
@@ -12,7 +12,7 @@ pub(crate) const DEFAULT_MEMORY_BYTES: u64 = 64 << 20;
 
 #[derive(Debug)]
 pub(crate) struct MemoryCache {
-    entries: HashMap<Key, (Arc<Entry>, u64)>,
+    entries: BTreeMap<Key, (Arc<Entry>, u64)>,
     bytes: u64,
     max_bytes: u64,
     clock: u64,
@@ -21,7 +21,7 @@ pub(crate) struct MemoryCache {
 impl MemoryCache {
     pub(crate) fn new(max_bytes: u64) -> Self {
         MemoryCache {
-            entries: HashMap::new(),
+            entries: BTreeMap::new(),
             bytes: 0,
             max_bytes,
             clock: 0,

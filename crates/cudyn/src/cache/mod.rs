@@ -405,7 +405,7 @@ impl Cache {
         let entry = Arc::new(entry);
         self.lock_memory().insert(Arc::clone(&entry));
         let bytes = entry.encode();
-        match store::write_atomically(&path, &bytes) {
+        match store::write_atomically(&path, &bytes, store::Durability::Flushed) {
             Ok(()) => {
                 bump(&self.counters.writes, 1);
                 if self.may_exceed_cap(bytes.len() as u64) {
@@ -453,6 +453,7 @@ impl Cache {
         let _ = store::write_atomically(
             &self.version_path(file),
             format!("{}.{}\n", version.major, version.minor).as_bytes(),
+            store::Durability::RenameOnly,
         );
     }
 

@@ -171,7 +171,11 @@ pub(crate) fn remember(dir: &Path, fingerprint: &Key, compiler: &ResolvedCompile
         return;
     };
     let _ = std::fs::create_dir_all(dir.join("compilers"));
-    let _ = store::write_atomically(&path_of(dir, fingerprint), &text);
+    let _ = store::write_atomically(
+        &path_of(dir, fingerprint),
+        &text,
+        store::Durability::RenameOnly,
+    );
 }
 
 /// Forgets every remembered toolchain of the cache folder `dir`.

@@ -2,7 +2,10 @@
 //! half of one.
 //!
 //! An entry is written to a temporary file in the same folder, flushed to disk (`fsync`), then
-//! renamed over its final name. This relies on POSIX `rename(2)` replacing the target atomically
+//! renamed over its final name. The small records that only save a later process some work (the
+//! remembered toolchain and NVRTC version) are renamed without the flush: a record lost or left
+//! empty by a crash fails its own check and is made again, so a compile does not wait for the
+//! disk three times. This relies on POSIX `rename(2)` replacing the target atomically
 //! within one file system: a reader opens either the old file or the new one, whole. Two writers
 //! of one key both rename complete files and the last one wins; both hold the same result, so
 //! either is right. On network file systems (NFS) rename is atomic on the server but clients may
@@ -78,14 +81,24 @@ fn check_private(dir: &Path, metadata: &fs::Metadata) -> Result<()> {
     Ok(())
 }
 
-/// The user this process runs as: the owner of `/proc/self`.
+/// The user this process runs as (its effective user), who owns the files it creates.
 fn this_user() -> Option<u32> {
-    static USER: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *USER.get_or_init(|| fs::metadata("/proc/self").map(|own| own.uid()).ok())
+    // SAFETY: geteuid takes nothing and cannot fail. (Asking the kernel directly rather than
+    // stat'ing /proc/self saves a procfs path walk on every process's first cache use.)
+    Some(unsafe { libc::geteuid() })
+}
+
+/// Whether a file is flushed to disk before it replaces the old one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// `fsync` before the rename: an entry survives a crash whole or not at all.
+    Flushed,
+    /// The rename alone: for records whose loss only costs work (see the module documentation).
+    RenameOnly,
 }
 
 /// Writes `bytes` as `path` atomically (see the module documentation).
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8], durability: Durability) -> Result<()> {
     let folder = path.parent().unwrap_or(Path::new("."));
     let temporary = folder.join(format!(
         ".{}.{}.{}.tmp",
@@ -100,7 +113,9 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
             .mode(0o600)
             .open(&temporary)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durability == Durability::Flushed {
+            file.sync_all()?;
+        }
         fs::rename(&temporary, path)
     })();
     written.map_err(|error| {
@@ -178,7 +193,7 @@ mod tests {
     fn a_read_records_a_use_unless_one_was_recorded_just_before() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("entry.cudyn");
-        write_atomically(&path, b"entry").unwrap();
+        write_atomically(&path, b"entry", Durability::Flushed).unwrap();
         let set_age = |age: Duration| {
             let time = SystemTime::now() - age;
             File::open(&path).unwrap().set_modified(time).unwrap();
@@ -197,8 +212,8 @@ mod tests {
     fn an_atomic_write_leaves_only_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("entry.cudyn");
-        write_atomically(&path, b"one").unwrap();
-        write_atomically(&path, b"two").unwrap();
+        write_atomically(&path, b"one", Durability::Flushed).unwrap();
+        write_atomically(&path, b"two", Durability::RenameOnly).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
