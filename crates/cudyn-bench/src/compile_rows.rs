@@ -8,6 +8,7 @@ use std::time::Instant;
 use cudyn::compile::{self, compile_all};
 use cudyn::{Arch, Event, LaunchConfig, Library, Output, Program};
 
+use crate::batch_sources;
 use crate::child::{self, ARCH_ENV};
 use crate::raw_runtime::raw_nvrtc_cubin;
 use crate::report::{median, ms, Row};
@@ -129,34 +130,6 @@ pub fn lto_kernel_rows(bench: &Bench) -> Result<Vec<Row>, String> {
     ))])
 }
 
-/// Source `k` of a batch: a template of its own (the loop's constants differ) with five explicit
-/// instantiations, heavy enough that compiling dominates any start-up: about 50-80 ms of NVRTC's
-/// time on a 16-core H200 host once NVRTC is warm, the size the parallel targets assume.
-fn batch_source(k: usize, tag: &str) -> String {
-    let mut source = format!(
-        "// batch source {k}, {tag}\n\
-         template <int K, typename T>\n\
-         __global__ void series_{k}(T *values, int n) {{\n\
-             int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
-             if (i >= n) return;\n\
-             T v = values[i], w = T({k});\n\
-             #pragma unroll\n\
-             for (int j = 0; j < 48; ++j) {{ w = w * T(K) - v / (w + T(j + 1)); v += w; }}\n\
-             values[i] = v;\n\
-         }}\n"
-    );
-    for (instance, ty) in ["float", "double", "float", "double", "float"]
-        .into_iter()
-        .enumerate()
-    {
-        source.push_str(&format!(
-            "template __global__ void series_{k}<{}, {ty}>({ty} *, int);\n",
-            instance + 2
-        ));
-    }
-    source
-}
-
 /// A measuring process: compiles `count` new sources, `sequential`ly through NVRTC or as one
 /// batch through `compile_all`; the milliseconds, everything counted.
 pub fn compile_child(how: &str, count: usize) -> Result<Vec<f64>, String> {
@@ -168,7 +141,10 @@ pub fn compile_child(how: &str, count: usize) -> Result<Vec<f64>, String> {
         std::process::id(),
         std::time::SystemTime::now()
     );
-    let sources: Vec<String> = (0..count).map(|k| batch_source(k, &tag)).collect();
+    let links = batch_sources::links();
+    let sources: Vec<String> = (0..count)
+        .map(|k| batch_sources::batch_source(k, &tag, links))
+        .collect();
     let elapsed = match how {
         "sequential" => {
             let start = Instant::now();
@@ -181,11 +157,7 @@ pub fn compile_child(how: &str, count: usize) -> Result<Vec<f64>, String> {
             let programs: Vec<Program> = sources
                 .into_iter()
                 .enumerate()
-                .map(|(k, source)| {
-                    Program::new(source)
-                        .name(format!("series_{k}.cu"))
-                        .arch(arch)
-                })
+                .map(|(k, source)| Program::new(source).name(format!("poly_{k}.cu")).arch(arch))
                 .collect();
             let start = Instant::now();
             let results = compile_all(&programs);
@@ -256,7 +228,9 @@ mod tests {
     fn batch_sources_differ_and_each_compiles_to_five_kernels() {
         cudyn::cache::set_enabled(false);
         let arch = Arch::new(9, 0);
-        let sources: Vec<String> = (0..2).map(|k| batch_source(k, "test")).collect();
+        let sources: Vec<String> = (0..2)
+            .map(|k| batch_sources::batch_source(k, "test", batch_sources::DEFAULT_LINKS))
+            .collect();
         assert_ne!(sources[0], sources[1]);
         for source in &sources {
             let raw = raw_nvrtc_cubin(source, &arch.sm()).unwrap();

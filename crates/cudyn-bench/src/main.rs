@@ -26,12 +26,14 @@
 //! say so; the program exits non-zero when any group did not run.
 
 #[macro_use]
-#[path = "../../cudyn/tests/raw_runtime/mod.rs"]
-mod raw_runtime;
+#[path = "../../cudyn/tests/batch_sources/mod.rs"]
+mod batch_sources;
 #[path = "../../cudyn/tests/footprint/mod.rs"]
 mod footprint;
 #[path = "../../cudyn/tests/launch_timing/mod.rs"]
 mod launch_timing;
+#[path = "../../cudyn/tests/raw_runtime/mod.rs"]
+mod raw_runtime;
 
 mod child;
 mod compile_rows;

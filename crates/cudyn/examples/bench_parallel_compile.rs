@@ -1,7 +1,7 @@
 //! Benchmark: a batch of different sources compiled by `cudyn::compile_all` (worker processes of
 //! a warm compile server) against the same sources compiled one after another in one process,
 //! each run in a fresh process, cold: NVRTC's start-up, the compile server's start and its
-//! workers' forks are all counted. Needs no GPU.
+//! workers' are all counted. Needs no GPU.
 //!
 //! Run: `cargo build --release -p cudyn-cli --example bench_parallel_compile` (or build both with
 //! the same profile), `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (or have the CUDA toolkit),
@@ -10,21 +10,16 @@
 //! cargo built beside the example (see `cudyn::compile::workers`). Prints, per batch size, the
 //! median of each way and their ratio; the runs alternate, and the disk cache is off in them.
 //!
-//! Each source is the template of five instantiations below, made different by a constant: about
-//! 50-80 ms of NVRTC's time each on a 16-core H200 host, 0.5 s on a 2-core machine.
+//! The sources are `tests/batch_sources`': five template instantiations each, about 50-80 ms of
+//! NVRTC's time on a 16-core H200 host; `CUDYN_BENCH_LINKS` sizes them.
+
+#[path = "../tests/batch_sources/mod.rs"]
+mod batch_sources;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cudyn::compile::{compile_all_on, compile_batch, Arch, BatchRun, Program};
-
-/// The variable that sets how many recursions of 32 template steps each kernel chains (default
-/// [`DEFAULT_LINKS`]): the knob that sizes the sources.
-const LINKS_ENV: &str = "CUDYN_BENCH_LINKS";
-
-/// The chain that makes a source cost about 50-80 ms of NVRTC's time on a 16-core H200 host once
-/// NVRTC is warm, the size the targets assume.
-const DEFAULT_LINKS: usize = 3;
 
 /// The architecture compiled for: no GPU is needed.
 const ARCH: Arch = Arch::new(9, 0);
@@ -108,45 +103,21 @@ fn one_run(mode: &str, count: usize) {
     println!("{} {how}", elapsed.as_micros());
 }
 
-/// `count` different sources: a constant of their own changes the code of every instantiation.
-/// Each instantiation chains `links` template recursions of 32 steps that inlining flattens, so
-/// the code's size follows `links` whatever the compiler's unrolling heuristics decide.
+/// `count` different sources of the targets' size (see `batch_sources`).
 fn programs(count: usize) -> Vec<Program> {
-    let links: usize = std::env::var(LINKS_ENV)
-        .ok()
-        .and_then(|links| links.parse().ok())
-        .unwrap_or(DEFAULT_LINKS);
-    let chain: String = (0..links)
-        .map(|link| format!("v = Step<32, {link}, T>::run(v); "))
-        .collect();
+    let links = batch_sources::links();
     (0..count)
         .map(|k| {
-            Program::new(format!(
-                "#define SALT {k}\n\
-                 template <int N, int L, typename T> struct Step {{\n\
-                     __device__ static T run(T v) {{\n\
-                         return Step<N - 1, L, T>::run(v * T(N % 7 + L) + T(N + SALT) / (v + T(1)));\n\
-                     }}\n\
-                 }};\n\
-                 template <int L, typename T> struct Step<0, L, T> {{\n\
-                     __device__ static T run(T v) {{ return v; }}\n\
-                 }};\n\
-                 template <int K, typename T>\n\
-                 __global__ void poly(T *p, int n) {{\n\
-                     int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
-                     if (i >= n) return;\n\
-                     T v = p[i] * T(K);\n\
-                     {chain}\n\
-                     p[i] = v;\n\
-                 }}\n"
-            ))
-            .name(format!("poly_{k}.cu"))
-            .arch(ARCH)
-            .name_expression("poly<1, float>")
-            .name_expression("poly<2, float>")
-            .name_expression("poly<3, double>")
-            .name_expression("poly<4, float>")
-            .name_expression("poly<5, double>")
+            batch_sources::INSTANTIATIONS.into_iter().fold(
+                Program::new(batch_sources::batch_source(
+                    k,
+                    "bench_parallel_compile",
+                    links,
+                ))
+                .name(format!("poly_{k}.cu"))
+                .arch(ARCH),
+                Program::name_expression,
+            )
         })
         .collect()
 }
