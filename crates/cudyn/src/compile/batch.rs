@@ -175,7 +175,7 @@ fn compile_pending(
             "{count} program(s) to compile, fewer than the {MIN_PROGRAMS} for which worker \
              processes pay off"
         )),
-        _ => workers::server(pending[0].arch).and_then(|server| {
+        _ => workers::server().and_then(|server| {
             same_nvrtc_here(&server.nvrtc)?;
             Ok(server)
         }),

@@ -9,13 +9,15 @@
 //! **A server of cudyn's own.** cudyn therefore starts one compile server, a single-threaded
 //! process of its own (the `cudyn` executable in its hidden `__compile-server` mode; never a fork
 //! of the calling process, whose threads, locks and CUDA state cudyn does not own), which starts
-//! one worker per available core ([`std::thread::available_parallelism`]) and warms NVRTC with one
-//! small compile (which also identifies the NVRTC the workers use). The server hands the workers
-//! the jobs, one at a time each, so uneven programs still keep every worker busy. It is started
-//! on the first batch that needs it and kept for the life of the calling process, so later
-//! batches pay nothing to start. What it costs: one `exec` of `cudyn` and one per worker, NVRTC's
-//! start-up in each (in parallel), and the memory of the warm processes while the calling
-//! process lives.
+//! one worker per available core ([`std::thread::available_parallelism`]), each a `cudyn
+//! __compile-worker` process, and opens NVRTC to identify the one they use. The server hands the
+//! workers the jobs, one at a time each, so uneven programs still keep every worker busy. It is
+//! started on the first batch that needs it and kept for the life of the calling process, so
+//! later batches pay nothing to start. What it costs: one `exec` of `cudyn` per process, and
+//! NVRTC's start-up (its first compile costs several times a later one) in every worker, all at
+//! once, on each worker's first job; and the memory of the warm processes while the calling
+//! process lives. The server compiles nothing itself, so the jobs reach the workers as soon as
+//! they are started.
 //!
 //! **What travels.** A job carries everything the compile depends on, the same inputs the compile
 //! cache's key covers: source, name, every option, in-memory headers, name expressions, and the
@@ -29,15 +31,13 @@
 //! own compile would be, when the server's NVRTC is the one the key names. Cached programs never
 //! reach the server: a batch looks every program up first, and a batch of hits starts nothing.
 //!
-//! **Started afresh, or forked (a zygote).** By default the server starts its workers as
-//! `cudyn __compile-worker` processes, all at once and while it warms up: each pays NVRTC's
-//! start-up, but in parallel, and shares no memory with the server. `CUDYN_WORKER_START=fork`
-//! forks them from the warm server instead, so that every worker starts warm; on an H200 host
-//! that gave 1.28x for 128 sources against 4.06x for fresh workers (copy-on-write faults are dear
-//! in that virtual machine), and on a 2-core machine 1.62x against 1.71x for 8 sources
-//! (docs/BENCHMARKS.md). (Where a CUDA driver is installed, NVRTC loads it during the warm-up and
-//! the driver starts threads of its own; a forking server forks with those present, since a
-//! worker never calls the driver, and refuses to fork with any other thread.)
+//! **Why not fork warm workers (a zygote).** Workers forked from a server that had compiled once
+//! would skip NVRTC's start-up, and a C program doing so scaled well on some hosts. cudyn measured
+//! it on a 16-core H200 host (CUDA 13.0): forked workers made a batch 2 to 3 times *slower* than
+//! compiling one source after another, where fresh workers made it 3 to 7 times faster
+//! (docs/BENCHMARKS.md). A likely reason: NVRTC loads the CUDA driver during a compile where one is
+//! installed, and the driver starts threads of its own, so a forked copy of a warm process carries
+//! a driver whose threads are gone. Fresh workers share nothing with the server.
 //!
 //! **Finding the executable**, in order: [`set_workers`]; the `CUDYN_WORKER` variable (a path,
 //! or `off`); `cudyn` beside the current executable (and in the folder above, for cargo's
@@ -46,7 +46,7 @@
 //! is not used.
 //!
 //! **Falling back.** When no executable is found, it is of another version, or the server cannot
-//! start (NVRTC missing, a failed warm-up), the batch compiles on this process's threads, as
+//! start (NVRTC missing or not identifiable), the batch compiles on this process's threads, as
 //! [`compile_all_on`](super::compile_all_on) does; [`compile_batch`](super::compile_batch)'s
 //! [`BatchRun::InProcess`](super::BatchRun) says why, and the first such batch of a process also
 //! prints the reason as a warning on standard error (not when turned off on purpose). A failed
@@ -129,8 +129,8 @@ pub fn serve() -> i32 {
 }
 
 /// Runs one compile worker on this process's standard input and output; the `cudyn` executable
-/// calls it for `cudyn __compile-worker`, which the server starts instead of forking when
-/// `CUDYN_WORKER_START=exec`. Returns the exit status.
+/// calls it for `cudyn __compile-worker`, which the compile server starts. Returns the exit
+/// status.
 #[doc(hidden)]
 pub fn work() -> i32 {
     #[cfg(target_os = "linux")]
@@ -206,9 +206,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
-/// The running server, started for `warm_arch` if need be; `Err` says why there is none. The
+/// The running server, started if need be; `Err` says why there is none. The
 /// first failure of the process is also printed, unless workers were turned off.
-pub(super) fn server(warm_arch: Arch) -> Result<Arc<Connection>, String> {
+pub(super) fn server() -> Result<Arc<Connection>, String> {
     let mut state = state();
     if let Server::Running(connection) = &state.server {
         if lock(&connection.routes).ended.is_none() {
@@ -223,8 +223,8 @@ pub(super) fn server(warm_arch: Arch) -> Result<Arc<Connection>, String> {
         |name| std::env::var_os(name),
         std::env::current_exe().ok(),
     );
-    let started = executable
-        .and_then(|executable| Connection::start(executable, warm_arch, state.job_time_limit));
+    let started =
+        executable.and_then(|executable| Connection::start(executable, state.job_time_limit));
     match started {
         Ok(connection) => {
             let connection = Arc::new(connection);
@@ -252,11 +252,7 @@ enum Started {
 }
 
 impl Connection {
-    fn start(
-        executable: PathBuf,
-        warm_arch: Arch,
-        job_time_limit: Duration,
-    ) -> Result<Self, String> {
+    fn start(executable: PathBuf, job_time_limit: Duration) -> Result<Self, String> {
         let shown = executable.display().to_string();
         let mut child = Command::new(&executable)
             .arg("__compile-server")
@@ -283,7 +279,6 @@ impl Connection {
         let workers = std::thread::available_parallelism().map_or(1, usize::from);
         let request = wire::Start {
             workers: workers as u64,
-            warm_arch,
             library_path: crate::sys::library_path_override(),
             job_time_limit,
         };

@@ -1,10 +1,9 @@
 //! The compile server (`cudyn __compile-server`): a single-threaded process that starts its
-//! workers (fresh `cudyn __compile-worker` processes, or forks of itself after a warm-up compile),
-//! hands them the jobs that arrive on its standard input, and passes their outcomes back on its
-//! standard output.
+//! workers (`cudyn __compile-worker` processes), hands them the jobs that arrive on its standard
+//! input, and passes their outcomes back on its standard output.
 //!
 //! The server polls its input and every worker's result pipe. A worker whose pipe closes died:
-//! its job, if it had one, is reported lost with how the worker ended, and a new worker is forked
+//! its job, if it had one, is reported lost with how the worker ended, and a new worker is started
 //! in its place. A job that runs past the time limit has its worker killed the same way. The end
 //! of its input (the batch's process is gone, or closed it) ends the server, and the server's end
 //! ends its workers (they see their job pipe close, and the kernel kills them with their parent).
@@ -16,12 +15,11 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use super::wire::{self, Job, NvrtcIdentity, Outcome, Ready, Start};
-use crate::compile::Program;
 use crate::sys::{self, locate::Component};
 
 /// Programs on which a worker misbehaves, for cudyn's tests of crashes and hangs in the middle of
 /// a batch: named by `CUDYN_WORKER_TEST_ABORT` (the worker aborts) and `CUDYN_WORKER_TEST_HANG`
-/// (it never answers), read once by the server.
+/// (it never answers), read by each worker.
 #[derive(Debug, Default)]
 struct TestHooks {
     abort_on: Option<String>,
@@ -61,7 +59,7 @@ pub(super) fn serve() -> i32 {
     }
 }
 
-/// One forked worker.
+/// One worker.
 #[derive(Debug)]
 struct Worker {
     pid: libc::pid_t,
@@ -80,37 +78,9 @@ struct Server {
     /// Jobs waiting for a worker: id, program name, the message.
     queue: VecDeque<(u64, String, Vec<u8>)>,
     time_limit: Duration,
-    hooks: TestHooks,
-    /// How workers start (see [`WorkerStart`]).
-    start: WorkerStart,
-    /// The batch's library search override, handed to exec'd workers.
+    /// The batch's library search override, handed to the workers.
     library_path: Option<Vec<std::path::PathBuf>>,
 }
-
-/// How the server starts its workers, from `CUDYN_WORKER_START` (read once by the server).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WorkerStart {
-    /// Forked from the server after its warm-up compile: every worker starts warm, sharing the
-    /// server's memory copy-on-write.
-    Fork,
-    /// `cudyn __compile-worker` started afresh, each paying NVRTC's start-up, all at once and
-    /// while the server warms up: no memory shared with the server. The default: measured faster
-    /// on both machines of docs/BENCHMARKS.md (4.06x against 1.28x for 128 sources on 16 cores,
-    /// where copy-on-write faults are dear; 1.71x against 1.62x for 8 sources on 2 cores).
-    Exec,
-}
-
-impl WorkerStart {
-    fn from_environment() -> WorkerStart {
-        match std::env::var(START_ENV).as_deref() {
-            Ok("fork") => WorkerStart::Fork,
-            _ => WorkerStart::Exec,
-        }
-    }
-}
-
-/// How workers start: `exec` (the default) or `fork`.
-pub(super) const START_ENV: &str = "CUDYN_WORKER_START";
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -121,7 +91,7 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// Greets the batch, reads its request, warms NVRTC, reports it, and forks the workers.
+    /// Greets the batch, reads its request, starts the workers, and reports the NVRTC they use.
     fn start() -> io::Result<Server> {
         let (from_batch, to_batch) = take_standard_streams()?;
         let mut server = Server {
@@ -130,8 +100,6 @@ impl Server {
             workers: Vec::new(),
             queue: VecDeque::new(),
             time_limit: Duration::MAX,
-            hooks: TestHooks::from_environment(),
-            start: WorkerStart::from_environment(),
             library_path: None,
         };
         let greeting = format!(
@@ -153,22 +121,14 @@ impl Server {
         server.time_limit = start.job_time_limit;
         server.library_path = start.library_path.clone();
         let workers = start.workers.max(1);
-        let nvrtc = match server.start {
-            WorkerStart::Fork => warm_up(&start).and_then(|nvrtc| {
-                for _ in 0..workers {
-                    server.start_worker().map_err(|error| error.to_string())?;
-                }
-                Ok(nvrtc)
-            }),
-            // Started first, so that their start-up overlaps the server's own. The server
-            // compiles nothing itself here: a warm-up compile (NVRTC's start-up, a few hundred
-            // milliseconds) would hold every job back until it ended, and then each worker pays
-            // its own start-up on its first job anyway. Opening NVRTC identifies it.
-            WorkerStart::Exec => (0..workers)
-                .try_for_each(|_| server.start_worker())
-                .map_err(|error| error.to_string())
-                .and_then(|()| open_nvrtc(&start)),
-        };
+        // The workers first, so that their start-up overlaps the server's own. The server
+        // compiles nothing itself: a warm-up compile (NVRTC's start-up, a few hundred
+        // milliseconds) would hold every job back until it ended, and each worker pays its own
+        // start-up on its first job anyway. Opening NVRTC identifies it.
+        let nvrtc = (0..workers)
+            .try_for_each(|_| server.start_worker())
+            .map_err(|error| error.to_string())
+            .and_then(|()| open_nvrtc(&start));
         let failed = nvrtc.as_ref().err().cloned();
         wire::write_frame(&mut server.to_batch, &Ready { nvrtc }.encode())?;
         match failed {
@@ -299,7 +259,7 @@ impl Server {
     }
 
     /// Reaps worker `index`, reports its job (if any) lost with `why(pid, how it ended)`, and
-    /// forks a worker in its place.
+    /// starts a worker in its place.
     fn replace(&mut self, index: usize, why: impl FnOnce(i32, String) -> String) -> io::Result<()> {
         let worker = self.workers.swap_remove(index);
         let status = reap(worker.pid);
@@ -315,17 +275,9 @@ impl Server {
         self.start_worker()
     }
 
-    /// Starts a worker as [`WorkerStart`] says and keeps its pipes.
-    fn start_worker(&mut self) -> io::Result<()> {
-        match self.start {
-            WorkerStart::Fork => self.fork_worker(),
-            WorkerStart::Exec => self.exec_worker(),
-        }
-    }
-
     /// Starts `cudyn __compile-worker` (this executable), its standard input and output the job
     /// and result pipes.
-    fn exec_worker(&mut self) -> io::Result<()> {
+    fn start_worker(&mut self) -> io::Result<()> {
         let mut command = std::process::Command::new(std::env::current_exe()?);
         command
             .arg("__compile-worker")
@@ -349,54 +301,6 @@ impl Server {
         });
         Ok(())
     }
-
-    /// Forks a worker and keeps its pipes.
-    fn fork_worker(&mut self) -> io::Result<()> {
-        let (job_reader, job_writer) = io::pipe()?;
-        let (result_reader, result_writer) = io::pipe()?;
-        let others = other_thread_names()?;
-        if !others.iter().all(|name| is_driver_thread(name)) {
-            return Err(io::Error::other(format!(
-                "the compile server runs threads besides its own ({}) and cannot fork safely",
-                others.join(", ")
-            )));
-        }
-        // SAFETY: apart from this thread, the process runs none but the CUDA driver's own
-        // (checked just above through /proc/self/task; nothing in the server starts one).
-        // NVRTC loads the driver during the warm-up where one is installed, and the driver
-        // starts its threads then; no lock of the code a worker runs (Rust's, the C library's,
-        // NVRTC's compile) is held by them, and a worker never calls the driver. The child gets
-        // every lock it uses in a consistent state and may go on running ordinary Rust code, as a
-        // single-threaded program does after fork. A worker that hung anyway would be killed at
-        // its job's time limit.
-        let pid = unsafe { libc::fork() };
-        match pid {
-            -1 => Err(io::Error::last_os_error()),
-            0 => {
-                // The child keeps its own two pipe ends only: a worker holding another's pipes
-                // (or the batch's) would keep them open after their owner died.
-                self.from_batch = None;
-                self.workers.clear();
-                if let Ok(null) = File::open("/dev/null") {
-                    self.to_batch = null;
-                }
-                drop((job_writer, result_reader));
-                let code = work(job_reader, result_writer, &self.hooks);
-                // SAFETY: _exit ends the process at once, without running the exit handlers or
-                // flushing the buffers the child inherited from the server, which are not its.
-                unsafe { libc::_exit(code) }
-            }
-            pid => {
-                self.workers.push(Worker {
-                    pid,
-                    jobs: job_writer,
-                    results: result_reader,
-                    busy: None,
-                });
-                Ok(())
-            }
-        }
-    }
 }
 
 /// Runs an exec'd worker (`cudyn __compile-worker`) on this process's standard input (jobs) and
@@ -418,7 +322,7 @@ pub(super) fn work_on_standard_streams() -> i32 {
     }
 }
 
-/// The batch's pipes, taken over from standard input and output, which become /dev/null: forked
+/// The batch's pipes, taken over from standard input and output, which become /dev/null: the
 /// workers then hold no copy of them.
 fn take_standard_streams() -> io::Result<(File, File)> {
     let from_batch = File::from(io::stdin().as_fd().try_clone_to_owned()?);
@@ -436,57 +340,6 @@ fn take_standard_streams() -> io::Result<(File, File)> {
         }
     }
     Ok((from_batch, to_batch))
-}
-
-/// Whether a thread of this name is one of the CUDA driver's, which names its threads `cuda`
-/// followed by hexadecimal digits.
-fn is_driver_thread(name: &str) -> bool {
-    name.strip_prefix("cuda")
-        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|byte| byte.is_ascii_hexdigit()))
-}
-
-/// The names of this process's threads other than this (its main) one, as the kernel lists them.
-fn other_thread_names() -> io::Result<Vec<String>> {
-    let main = std::process::id().to_string();
-    let mut names = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task")? {
-        let task = task?;
-        if task.file_name() == main.as_str() {
-            continue;
-        }
-        let comm = std::fs::read_to_string(task.path().join("comm"));
-        names.push(comm.map_or_else(|_| "?".to_owned(), |name| name.trim_end().to_owned()));
-    }
-    Ok(names)
-}
-
-/// The warm-up compile's source: a template instantiated twice, with a loop and arithmetic in
-/// both precisions, so that the workers find the parts of NVRTC a typical compile uses already
-/// initialized (a kernel with an empty body leaves a worker's first real compile much slower
-/// than its later ones).
-const WARM_UP: &str = "template <typename T> __global__ void cudyn_warm_up(T *p, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    T v = p[i];
-    #pragma unroll
-    for (int j = 0; j < 4; ++j) v = v * T(3) + T(j) / (v + T(1));
-    p[i] = v;
-}";
-
-/// NVRTC opened as the batch's process would open it, and made to compile once, so that workers
-/// forked afterwards start warm.
-fn warm_up(start: &Start) -> Result<NvrtcIdentity, String> {
-    let nvrtc = open_nvrtc(start)?;
-    Program::new(WARM_UP)
-        .name("cudyn_warm_up.cu")
-        .arch(start.warm_arch)
-        .default_includes(false)
-        .name_expression("cudyn_warm_up<float>")
-        .name_expression("cudyn_warm_up<double>")
-        .cache(false)
-        .compile()
-        .map_err(|error| format!("the warm-up compile failed: {error}"))?;
-    Ok(nvrtc)
 }
 
 /// NVRTC opened as the batch's process would open it: which one the workers compile with.
@@ -575,46 +428,4 @@ fn end_worker(pid: libc::pid_t) {
     // SAFETY: kill takes plain integers; the pid is a child not yet reaped.
     unsafe { libc::kill(pid, libc::SIGKILL) };
     reap(pid);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_drivers_thread_names_count_as_the_drivers() {
-        // Names the CUDA driver gave its threads on an H200 host.
-        assert!(is_driver_thread("cuda00001c00008"));
-        for other in [
-            "cuda",
-            "cudyn",
-            "cuda-EvtHandlr",
-            "rayon-worker-3",
-            "cuda00x1",
-            "?",
-        ] {
-            assert!(!is_driver_thread(other), "{other}");
-        }
-    }
-
-    #[test]
-    fn a_test_process_lists_its_other_threads() {
-        let (started, finish) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
-        std::thread::scope(|scope| {
-            std::thread::Builder::new()
-                .name("cudyn-probe".into())
-                .spawn_scoped(scope, || {
-                    started.wait();
-                    finish.wait();
-                })
-                .unwrap();
-            started.wait();
-            let others = other_thread_names().unwrap();
-            finish.wait();
-            assert!(
-                others.iter().any(|name| name == "cudyn-probe"),
-                "{others:?}"
-            );
-        });
-    }
 }

@@ -17,7 +17,7 @@ use crate::sys::locate::{provider_of, Component};
 use crate::version::Version;
 
 /// The protocol's number: changed with any change to the messages below.
-pub(super) const PROTOCOL: u32 = 1;
+pub(super) const PROTOCOL: u32 = 2;
 
 /// The first word of the server's greeting.
 pub(super) const GREETING: &str = "cudyn-compile-server";
@@ -256,8 +256,6 @@ pub(super) const OUTCOME: u8 = 4;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Start {
     pub(super) workers: u64,
-    /// The architecture of the warm-up compile.
-    pub(super) warm_arch: Arch,
     /// The folders of [`crate::set_library_path`] in the batch's process, if it was called.
     pub(super) library_path: Option<Vec<PathBuf>>,
     /// How long one job may take before its worker is killed.
@@ -267,7 +265,7 @@ pub(super) struct Start {
 impl Start {
     pub(super) fn encode(&self) -> Vec<u8> {
         let mut writer = Writer::new(START);
-        writer.u64(self.workers).text(&self.warm_arch.sm());
+        writer.u64(self.workers);
         match &self.library_path {
             Some(folders) => writer.flag(Some(true)).paths(folders),
             None => writer.flag(Some(false)),
@@ -280,7 +278,6 @@ impl Start {
         let mut reader = tagged(message, START)?;
         let start = Start {
             workers: reader.u64()?,
-            warm_arch: reader.arch()?,
             library_path: match reader.switch()? {
                 true => Some(reader.paths()?),
                 false => None,
@@ -661,7 +658,6 @@ mod tests {
         }
         let start = Start {
             workers: 16,
-            warm_arch: Arch::new(9, 0),
             library_path: Some(vec![PathBuf::from("/cuda/lib")]),
             job_time_limit: Duration::from_secs(600),
         };
