@@ -2,14 +2,19 @@
 //! driver (tests/fake_driver: a `libcuda.so.1` compiled here from C, whose entry points answer
 //! at once), so that what is left of a launch's time is the caller's work.
 //!
-//! `cargo build --release -p cudyn --example bench_launch_host && target/release/examples/bench_launch_host`
-//! (needs a C compiler, `cc` or `$CC`; `--rounds N` and `--burst N` change the sampling,
-//! `--caches warm|cold|both` the modes measured, both by default).
+//! ```text
+//! cargo build --release -p cudyn --example bench_launch_host
+//! target/release/examples/bench_launch_host                  # times, warm and cold caches
+//! target/release/examples/bench_launch_host --instructions   # instructions, with valgrind
+//! ```
+//!
+//! It needs a C compiler (`cc`, or `$CC`), and valgrind for `--instructions`. Options:
+//! `--rounds N` and `--burst N` change the sampling, `--caches warm|cold|both` the modes timed
+//! (both by default), `--launches N` the launches counted by `--instructions`.
 //!
 //! Four kernels, as in cudyn-bench's launch rows: none, 5 (a SAXPY), 21 (a pointer and five
 //! rounds of int, unsigned long long, float, double) and one 24-byte struct argument. Each is
-//! launched by four paths, in interleaved bursts timed on the host (tests/launch_timing, as
-//! cudyn-bench does on a GPU):
+//! launched by four paths:
 //!
 //! - **direct**: the fake `cuLaunchKernel`, called through the symbol cudyn resolved, with an
 //!   argument array built once: the least a caller can do, what the GPU benchmark calls raw;
@@ -19,17 +24,23 @@
 //! - **checked**: cudyn's `Kernel::launch` with typed arguments, checked against the kernel's
 //!   parameter layout and the device's limits, packed on the stack.
 //!
-//! Printed per kernel: each path's median nanoseconds per launch, and its cost over direct as
-//! the median of the per-round differences (each burst against the direct burst next to it, so
-//! that drift of the machine cancels). The fake launch copies the arguments into a parameter
-//! buffer, as the driver does, so the paths do the same work but for cudyn's own.
+//! The fake launch copies the arguments into a parameter buffer, as the driver does, so the
+//! paths do the same work but for cudyn's own.
 //!
-//! Two modes. With warm caches the fake launch does nothing more, so cudyn's code and data stay
-//! in the core's L1 caches from one launch to the next: the cost of its instructions. With cold
-//! caches each fake launch also writes 64 KiB of data and runs 28 KiB of code of its own (about
-//! 4 µs, like a real launch on an H200 host), so that every launch finds cudyn's code and data
-//! evicted from L1, as after a real driver's launch: the cost of the cache lines cudyn touches
-//! too, which is what the GPU benchmark's ratio sees.
+//! **Times** (the default): the paths in interleaved bursts timed on the host
+//! (tests/launch_timing, as cudyn-bench does on a GPU). Printed per kernel: each path's median
+//! nanoseconds per launch, and its cost over direct as the median of the per-round differences
+//! (each burst against the direct burst next to it, so that drift of the machine cancels). With
+//! warm caches the fake launch does nothing more, so cudyn's code and data stay in the core's
+//! L1 caches from one launch to the next. With cold caches each fake launch also writes 64 KiB
+//! of data and runs 28 KiB of code of its own (a few microseconds, like a real launch), so that
+//! every launch finds cudyn's code and data evicted from L1, as after a real driver's launch.
+//!
+//! **Instructions** (`--instructions`): the instructions each path executes per launch, the
+//! fake driver's included, counted by valgrind's callgrind: this program is run under it with
+//! `--only KERNEL/PATH --launches N` twice, with 1000 and with 1000 + N launches, and the
+//! difference of the totals is divided by N. Exact and free of the machine's noise, where a
+//! shared machine's times move by more than the differences measured.
 
 #[path = "../tests/fake_driver/mod.rs"]
 mod fake_driver;
@@ -37,12 +48,28 @@ mod fake_driver;
 mod launch_timing;
 
 use std::ffi::c_void;
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 
 use cudyn::sys::driver;
 use cudyn::{DeviceBuffer, DeviceRepr, Kernel, LaunchConfig};
 use fake_driver::{c_params, param_pointer, FakeDriver};
-use launch_timing::{interleaved, median, RawLauncher};
+use launch_timing::{interleaved, median, Burst, RawLauncher};
+
+/// The paths, in the order they are printed.
+const PATHS: [&str; 4] = ["direct", "+ctx", "unchecked", "checked"];
+/// The kernels, in the order they are printed: a short name and a label.
+const KERNELS: [(&str, &str); 4] = [
+    ("empty", "empty kernel"),
+    ("saxpy", "SAXPY, 5 arguments"),
+    ("args21", "21 arguments"),
+    ("struct", "a 24-byte struct"),
+];
+/// Launches before the counted ones in `--instructions`: the first launches differ (the kernel's
+/// layout is asked of the driver once).
+const WARM_UP: usize = 1000;
+
+const USAGE: &str = "options: [--rounds N] [--burst N] [--caches warm|cold|both] | \
+                     --instructions [--launches N] | --only KERNEL/PATH --launches N";
 
 /// `scale`'s struct argument: 24 bytes, 8-byte aligned.
 #[repr(C)]
@@ -66,50 +93,99 @@ const SCALARS: Scalars = (
     5, 15, 2.5, 1.25,
 );
 
-/// The paths, in the order they are printed.
-const PATHS: [&str; 4] = ["direct", "+ctx", "unchecked", "checked"];
-
-struct Options {
-    rounds: usize,
-    /// Launches per burst; by default 1000 with warm caches, 100 with cold ones.
-    burst: Option<usize>,
-    warm: bool,
-    cold: bool,
+/// What the program does.
+enum Mode {
+    /// Times every path of every kernel: `rounds` interleaved bursts of `burst` launches (by
+    /// default 1000 with warm caches, 100 with cold ones), with warm caches, cold ones or both.
+    Time {
+        rounds: usize,
+        burst: Option<usize>,
+        warm: bool,
+        cold: bool,
+    },
+    /// Counts the instructions per launch of every path with valgrind, over `launches`.
+    Instructions { launches: usize },
+    /// Launches one kernel by one path, untimed, printing nothing: what `Instructions` counts.
+    Only {
+        kernel: String,
+        path: String,
+        launches: usize,
+    },
 }
 
-fn options() -> Result<Options, String> {
-    let mut options = Options {
-        rounds: 400,
-        burst: None,
-        warm: true,
-        cold: true,
-    };
+fn mode() -> Result<Mode, String> {
+    let (mut rounds, mut burst, mut caches) = (400, None, "both".to_owned());
+    let (mut instructions, mut only, mut launches) = (false, None, None);
     let mut args = std::env::args().skip(1);
-    let usage = "options: --rounds N, --burst N, --caches warm|cold|both";
     while let Some(flag) = args.next() {
-        let value = args.next().ok_or(format!("{flag} takes a value; {usage}"))?;
+        if flag == "--instructions" {
+            instructions = true;
+            continue;
+        }
+        let value = args
+            .next()
+            .ok_or(format!("{flag} takes a value; {USAGE}"))?;
         let number = || {
             value
                 .parse::<usize>()
-                .ok()
-                .filter(|&number| number > 0)
-                .ok_or(format!("{flag} takes a positive number"))
+                .map_err(|_| format!("{flag} takes a number"))
         };
         match flag.as_str() {
-            "--rounds" => options.rounds = number()?,
-            "--burst" => options.burst = Some(number()?),
-            "--caches" => {
-                (options.warm, options.cold) = match value.as_str() {
-                    "warm" => (true, false),
-                    "cold" => (false, true),
-                    "both" => (true, true),
-                    _ => return Err(format!("--caches takes warm, cold or both")),
-                }
-            }
-            _ => return Err(format!("unknown option {flag}; {usage}")),
+            "--rounds" => rounds = number()?.max(1),
+            "--burst" => burst = Some(number()?.max(1)),
+            "--launches" => launches = Some(number()?),
+            "--caches" => caches = value,
+            "--only" => only = Some(value),
+            _ => return Err(format!("unknown option {flag}; {USAGE}")),
         }
     }
-    Ok(options)
+    if let Some(only) = only {
+        let (kernel, path) = only
+            .split_once('/')
+            .filter(|(kernel, path)| {
+                KERNELS.iter().any(|(name, _)| name == kernel) && PATHS.contains(path)
+            })
+            .ok_or(format!(
+                "--only takes KERNEL/PATH: a kernel of {:?}, a path of {PATHS:?}",
+                KERNELS.map(|(name, _)| name)
+            ))?;
+        return Ok(Mode::Only {
+            kernel: kernel.to_owned(),
+            path: path.to_owned(),
+            launches: launches.ok_or("--only needs --launches")?,
+        });
+    }
+    if instructions {
+        return Ok(Mode::Instructions {
+            launches: launches.unwrap_or(20_000).max(1),
+        });
+    }
+    let (warm, cold) = match caches.as_str() {
+        "warm" => (true, false),
+        "cold" => (false, true),
+        "both" => (true, true),
+        _ => return Err("--caches takes warm, cold or both".into()),
+    };
+    Ok(Mode::Time {
+        rounds,
+        burst,
+        warm,
+        cold,
+    })
+}
+
+/// How the paths of each kernel run: timed in interleaved bursts, or one path of one kernel.
+#[derive(Clone, Copy)]
+enum Run<'a> {
+    Timed {
+        rounds: usize,
+        burst: usize,
+    },
+    Only {
+        kernel: &'a str,
+        path: &'a str,
+        launches: usize,
+    },
 }
 
 /// `cuCtxGetCurrent` then `cuLaunchKernel`, both through the symbols cudyn resolved.
@@ -150,15 +226,15 @@ fn cudyn_error(error: cudyn::Error) -> String {
     error.to_string()
 }
 
-/// Times the four paths of `kernel` and prints its line: the three that take the argument array
-/// `params`, and `checked`, cudyn's checked launch of the same arguments.
+/// Runs the four paths of the kernel `name` as `run` says: the three that take the argument
+/// array `params`, and `checked`, cudyn's checked launch of the same arguments.
 ///
 /// # Safety
 /// `params` points to one pointer per parameter of `kernel`, each to a value of the parameter's
 /// size, alive during this call.
 unsafe fn row(
-    label: &str,
-    (rounds, burst_size): (usize, usize),
+    run: Run<'_>,
+    (name, label): (&str, &str),
     direct: Direct,
     kernel: &Kernel,
     params: *mut *mut c_void,
@@ -166,27 +242,42 @@ unsafe fn row(
 ) -> Result<(), String> {
     let config = LaunchConfig::for_elements(1024, 256);
     let mut checked = checked;
-    let samples = interleaved(
-        rounds,
-        burst_size,
-        &mut [
-            // SAFETY: the caller's contract; the fake driver only copies the arguments.
-            &mut burst(|| unsafe { direct.raw.launch(kernel, &config, params) }),
-            // SAFETY: as above.
-            &mut burst(|| unsafe { direct.launch_after_context_query(kernel, &config, params) }),
-            // SAFETY: as above.
-            &mut burst(|| unsafe { kernel.launch_unchecked(&config, params) }.map_err(cudyn_error)),
-            &mut burst(|| checked().map_err(cudyn_error)),
-        ],
-    )?;
+    let mut paths: [Burst<'_>; 4] = [
+        // SAFETY: the caller's contract; the fake driver only copies the arguments.
+        &mut burst(|| unsafe { direct.raw.launch(kernel, &config, params) }),
+        // SAFETY: as above.
+        &mut burst(|| unsafe { direct.launch_after_context_query(kernel, &config, params) }),
+        // SAFETY: as above.
+        &mut burst(|| unsafe { kernel.launch_unchecked(&config, params) }.map_err(cudyn_error)),
+        &mut burst(|| checked().map_err(cudyn_error)),
+    ];
+    let (rounds, burst_size) = match run {
+        Run::Only {
+            kernel,
+            path,
+            launches,
+        } => {
+            if kernel == name {
+                let index = PATHS.iter().position(|&p| p == path).unwrap_or(0);
+                paths[index](launches)?;
+            }
+            return Ok(());
+        }
+        Run::Timed { rounds, burst } => (rounds, burst),
+    };
+    let samples = interleaved(rounds, burst_size, &mut paths)?;
     let mut line = format!("{label:<20}");
-    for (name, path) in PATHS.iter().zip(&samples) {
-        let mut own = path.clone();
-        let mut over: Vec<f64> = path.iter().zip(&samples[0]).map(|(p, d)| p - d).collect();
-        line += &match *name {
-            "direct" => format!(" {name} {:6.1}", median(&mut own)),
+    for (path, samples_of_path) in PATHS.iter().zip(&samples) {
+        let mut own = samples_of_path.clone();
+        let mut over: Vec<f64> = samples_of_path
+            .iter()
+            .zip(&samples[0])
+            .map(|(p, d)| p - d)
+            .collect();
+        line += &match *path {
+            "direct" => format!(" {path} {:6.1}", median(&mut own)),
             _ => format!(
-                " | {name} {:6.1} ({:+5.1})",
+                " | {path} {:6.1} ({:+5.1})",
                 median(&mut own),
                 median(&mut over)
             ),
@@ -196,50 +287,30 @@ unsafe fn row(
     Ok(())
 }
 
-fn run() -> Result<(), String> {
-    let options = options()?;
-    let fake = FakeDriver::install()?;
-    let api = &cudyn::sys::driver().map_err(cudyn_error)?.api;
-    let direct = Direct {
-        raw: RawLauncher::new()?,
-        get_current: api.cuCtxGetCurrent.ok_or("no cuCtxGetCurrent")?,
-    };
-    println!(
-        "host ns per launch through the fake driver in {}; (+x): cost over direct, median of \
-         the per-round differences",
-        fake.folder().display()
-    );
-    for (cold, wanted, burst) in [(false, options.warm, 1000), (true, options.cold, 100)] {
-        if !wanted {
-            continue;
-        }
-        let sampling = (options.rounds, options.burst.unwrap_or(burst));
-        fake.set_cold_caches(cold);
-        println!(
-            "{} caches, median of {} interleaved bursts of {}:",
-            if cold { "cold" } else { "warm" },
-            sampling.0,
-            sampling.1
-        );
-        kernels(direct, sampling)?;
-    }
-    Ok(())
-}
-
-/// Times the four kernels, each by the four paths.
-fn kernels(direct: Direct, sampling: (usize, usize)) -> Result<(), String> {
+/// Runs the four paths of the four kernels as `run` says.
+fn kernels(run: Run<'_>, direct: Direct) -> Result<(), String> {
     let config = LaunchConfig::for_elements(1024, 256);
 
     let empty = fake_driver::kernel("empty", &[]);
     // SAFETY: no parameters.
     unsafe {
-        row("empty kernel", sampling, direct, &empty, std::ptr::null_mut(), || {
-            // SAFETY: the fake driver runs nothing.
-            empty.launch(&config, ())
-        })
+        row(
+            run,
+            KERNELS[0],
+            direct,
+            &empty,
+            std::ptr::null_mut(),
+            || {
+                // SAFETY: the fake driver runs nothing.
+                empty.launch(&config, ())
+            },
+        )
     }?;
 
-    let saxpy = fake_driver::kernel("saxpy", &c_params(&[(4, 4), (8, 8), (8, 8), (8, 8), (8, 8)]));
+    let saxpy = fake_driver::kernel(
+        "saxpy",
+        &c_params(&[(4, 4), (8, 8), (8, 8), (8, 8), (8, 8)]),
+    );
     let x = DeviceBuffer::<f32>::alloc(1024).map_err(cudyn_error)?;
     let y = DeviceBuffer::<f32>::alloc(1024).map_err(cudyn_error)?;
     let mut out = DeviceBuffer::<f32>::alloc(1024).map_err(cudyn_error)?;
@@ -254,7 +325,7 @@ fn kernels(direct: Direct, sampling: (usize, usize)) -> Result<(), String> {
     ];
     // SAFETY: five pointers to values of the parameters' sizes, alive during the call.
     unsafe {
-        row("SAXPY, 5 arguments", sampling, direct, &saxpy, params.as_mut_ptr(), || {
+        row(run, KERNELS[1], direct, &saxpy, params.as_mut_ptr(), || {
             // SAFETY: the fake driver runs nothing.
             saxpy.launch(&config, (a, &x, &y, &mut out, n))
         })
@@ -281,15 +352,22 @@ fn kernels(direct: Direct, sampling: (usize, usize)) -> Result<(), String> {
     let s = SCALARS;
     // SAFETY: 21 pointers to values of the parameters' sizes, alive during the call.
     unsafe {
-        row("21 arguments", sampling, direct, &args21, params.as_mut_ptr(), || {
-            #[rustfmt::skip]
+        row(
+            run,
+            KERNELS[2],
+            direct,
+            &args21,
+            params.as_mut_ptr(),
+            || {
+                #[rustfmt::skip]
             let args = (
                 &out, s.0, s.1, s.2, s.3, s.4, s.5, s.6, s.7, s.8, s.9, s.10, s.11, s.12, s.13,
                 s.14, s.15, s.16, s.17, s.18, s.19,
             );
-            // SAFETY: the fake driver runs nothing.
-            args21.launch(&config, args)
-        })
+                // SAFETY: the fake driver runs nothing.
+                args21.launch(&config, args)
+            },
+        )
     }?;
 
     let scale = fake_driver::kernel("scale", &c_params(&[(24, 8)]));
@@ -303,12 +381,120 @@ fn kernels(direct: Direct, sampling: (usize, usize)) -> Result<(), String> {
     let mut params = [param_pointer(&mut raw_value)];
     // SAFETY: one pointer to a value of the parameter's size, alive during the call.
     unsafe {
-        row("a 24-byte struct", sampling, direct, &scale, params.as_mut_ptr(), || {
+        row(run, KERNELS[3], direct, &scale, params.as_mut_ptr(), || {
             // SAFETY: the fake driver runs nothing.
             scale.launch(&config, (value,))
         })
     }?;
     Ok(())
+}
+
+/// The instructions valgrind counted in a run of this program with `args`.
+fn instructions_of(args: &[String]) -> Result<u64, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let output = Command::new("valgrind")
+        .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+        .arg(exe)
+        .args(args)
+        .output()
+        .map_err(|e| format!("running valgrind (is it installed?): {e}"))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        return Err(format!("valgrind {args:?} failed: {stderr}"));
+    }
+    stderr
+        .lines()
+        .find_map(|line| line.split_once("Collected :"))
+        .and_then(|(_, count)| count.trim().parse().ok())
+        .ok_or(format!(
+            "no instruction count in valgrind's output: {stderr}"
+        ))
+}
+
+/// Prints the instructions per launch of every path of every kernel, over `launches` launches.
+fn count_instructions(launches: usize) -> Result<(), String> {
+    println!(
+        "instructions per launch (callgrind, {launches} launches after {WARM_UP}), the fake \
+         driver's included; (+x): over direct"
+    );
+    for (name, label) in KERNELS {
+        let mut line = format!("{label:<20}");
+        let mut direct = 0.0;
+        for path in PATHS {
+            let run = |count: usize| {
+                instructions_of(&[
+                    "--only".into(),
+                    format!("{name}/{path}"),
+                    "--launches".into(),
+                    count.to_string(),
+                ])
+            };
+            let before = run(WARM_UP)?;
+            let after = run(WARM_UP + launches)?;
+            let per_launch = after.saturating_sub(before) as f64 / launches as f64;
+            line += &match path {
+                "direct" => {
+                    direct = per_launch;
+                    format!(" {path} {per_launch:6.1}")
+                }
+                _ => format!(" | {path} {per_launch:6.1} ({:+6.1})", per_launch - direct),
+            };
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
+
+fn run() -> Result<(), String> {
+    let mode = mode()?;
+    if let Mode::Instructions { launches } = mode {
+        return count_instructions(launches);
+    }
+    let fake = FakeDriver::install()?;
+    let api = &cudyn::sys::driver().map_err(cudyn_error)?.api;
+    let direct = Direct {
+        raw: RawLauncher::new()?,
+        get_current: api.cuCtxGetCurrent.ok_or("no cuCtxGetCurrent")?,
+    };
+    match mode {
+        Mode::Only {
+            kernel,
+            path,
+            launches,
+        } => {
+            let run = Run::Only {
+                kernel: &kernel,
+                path: &path,
+                launches,
+            };
+            kernels(run, direct)
+        }
+        Mode::Time {
+            rounds,
+            burst,
+            warm,
+            cold,
+        } => {
+            println!(
+                "host ns per launch through the fake driver; (+x): cost over direct, median of \
+                 the per-round differences"
+            );
+            for (cold_caches, wanted, default_burst) in [(false, warm, 1000), (true, cold, 100)] {
+                if !wanted {
+                    continue;
+                }
+                let burst = burst.unwrap_or(default_burst);
+                fake.set_cold_caches(cold_caches);
+                println!(
+                    "{} caches, median of {rounds} interleaved bursts of {burst}:",
+                    if cold_caches { "cold" } else { "warm" },
+                );
+                kernels(Run::Timed { rounds, burst }, direct)?;
+            }
+            Ok(())
+        }
+        Mode::Instructions { .. } => Ok(()),
+    }
 }
 
 fn main() -> ExitCode {

@@ -1,7 +1,8 @@
 /* A fake CUDA driver (libcuda.so.1) for measuring and testing cudyn's host-side launch path
- * without a GPU: one device with an H200's limits, a primary context, and the entry points
- * cudyn calls from opening the driver to a launch, each answering at once with plausible
- * outputs. Nothing runs on any device.
+ * without a GPU: two devices, device 0 with an H200's limits and device 1 a smaller one (512
+ * threads per block), a primary context each, and the entry points cudyn calls from opening
+ * the driver to a launch, each answering at once with plausible outputs. Nothing runs on any
+ * device.
  *
  * A kernel handle is the address of a `struct fake_kernel` the caller built (see mod.rs beside
  * this file, which wraps it with cudyn's `Kernel::from_raw`): its parameter layout is what
@@ -69,8 +70,12 @@ static const char *const call_names[SLOT_COUNT] = {FAKE_CALLS(FAKE_NAME)};
 static __thread unsigned long long calls[SLOT_COUNT];
 #define COUNT(name) (calls[SLOT_##name] += 1)
 
+#define DEVICES 2
+/* The most threads per block of each device. */
+static const int max_threads[DEVICES] = {1024, 512};
+
 static int initialized;
-static struct fake_context primary = {0};
+static struct fake_context primary[DEVICES] = {{0}, {1}};
 /* The thread's current context, a thread-local as in the real driver. */
 static __thread CUcontext current;
 static unsigned long long next_allocation = 0x7f0000000000ull;
@@ -175,30 +180,36 @@ CUresult cuGetErrorString(CUresult status, const char **message) {
         }                                                                                       \
     } while (0)
 
+#define REQUIRE_DEVICE(device)                                                                  \
+    do {                                                                                        \
+        if ((device) < 0 || (device) >= DEVICES) {                                              \
+            return CUDA_ERROR_INVALID_DEVICE;                                                   \
+        }                                                                                       \
+    } while (0)
+
 CUresult cuDeviceGetCount(int *count) {
     COUNT(cuDeviceGetCount);
     REQUIRE_INIT();
-    *count = 1;
+    *count = DEVICES;
     return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal) {
     COUNT(cuDeviceGet);
     REQUIRE_INIT();
-    if (ordinal != 0) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    *device = 0;
+    REQUIRE_DEVICE(ordinal);
+    *device = ordinal;
     return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetName(char *name, int length, CUdevice device) {
     COUNT(cuDeviceGetName);
     REQUIRE_INIT();
-    if (device != 0 || length <= 0) {
-        return device != 0 ? CUDA_ERROR_INVALID_DEVICE : CUDA_ERROR_INVALID_VALUE;
+    REQUIRE_DEVICE(device);
+    if (length <= 0) {
+        return CUDA_ERROR_INVALID_VALUE;
     }
-    strncpy(name, "Fake H200", (size_t)length - 1);
+    strncpy(name, device == 0 ? "Fake H200" : "Fake small GPU", (size_t)length - 1);
     name[length - 1] = 0;
     return CUDA_SUCCESS;
 }
@@ -206,12 +217,10 @@ CUresult cuDeviceGetName(char *name, int length, CUdevice device) {
 CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice device) {
     COUNT(cuDeviceGetAttribute);
     REQUIRE_INIT();
-    if (device != 0) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
+    REQUIRE_DEVICE(device);
     switch (attribute) {
-    case 1: *value = 1024; break;                   /* max threads per block */
-    case 2: case 3: *value = 1024; break;           /* max block x, y */
+    case 1: *value = max_threads[device]; break;    /* max threads per block */
+    case 2: case 3: *value = max_threads[device]; break; /* max block x, y */
     case 4: *value = 64; break;                     /* max block z */
     case 5: *value = 2147483647; break;             /* max grid x */
     case 6: case 7: *value = 65535; break;          /* max grid y, z */
@@ -230,9 +239,7 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice device) {
 CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device) {
     COUNT(cuDeviceTotalMem_v2);
     REQUIRE_INIT();
-    if (device != 0) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
+    REQUIRE_DEVICE(device);
     *bytes = (size_t)141 << 30;
     return CUDA_SUCCESS;
 }
@@ -240,10 +247,8 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device) {
 CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
     COUNT(cuDevicePrimaryCtxRetain);
     REQUIRE_INIT();
-    if (device != 0) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    *context = &primary;
+    REQUIRE_DEVICE(device);
+    *context = &primary[device];
     return CUDA_SUCCESS;
 }
 
@@ -348,11 +353,12 @@ CUresult cuKernelGetAttribute(int *value, int attribute, const struct fake_kerne
                               CUdevice device) {
     COUNT(cuKernelGetAttribute);
     REQUIRE_INIT();
-    if (kernel == NULL || device != 0) {
-        return kernel == NULL ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_DEVICE;
+    REQUIRE_DEVICE(device);
+    if (kernel == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
     }
     switch (attribute) {
-    case 0: *value = 1024; break;      /* max threads per block */
+    case 0: *value = max_threads[device]; break; /* max threads per block */
     case 8: *value = 48 * 1024; break; /* max dynamic shared memory */
     default: *value = 0; break;
     }
@@ -398,8 +404,10 @@ CUresult cuLaunchKernel(const struct fake_kernel *kernel, unsigned int grid_x, u
                         void **params, void **extra) {
     COUNT(cuLaunchKernel);
     (void)stream;
+    REQUIRE_CONTEXT();
     if (grid_x == 0 || grid_y == 0 || grid_z == 0 || block_x == 0 || block_y == 0 ||
-        block_z == 0 || (unsigned long long)block_x * block_y * block_z > 1024 ||
+        block_z == 0 ||
+        (unsigned long long)block_x * block_y * block_z > (unsigned)max_threads[current->device] ||
         shared_mem_bytes > 227 * 1024) {
         return CUDA_ERROR_INVALID_VALUE;
     }

@@ -1,28 +1,32 @@
 //! A fake CUDA driver for measuring and testing cudyn's host-side launch path on a machine
-//! without a GPU: `fake_cuda.c` beside this file, compiled by the system's C compiler (`$CC`, else
-//! `cc`) into a `libcuda.so.1` in a temporary folder, which cudyn is then told to search alone
-//! ([`cudyn::set_library_path`]). It has one device with an H200's limits and its primary
-//! context; every entry point answers at once, and counts its calls on the calling thread.
+//! without a GPU: `fake_cuda.c` beside this file (embedded in the program), compiled at run time
+//! by the system's C compiler (`$CC`, else `cc`) into a `libcuda.so.1`, which cudyn is then told
+//! to search alone ([`cudyn::set_library_path`]). It has two devices (device 0 with an H200's
+//! limits, device 1 with 512 threads per block) and their primary contexts; every entry point
+//! answers at once, and counts its calls on the calling thread (so tests running in parallel
+//! threads count apart).
 //!
-//! A kernel is a [`FakeKernel`]: a parameter layout that the fake `cuKernelGetParamInfo` reports
-//! and the fake `cuLaunchKernel` copies the arguments by, as the real driver packs them.
+//! A kernel is made by [`kernel`]: a parameter layout that the fake `cuKernelGetParamInfo`
+//! reports and the fake `cuLaunchKernel` copies the arguments by, as the real driver packs them.
 //!
 //! Shared by tests/launch_driver_calls.rs and examples/bench_launch_host.rs (through `#[path]`).
-//! Each process installs it once, before any other cudyn call: the search path is fixed at the
+//! A process installs it once, before any other cudyn call: the search path is fixed at the
 //! driver's first opening.
 #![allow(dead_code)]
 
 use std::ffi::{c_char, c_void, CString};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use cudyn::raw::CUkernel;
 use cudyn::Kernel;
 
-/// The fake driver, opened by cudyn: its folder lives as long as this value.
+/// The fake driver's source.
+const SOURCE: &str = include_str!("fake_cuda.c");
+
+/// The fake driver, opened by cudyn, with its counters.
 #[derive(Debug)]
 pub struct FakeDriver {
-    folder: tempfile::TempDir,
     counters: libloading::Library,
 }
 
@@ -34,15 +38,19 @@ type TotalFn = unsafe extern "C" fn() -> u64;
 type ColdCachesFn = unsafe extern "C" fn(i32);
 
 impl FakeDriver {
-    /// Compiles the fake driver and makes it the only driver cudyn finds, then opens it through
-    /// cudyn (checking that cudyn opened this file) and makes device 0's primary context current
-    /// on this thread. Must come before any other cudyn call of the process.
+    /// Compiles the fake driver and makes it the only driver cudyn finds, opens it through cudyn
+    /// (checking that cudyn opened this file) and makes device 0's primary context current on
+    /// this thread. Must come before any other cudyn call of the process. The library's file is
+    /// deleted once opened: cudyn never opens it again.
     pub fn install() -> Result<FakeDriver, String> {
         let folder = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
         let library = folder.path().join("libcuda.so.1");
-        compile(&library)?;
+        compile(folder.path(), &library)?;
         cudyn::set_library_path([folder.path().to_path_buf()]).map_err(|e| e.to_string())?;
-        let opened = &cudyn::sys::driver().map_err(|e| e.to_string())?.library.path;
+        let opened = &cudyn::sys::driver()
+            .map_err(|e| e.to_string())?
+            .library
+            .path;
         if opened != &library {
             return Err(format!(
                 "cudyn opened {} rather than the fake driver",
@@ -54,12 +62,7 @@ impl FakeDriver {
         // returns the library cudyn opened, whose counters are wanted.
         let counters = unsafe { libloading::Library::new(&library) }
             .map_err(|e| format!("{}: {e}", library.display()))?;
-        Ok(FakeDriver { folder, counters })
-    }
-
-    /// The folder holding the fake `libcuda.so.1`.
-    pub fn folder(&self) -> &Path {
-        self.folder.path()
+        Ok(FakeDriver { counters })
     }
 
     /// How many times this thread called the driver's entry point `name` (`u64::MAX` for a name
@@ -102,9 +105,10 @@ impl FakeDriver {
     }
 }
 
-/// Compiles fake_cuda.c into the shared library `output`.
-fn compile(output: &Path) -> Result<(), String> {
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_driver/fake_cuda.c");
+/// Compiles [`SOURCE`], written into `folder`, into the shared library `output`.
+fn compile(folder: &Path, output: &Path) -> Result<(), String> {
+    let source = folder.join("fake_cuda.c");
+    std::fs::write(&source, SOURCE).map_err(|e| format!("{}: {e}", source.display()))?;
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
     let status = Command::new(&compiler)
         .args(["-O2", "-shared", "-fPIC", "-Wall", "-Werror", "-o"])
@@ -114,8 +118,7 @@ fn compile(output: &Path) -> Result<(), String> {
         .map_err(|e| format!("running the C compiler `{compiler}` (set CC to another): {e}"))?;
     if !status.success() {
         return Err(format!(
-            "`{compiler}` could not compile {} ({status})",
-            source.display()
+            "`{compiler}` could not compile the fake driver ({status})"
         ));
     }
     Ok(())
