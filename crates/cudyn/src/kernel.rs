@@ -309,6 +309,7 @@ impl Kernel {
     /// order. Read from the driver once per kernel handle; with a driver older than 12.4, which
     /// lacks that query, read offline from the device code the library was loaded from. A
     /// failure is not kept: the next call asks again.
+    #[inline]
     pub fn params(&self) -> Result<&[ParamLayout]> {
         let params = self.inner.params.get_or_fetch(|| self.query_params())?;
         Ok(params)

@@ -73,6 +73,7 @@ use std::ffi::c_void;
 
 pub use args::{ArgList, KernelArg, KernelArgs, INLINE_ARGS};
 pub use check::{check_arguments, ArgumentMismatch};
+use config::within_limits;
 pub use config::{check_config, check_cooperative_grid, ConfigViolation, Dim3, LaunchConfig};
 
 use crate::api::driver as api;
@@ -81,7 +82,6 @@ use crate::error::{Error, Result};
 use crate::kernel::{Kernel, KernelAttribute};
 #[cfg(doc)]
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
-#[cfg(doc)]
 use crate::param::ParamLayout;
 use crate::stream::Stream;
 use crate::sys::driver;
@@ -116,22 +116,37 @@ impl Kernel {
     /// memory only inside the buffers and views it is given, writes only through those lent
     /// mutably (`&mut DeviceBuffer`, [`DeviceSliceMut`]), and until it completes no memory it
     /// uses is freed and no other work races with it on that memory.
+    #[inline]
     pub unsafe fn launch<A: KernelArgs>(&self, config: &LaunchConfig<'_>, args: A) -> Result<()> {
+        args.with_pointers(|pointers| {
+            // SAFETY: `KernelArgs` gives one pointer per layout, each to the argument's value,
+            // alive for this call; the caller keeps the launch-safety contract.
+            unsafe { self.launch_checked(config, args.layouts(), pointers) }
+        })
+    }
+
+    /// The work of [`Kernel::launch`] that does not depend on the arguments' types, once for
+    /// every type: the checks, then the launch.
+    ///
+    /// # Safety
+    /// `pointers` holds one pointer per entry of `layouts`, pointer `i` to `layouts[i].size`
+    /// bytes of argument `i`'s value, valid for the call; the launch-safety contract of
+    /// [`crate::launch`] holds.
+    unsafe fn launch_checked(
+        &self,
+        config: &LaunchConfig<'_>,
+        layouts: &[ParamLayout],
+        pointers: *mut *mut c_void,
+    ) -> Result<()> {
         let params = self.params()?;
-        if let Err(mismatch) = check_arguments(params, args.layouts()) {
-            return Err(Error::LaunchArguments {
-                kernel: self.display_name(),
-                mismatch,
-            });
+        if let Err(mismatch) = check_arguments(params, layouts) {
+            return Err(self.arguments_error(mismatch));
         }
         let current = context::current()?;
         self.check_config(config, &current)?;
-        args.with_pointers(|pointers| {
-            // SAFETY: the pointers match the kernel's parameters in number and size (checked
-            // above) and point into `args`, alive for this call; the caller keeps the rest of
-            // the contract.
-            unsafe { self.launch_on(current, config, pointers) }
-        })
+        // SAFETY: the pointers match the kernel's parameters in number and size (checked
+        // above); the caller vouches for the rest.
+        unsafe { self.launch_on(&current, config, pointers) }
     }
 
     /// Launches the kernel with no check at all: the escape hatch for arguments cudyn cannot
@@ -141,6 +156,7 @@ impl Kernel {
     /// `params` points to one pointer per kernel parameter, each to a value of exactly the
     /// parameter's size, valid for the call; `config` is within the device's limits; and the
     /// launch-safety contract of [`crate::launch`] holds, as for [`Kernel::launch`].
+    #[inline]
     pub unsafe fn launch_unchecked(
         &self,
         config: &LaunchConfig<'_>,
@@ -148,21 +164,39 @@ impl Kernel {
     ) -> Result<()> {
         let current = context::current()?;
         // SAFETY: the caller's contract.
-        unsafe { self.launch_on(current, config, params) }
+        unsafe { self.launch_on(&current, config, params) }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn arguments_error(&self, mismatch: ArgumentMismatch) -> Error {
+        Error::LaunchArguments {
+            kernel: self.display_name(),
+            mismatch,
+        }
+    }
+
+    /// The configuration check of every launch: the common launch (within the device's limits,
+    /// no more shared memory than a block gets without opting in, not cooperative) is decided
+    /// by one test; anything else is checked in full out of line.
+    #[inline]
     fn check_config(&self, config: &LaunchConfig<'_>, current: &Current) -> Result<()> {
+        let limits = current.limits;
+        if within_limits(config, limits)
+            & (config.shared_mem_bytes <= limits.max_shared_per_block)
+            & !config.cooperative
+        {
+            return Ok(());
+        }
+        self.check_config_in_full(config, current)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_config_in_full(&self, config: &LaunchConfig<'_>, current: &Current) -> Result<()> {
         let violation = match check_config(config, current.limits) {
             Err(violation) => Some(violation),
-            // One branch for both checks that ask the driver, so that the common launch pays
-            // for neither.
-            Ok(())
-                if (config.shared_mem_bytes > current.limits.max_shared_per_block)
-                    | config.cooperative =>
-            {
-                self.violation_per_kernel(config, current)?
-            }
-            Ok(()) => None,
+            Ok(()) => self.violation_per_kernel(config, current)?,
         };
         match violation {
             Some(violation) => Err(Error::LaunchConfig {
@@ -215,63 +249,88 @@ impl Kernel {
 
     /// # Safety
     /// As [`Kernel::launch_unchecked`]; a context is current (`current`).
+    #[inline]
     unsafe fn launch_on(
         &self,
-        current: Current,
+        current: &Current,
+        config: &LaunchConfig<'_>,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        if config.cluster.is_some() | config.cooperative {
+            // SAFETY: the caller's contract.
+            return unsafe { self.launch_with_attributes(current, config, params) };
+        }
+        let (grid, block) = (config.grid, config.block);
+        let shape = api::LaunchShape {
+            grid: [grid.x, grid.y, grid.z],
+            block: [block.x, block.y, block.z],
+            shared_mem_bytes: config.shared_mem_bytes,
+        };
+        let stream = config.stream.map_or(std::ptr::null_mut(), Stream::as_raw);
+        // SAFETY: a CUkernel may be passed as the CUfunction of cuLaunchKernel; the stream is
+        // borrowed by `config`; the caller vouches for `params`.
+        let status = unsafe {
+            api::launch_kernel(current.driver, self.as_function(), shape, stream, params)
+        };
+        match status {
+            Ok(()) => Ok(()),
+            Err(error) => Err(self.explain_launch_failure(error, config, current)),
+        }
+    }
+
+    /// A launch with clusters or a cooperative one: `cuLaunchKernelEx` with its attributes.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch_on`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn launch_with_attributes(
+        &self,
+        current: &Current,
         config: &LaunchConfig<'_>,
         params: *mut *mut c_void,
     ) -> Result<()> {
         let driver = current.driver;
-        let stream = config.stream.map_or(std::ptr::null_mut(), Stream::as_raw);
         let (grid, block) = (config.grid, config.block);
-        let status = if config.cluster.is_none() && !config.cooperative {
-            let shape = api::LaunchShape {
-                grid: [grid.x, grid.y, grid.z],
-                block: [block.x, block.y, block.z],
-                shared_mem_bytes: config.shared_mem_bytes,
-            };
-            // SAFETY: a CUkernel may be passed as the CUfunction of cuLaunchKernel; the stream is
-            // borrowed by `config`; the caller vouches for `params`.
-            unsafe { api::launch_kernel(driver, self.as_function(), shape, stream, params) }
-        } else {
-            let mut attributes = [driver::CUlaunchAttribute::default(); 2];
-            let mut count = 0;
-            if let Some(cluster) = config.cluster {
-                attributes[count].id = driver::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-                attributes[count].value.clusterDim =
-                    driver::CUlaunchAttributeValue_union__bindgen_ty_1 {
-                        x: cluster.x,
-                        y: cluster.y,
-                        z: cluster.z,
-                    };
-                count += 1;
-            }
-            if config.cooperative {
-                attributes[count].id = driver::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-                attributes[count].value.cooperative = 1;
-                count += 1;
-            }
-            let launch = driver::CUlaunchConfig {
-                gridDimX: grid.x,
-                gridDimY: grid.y,
-                gridDimZ: grid.z,
-                blockDimX: block.x,
-                blockDimY: block.y,
-                blockDimZ: block.z,
-                sharedMemBytes: config.shared_mem_bytes,
-                hStream: stream,
-                attrs: attributes.as_mut_ptr(),
-                numAttrs: count as u32,
-            };
-            // SAFETY: `launch` and its `count` attributes live until the call returns; the
-            // kernel handle is accepted as a CUfunction; the caller vouches for `params`.
-            unsafe { api::launch_kernel_ex(driver, &launch, self.as_function(), params) }
+        let mut attributes = [driver::CUlaunchAttribute::default(); 2];
+        let mut count = 0;
+        if let Some(cluster) = config.cluster {
+            attributes[count].id = driver::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attributes[count].value.clusterDim =
+                driver::CUlaunchAttributeValue_union__bindgen_ty_1 {
+                    x: cluster.x,
+                    y: cluster.y,
+                    z: cluster.z,
+                };
+            count += 1;
+        }
+        if config.cooperative {
+            attributes[count].id = driver::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+            attributes[count].value.cooperative = 1;
+            count += 1;
+        }
+        let launch = driver::CUlaunchConfig {
+            gridDimX: grid.x,
+            gridDimY: grid.y,
+            gridDimZ: grid.z,
+            blockDimX: block.x,
+            blockDimY: block.y,
+            blockDimZ: block.z,
+            sharedMemBytes: config.shared_mem_bytes,
+            hStream: config.stream.map_or(std::ptr::null_mut(), Stream::as_raw),
+            attrs: attributes.as_mut_ptr(),
+            numAttrs: count as u32,
         };
-        status.map_err(|error| self.explain_launch_failure(error, config, &current))
+        // SAFETY: `launch` and its `count` attributes live until the call returns; the kernel
+        // handle is accepted as a CUfunction; the caller vouches for `params`.
+        unsafe { api::launch_kernel_ex(driver, &launch, self.as_function(), params) }
+            .map_err(|error| self.explain_launch_failure(error, config, current))
     }
 
     /// A launch the driver refused for its resources gets the kernel's own limit, when the block
     /// exceeds it; otherwise the driver's error, with the library's JIT logs.
+    #[cold]
+    #[inline(never)]
     fn explain_launch_failure(
         &self,
         error: Error,
