@@ -22,7 +22,9 @@
 //!   (another context may have been made current since the last one);
 //! - **unchecked**: cudyn's `Kernel::launch_unchecked` with that array;
 //! - **checked**: cudyn's `Kernel::launch` with typed arguments, checked against the kernel's
-//!   parameter layout and the device's limits, packed on the stack.
+//!   parameter layout and the device's limits, packed on the stack;
+//! - **cudarc**: cudarc's `launch_builder` per launch, with cudarc's own buffers, as its
+//!   documentation writes it and cudyn-bench measures it (cudarc opens the same fake driver).
 //!
 //! The fake launch copies the arguments into a parameter buffer, as the driver does, so the
 //! paths do the same work but for cudyn's own.
@@ -50,13 +52,17 @@ mod launch_timing;
 use std::ffi::c_void;
 use std::process::{Command, ExitCode};
 
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError, PushKernelArg};
+use cudarc::nvrtc::Ptx;
 use cudyn::sys::driver;
 use cudyn::{DeviceBuffer, DeviceRepr, Kernel, LaunchConfig};
 use fake_driver::{c_params, param_pointer, FakeDriver};
 use launch_timing::{interleaved, median, Burst, RawLauncher};
 
 /// The paths, in the order they are printed.
-const PATHS: [&str; 4] = ["direct", "+ctx", "unchecked", "checked"];
+const PATHS: [&str; 5] = ["direct", "+ctx", "unchecked", "checked", "cudarc"];
 /// The kernels, in the order they are printed: a short name and a label.
 const KERNELS: [(&str, &str); 4] = [
     ("empty", "empty kernel"),
@@ -80,6 +86,9 @@ struct Scale {
     a: f32,
     n: u32,
 }
+
+// SAFETY: a #[repr(C)] struct of plain numbers without padding.
+unsafe impl cudarc::driver::DeviceRepr for Scale {}
 
 /// The 20 scalars of the 21-argument kernel.
 #[rustfmt::skip]
@@ -188,6 +197,49 @@ enum Run<'a> {
     },
 }
 
+/// cudarc's context on the fake driver (the same primary context cudyn uses) and its default
+/// stream.
+struct Cudarc {
+    context: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    config: cudarc::driver::LaunchConfig,
+}
+
+impl Cudarc {
+    fn new() -> Result<Cudarc, String> {
+        let context = CudaContext::new(0).map_err(cudarc_error)?;
+        Ok(Cudarc {
+            stream: context.default_stream(),
+            context,
+            config: cudarc::driver::LaunchConfig {
+                grid_dim: (4, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            },
+        })
+    }
+
+    /// The fake kernel behind `kernel` as cudarc loads it: a module whose text is the kernel
+    /// handle, which the fake driver's module loading understands.
+    fn function(&self, kernel: &Kernel) -> Result<CudaFunction, String> {
+        let module = self
+            .context
+            .load_module(Ptx::from_src(format!("{:x}", kernel.as_raw() as usize)))
+            .map_err(cudarc_error)?;
+        module.load_function("kernel").map_err(cudarc_error)
+    }
+
+    /// `count` floats of cudarc's, never read.
+    fn buffer(&self, count: usize) -> Result<cudarc::driver::CudaSlice<f32>, String> {
+        // SAFETY: never read: the fake driver runs nothing.
+        unsafe { self.stream.alloc::<f32>(count) }.map_err(cudarc_error)
+    }
+}
+
+fn cudarc_error(error: DriverError) -> String {
+    format!("cudarc: {error:?}")
+}
+
 /// `cuCtxGetCurrent` then `cuLaunchKernel`, both through the symbols cudyn resolved.
 #[derive(Clone, Copy)]
 struct Direct {
@@ -226,8 +278,9 @@ fn cudyn_error(error: cudyn::Error) -> String {
     error.to_string()
 }
 
-/// Runs the four paths of the kernel `name` as `run` says: the three that take the argument
-/// array `params`, and `checked`, cudyn's checked launch of the same arguments.
+/// Runs the five paths of the kernel `name` as `run` says: the three that take the argument
+/// array `params`, `checked`, cudyn's checked launch of the same arguments, and `cudarc`,
+/// cudarc's launch of them.
 ///
 /// # Safety
 /// `params` points to one pointer per parameter of `kernel`, each to a value of the parameter's
@@ -239,10 +292,11 @@ unsafe fn row(
     kernel: &Kernel,
     params: *mut *mut c_void,
     checked: impl FnMut() -> cudyn::Result<()>,
+    cudarc: impl FnMut() -> Result<(), DriverError>,
 ) -> Result<(), String> {
     let config = LaunchConfig::for_elements(1024, 256);
-    let mut checked = checked;
-    let mut paths: [Burst<'_>; 4] = [
+    let (mut checked, mut cudarc) = (checked, cudarc);
+    let mut paths: [Burst<'_>; 5] = [
         // SAFETY: the caller's contract; the fake driver only copies the arguments.
         &mut burst(|| unsafe { direct.raw.launch(kernel, &config, params) }),
         // SAFETY: as above.
@@ -250,6 +304,7 @@ unsafe fn row(
         // SAFETY: as above.
         &mut burst(|| unsafe { kernel.launch_unchecked(&config, params) }.map_err(cudyn_error)),
         &mut burst(|| checked().map_err(cudyn_error)),
+        &mut burst(|| cudarc().map_err(cudarc_error)),
     ];
     let (rounds, burst_size) = match run {
         Run::Only {
@@ -287,12 +342,26 @@ unsafe fn row(
     Ok(())
 }
 
-/// Runs the four paths of the four kernels as `run` says.
-fn kernels(run: Run<'_>, direct: Direct) -> Result<(), String> {
+/// cudarc's launch of what `builder` holds.
+///
+/// # Safety
+/// The arguments pushed match the kernel's parameters; the fake driver runs nothing.
+unsafe fn cudarc_launch(
+    cudarc: &Cudarc,
+    builder: &mut cudarc::driver::LaunchArgs<'_>,
+) -> Result<(), DriverError> {
+    // SAFETY: the caller's contract.
+    unsafe { builder.launch(cudarc.config) }.map(drop)
+}
+
+/// Runs the five paths of the four kernels as `run` says.
+fn kernels(run: Run<'_>, direct: Direct, cudarc: &Cudarc) -> Result<(), String> {
     let config = LaunchConfig::for_elements(1024, 256);
+    let stream = &cudarc.stream;
 
     let empty = fake_driver::kernel("empty", &[]);
-    // SAFETY: no parameters.
+    let function = cudarc.function(&empty)?;
+    // SAFETY: no parameters; in this and every launch below, the fake driver runs nothing.
     unsafe {
         row(
             run,
@@ -300,10 +369,8 @@ fn kernels(run: Run<'_>, direct: Direct) -> Result<(), String> {
             direct,
             &empty,
             std::ptr::null_mut(),
-            || {
-                // SAFETY: the fake driver runs nothing.
-                empty.launch(&config, ())
-            },
+            || empty.launch(&config, ()),
+            || cudarc_launch(cudarc, &mut stream.launch_builder(&function)),
         )
     }?;
 
@@ -323,12 +390,29 @@ fn kernels(run: Run<'_>, direct: Direct) -> Result<(), String> {
         param_pointer(&mut values.3),
         param_pointer(&mut values.4),
     ];
+    let function = cudarc.function(&saxpy)?;
+    let (cudarc_x, cudarc_y) = (cudarc.buffer(1024)?, cudarc.buffer(1024)?);
+    let mut cudarc_out = cudarc.buffer(1024)?;
     // SAFETY: five pointers to values of the parameters' sizes, alive during the call.
     unsafe {
-        row(run, KERNELS[1], direct, &saxpy, params.as_mut_ptr(), || {
-            // SAFETY: the fake driver runs nothing.
-            saxpy.launch(&config, (a, &x, &y, &mut out, n))
-        })
+        row(
+            run,
+            KERNELS[1],
+            direct,
+            &saxpy,
+            params.as_mut_ptr(),
+            || saxpy.launch(&config, (a, &x, &y, &mut out, n)),
+            || {
+                let mut builder = stream.launch_builder(&function);
+                builder
+                    .arg(&a)
+                    .arg(&cudarc_x)
+                    .arg(&cudarc_y)
+                    .arg(&mut cudarc_out)
+                    .arg(&n);
+                cudarc_launch(cudarc, &mut builder)
+            },
+        )
     }?;
 
     let mut types = vec![(8, 8)];
@@ -350,6 +434,7 @@ fn kernels(run: Run<'_>, direct: Direct) -> Result<(), String> {
         param_pointer(&mut t.18), param_pointer(&mut t.19),
     ];
     let s = SCALARS;
+    let function = cudarc.function(&args21)?;
     // SAFETY: 21 pointers to values of the parameters' sizes, alive during the call.
     unsafe {
         row(
@@ -360,12 +445,30 @@ fn kernels(run: Run<'_>, direct: Direct) -> Result<(), String> {
             params.as_mut_ptr(),
             || {
                 #[rustfmt::skip]
-            let args = (
-                &out, s.0, s.1, s.2, s.3, s.4, s.5, s.6, s.7, s.8, s.9, s.10, s.11, s.12, s.13,
-                s.14, s.15, s.16, s.17, s.18, s.19,
-            );
-                // SAFETY: the fake driver runs nothing.
+                let args = (
+                    &out, s.0, s.1, s.2, s.3, s.4, s.5, s.6, s.7, s.8, s.9, s.10, s.11, s.12,
+                    s.13, s.14, s.15, s.16, s.17, s.18, s.19,
+                );
                 args21.launch(&config, args)
+            },
+            || {
+                let mut builder = stream.launch_builder(&function);
+                builder.arg(&mut cudarc_out);
+                builder.arg(&s.0).arg(&s.1).arg(&s.2).arg(&s.3).arg(&s.4);
+                builder.arg(&s.5).arg(&s.6).arg(&s.7).arg(&s.8).arg(&s.9);
+                builder
+                    .arg(&s.10)
+                    .arg(&s.11)
+                    .arg(&s.12)
+                    .arg(&s.13)
+                    .arg(&s.14);
+                builder
+                    .arg(&s.15)
+                    .arg(&s.16)
+                    .arg(&s.17)
+                    .arg(&s.18)
+                    .arg(&s.19);
+                cudarc_launch(cudarc, &mut builder)
             },
         )
     }?;
@@ -379,12 +482,22 @@ fn kernels(run: Run<'_>, direct: Direct) -> Result<(), String> {
     };
     let mut raw_value = value;
     let mut params = [param_pointer(&mut raw_value)];
+    let function = cudarc.function(&scale)?;
     // SAFETY: one pointer to a value of the parameter's size, alive during the call.
     unsafe {
-        row(run, KERNELS[3], direct, &scale, params.as_mut_ptr(), || {
-            // SAFETY: the fake driver runs nothing.
-            scale.launch(&config, (value,))
-        })
+        row(
+            run,
+            KERNELS[3],
+            direct,
+            &scale,
+            params.as_mut_ptr(),
+            || scale.launch(&config, (value,)),
+            || {
+                let mut builder = stream.launch_builder(&function);
+                builder.arg(&value);
+                cudarc_launch(cudarc, &mut builder)
+            },
+        )
     }?;
     Ok(())
 }
@@ -456,6 +569,7 @@ fn run() -> Result<(), String> {
         raw: RawLauncher::new()?,
         get_current: api.cuCtxGetCurrent.ok_or("no cuCtxGetCurrent")?,
     };
+    let cudarc = Cudarc::new()?;
     match mode {
         Mode::Only {
             kernel,
@@ -467,7 +581,7 @@ fn run() -> Result<(), String> {
                 path: &path,
                 launches,
             };
-            kernels(run, direct)
+            kernels(run, direct, &cudarc)
         }
         Mode::Time {
             rounds,
@@ -489,7 +603,7 @@ fn run() -> Result<(), String> {
                     "{} caches, median of {rounds} interleaved bursts of {burst}:",
                     if cold_caches { "cold" } else { "warm" },
                 );
-                kernels(Run::Timed { rounds, burst }, direct)?;
+                kernels(Run::Timed { rounds, burst }, direct, &cudarc)?;
             }
             Ok(())
         }

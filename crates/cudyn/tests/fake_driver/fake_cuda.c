@@ -7,7 +7,9 @@
  * A kernel handle is the address of a `struct fake_kernel` the caller built (see mod.rs beside
  * this file, which wraps it with cudyn's `Kernel::from_raw`): its parameter layout is what
  * cuKernelGetParamInfo reports, and cuLaunchKernel copies that many argument bytes into a
- * parameter buffer, as the real driver does, so that a launch reads every argument.
+ * parameter buffer, as the real driver does, so that a launch reads every argument. A module
+ * (for cudarc, which loads modules) is loaded from the text of such an address in hexadecimal,
+ * and its one function is that kernel, whatever name is asked for.
  *
  * Every entry point counts its calls on the calling thread; fake_cuda_calls(name) reads one
  * count and fake_cuda_total_calls() all of them, which lets a test assert exactly which driver
@@ -19,6 +21,8 @@
  * caches hold. */
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef int CUresult;
@@ -58,7 +62,9 @@ struct fake_context {
     X(cuCtxPopCurrent_v2) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuMemAlloc_v2)               \
     X(cuMemFree_v2) X(cuMemsetD8_v2) X(cuKernelGetName) X(cuKernelGetParamInfo)                \
     X(cuKernelGetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel)    \
-    X(cuLaunchKernelEx)
+    X(cuLaunchKernelEx) X(cuDevicePrimaryCtxRelease_v2) X(cuModuleLoadData)                    \
+    X(cuModuleGetFunction) X(cuModuleUnload) X(cuStreamSynchronize) X(cuStreamWaitEvent)        \
+    X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventDestroy_v2)
 
 #define FAKE_SLOT(name) SLOT_##name,
 enum { FAKE_CALLS(FAKE_SLOT) SLOT_COUNT };
@@ -322,6 +328,86 @@ CUresult cuMemsetD8_v2(unsigned long long pointer, unsigned char value, size_t b
     (void)value;
     (void)bytes;
     return pointer == 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+    COUNT(cuDevicePrimaryCtxRelease_v2);
+    REQUIRE_INIT();
+    REQUIRE_DEVICE(device);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadData(const struct fake_kernel **module, const char *image) {
+    COUNT(cuModuleLoadData);
+    REQUIRE_CONTEXT();
+    char *end = NULL;
+    unsigned long long address = strtoull(image, &end, 16);
+    if (address == 0 || end == image) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *module = (const struct fake_kernel *)(uintptr_t)address;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(const struct fake_kernel **function, const struct fake_kernel *module,
+                             const char *name) {
+    COUNT(cuModuleGetFunction);
+    REQUIRE_CONTEXT();
+    if (module == NULL || name == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    *function = module;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(const struct fake_kernel *module) {
+    COUNT(cuModuleUnload);
+    REQUIRE_INIT();
+    return module == NULL ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream stream) {
+    COUNT(cuStreamSynchronize);
+    REQUIRE_CONTEXT();
+    (void)stream;
+    return CUDA_SUCCESS;
+}
+
+/* Events record nothing: there is no work to wait for. */
+static char event_storage;
+
+CUresult cuEventCreate(void **event, unsigned int flags) {
+    COUNT(cuEventCreate);
+    REQUIRE_CONTEXT();
+    (void)flags;
+    *event = &event_storage;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(void *event, CUstream stream) {
+    COUNT(cuEventRecord);
+    REQUIRE_CONTEXT();
+    (void)stream;
+    return event == NULL ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+
+CUresult cuEventSynchronize(void *event) {
+    COUNT(cuEventSynchronize);
+    REQUIRE_INIT();
+    return event == NULL ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy_v2(void *event) {
+    COUNT(cuEventDestroy_v2);
+    REQUIRE_INIT();
+    return event == NULL ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream stream, void *event, unsigned int flags) {
+    COUNT(cuStreamWaitEvent);
+    REQUIRE_CONTEXT();
+    (void)stream;
+    return event == NULL || flags != 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 CUresult cuKernelGetName(const char **name, const struct fake_kernel *kernel) {

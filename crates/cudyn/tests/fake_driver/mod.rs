@@ -111,7 +111,17 @@ fn compile(folder: &Path, output: &Path) -> Result<(), String> {
     std::fs::write(&source, SOURCE).map_err(|e| format!("{}: {e}", source.display()))?;
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
     let status = Command::new(&compiler)
-        .args(["-O2", "-shared", "-fPIC", "-Wall", "-Werror", "-o"])
+        // The soname lets a library that opens `libcuda.so.1` by name (cudarc) find this one,
+        // already loaded.
+        .args([
+            "-O2",
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libcuda.so.1",
+            "-Wall",
+            "-Werror",
+            "-o",
+        ])
         .arg(output)
         .arg(&source)
         .status()
