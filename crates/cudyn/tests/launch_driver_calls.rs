@@ -93,8 +93,8 @@ fn a_checked_launch_calls_the_driver_twice_whatever_its_arguments() {
 
     let empty = fake_driver::kernel("empty", &[]);
     let calls = calls_of(100, || {
-        // SAFETY (every launch of this file): the fake driver runs nothing; it only copies the
-        // arguments, which have the kernel's layout (or are refused before it).
+        // SAFETY: the fake driver runs nothing; it only copies the arguments, which have the
+        // kernel's layout (or are refused before it). The same holds for every launch below.
         unsafe { empty.launch(&config, ()) }
     });
     assert_two_calls_per_launch("empty kernel", calls, 100);
@@ -245,7 +245,7 @@ fn a_launch_is_checked_against_the_device_of_the_context_current_at_that_launch(
             "{error:?}"
         )
     };
-    // SAFETY (every launch here): the fake driver runs nothing.
+    // SAFETY: the fake driver runs nothing.
     unsafe { empty.launch(&config, ()) }.expect("device 0 runs blocks of 1024 threads");
 
     cudyn::set_device(1).unwrap();
