@@ -261,3 +261,41 @@ fn a_launch_is_checked_against_the_device_of_the_context_current_at_that_launch(
     // SAFETY: as above.
     unsafe { empty.launch(&LaunchConfig::new(1, 512), ()) }.expect("512 threads fit device 1");
 }
+
+#[test]
+fn a_remembered_match_lets_no_other_arguments_through() {
+    fake();
+    let config = LaunchConfig::for_elements(1024, 256);
+    let x = DeviceBuffer::<f32>::alloc(1024).unwrap();
+    let saxpy = saxpy();
+    let (a, n, x_arg) = (2.0f32, 1024u64, &x);
+    let before = fake().calls("cuLaunchKernel");
+    for round in 0..3 {
+        // SAFETY: the fake driver runs nothing.
+        unsafe { saxpy.launch(&config, (a, &x, &x, &x, n)) }.expect("the matching tuple");
+        // Same count, the last argument 4 bytes instead of 8; then the first 8 instead of 4.
+        // SAFETY: as above.
+        let error = unsafe { saxpy.launch(&config, (a, &x, &x, &x, 1024u32)) }.unwrap_err();
+        assert!(
+            matches!(error, Error::LaunchArguments { .. }),
+            "{round}: {error:?}"
+        );
+        // SAFETY: as above.
+        let error = unsafe { saxpy.launch(&config, (2.0f64, &x, &x, &x, n)) }.unwrap_err();
+        assert!(
+            matches!(error, Error::LaunchArguments { .. }),
+            "{round}: {error:?}"
+        );
+        let matching = cudyn::args![a, x_arg, x_arg, x_arg, n];
+        // SAFETY: as above.
+        unsafe { saxpy.launch(&config, &matching) }.expect("the matching list");
+        let shifted = cudyn::args![a, 7u32, x_arg, x_arg, n];
+        // SAFETY: as above.
+        let error = unsafe { saxpy.launch(&config, &shifted) }.unwrap_err();
+        assert!(
+            matches!(error, Error::LaunchArguments { .. }),
+            "{round}: {error:?}"
+        );
+    }
+    assert_eq!(fake().calls("cuLaunchKernel") - before, 6);
+}

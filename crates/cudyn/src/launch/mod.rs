@@ -70,6 +70,7 @@ mod check;
 mod config;
 
 use std::ffi::c_void;
+use std::sync::atomic::Ordering;
 
 pub use args::{ArgList, KernelArg, KernelArgs, INLINE_ARGS};
 pub use check::{check_arguments, ArgumentMismatch};
@@ -118,10 +119,14 @@ impl Kernel {
     /// uses is freed and no other work races with it on that memory.
     #[inline]
     pub unsafe fn launch<A: KernelArgs>(&self, config: &LaunchConfig<'_>, args: A) -> Result<()> {
+        let layouts = match args.static_layouts() {
+            Some(layouts) => Layouts::Static(layouts),
+            None => Layouts::Transient(args.layouts()),
+        };
         args.with_pointers(|pointers| {
             // SAFETY: `KernelArgs` gives one pointer per layout, each to the argument's value,
             // alive for this call; the caller keeps the launch-safety contract.
-            unsafe { self.launch_checked(config, args.layouts(), pointers) }
+            unsafe { self.launch_checked(config, layouts, pointers) }
         })
     }
 
@@ -135,13 +140,11 @@ impl Kernel {
     unsafe fn launch_checked(
         &self,
         config: &LaunchConfig<'_>,
-        layouts: &[ParamLayout],
+        layouts: Layouts<'_>,
         pointers: *mut *mut c_void,
     ) -> Result<()> {
         let params = self.params()?;
-        if let Err(mismatch) = check_arguments(params, layouts) {
-            return Err(self.arguments_error(mismatch));
-        }
+        self.check_layouts(params, layouts)?;
         let current = context::current()?;
         self.check_config(config, &current)?;
         // SAFETY: the pointers match the kernel's parameters in number and size (checked
@@ -165,6 +168,33 @@ impl Kernel {
         let current = context::current()?;
         // SAFETY: the caller's contract.
         unsafe { self.launch_on(&current, config, params) }
+    }
+
+    /// The argument check: `layouts` against the kernel's `params`. A list that lives as long as
+    /// the program and was found equal to `params` before is equal now (neither ever changes):
+    /// it is recognized by its address and length, and not compared again.
+    #[inline]
+    fn check_layouts(&self, params: &[ParamLayout], layouts: Layouts<'_>) -> Result<()> {
+        let (layouts, program_long) = match layouts {
+            Layouts::Static(layouts) => (layouts, true),
+            Layouts::Transient(layouts) => (layouts, false),
+        };
+        let matched = self.matched_layouts();
+        let start = layouts.as_ptr().cast_mut();
+        // The length is the kernel's, so the address and the length are the list that matched.
+        if program_long
+            & (layouts.len() == params.len())
+            & (matched.load(Ordering::Relaxed) == start)
+        {
+            return Ok(());
+        }
+        if let Err(mismatch) = check_arguments(params, layouts) {
+            return Err(self.arguments_error(mismatch));
+        }
+        if program_long {
+            matched.store(start, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     #[cold]
@@ -360,4 +390,13 @@ impl Kernel {
         }
         self.with_library_log(error)
     }
+}
+
+/// The layouts of a launch's arguments, and whether they live as long as the program.
+#[derive(Clone, Copy)]
+enum Layouts<'a> {
+    /// A list that lives, unchanged, as long as the program ([`KernelArgs::static_layouts`]).
+    Static(&'static [ParamLayout]),
+    /// A list that lives as long as the arguments.
+    Transient(&'a [ParamLayout]),
 }
