@@ -17,9 +17,12 @@
 //!
 //! The launch path allocates nothing up to [`INLINE_ARGS`] arguments: the kernel's layout and
 //! the device limits are cached after the first launch, a tuple's layout is computed at compile
-//! time, and the argument pointers are packed on the stack. Launches go to the driver's
-//! `cuLaunchKernel` on the kernel handle (the runtime's `cudaLaunchKernel` ends there too), or
-//! `cuLaunchKernelEx` for clusters and cooperative launches.
+//! time (and once found equal to a kernel's layout, recognized by its address afterwards), and
+//! the argument pointers are packed on the stack. Besides the launch, the only driver call of a
+//! launch is `cuCtxGetCurrent`, since another context may have been made current since the
+//! last one. Launches go to the driver's `cuLaunchKernel` on the kernel handle (the runtime's
+//! `cudaLaunchKernel` ends there too), or `cuLaunchKernelEx` for clusters and cooperative
+//! launches.
 //!
 //! # The launch-safety contract
 //!
