@@ -45,9 +45,10 @@ use crate::sys::driver::{CUcontext, Driver};
 thread_local! {
     /// The device chosen with `set_device` on this thread, used when no context is current.
     static THREAD_DEVICE: Cell<usize> = const { Cell::new(0) };
-    /// The last context seen current on this thread and its device, so that the launch path
-    /// asks the driver only for the current context, not for its device and limits.
-    static SEEN: Cell<Option<(usize, Device, &'static DeviceLimits)>> = const { Cell::new(None) };
+    /// The last context seen current on this thread, with the driver, its device and limits:
+    /// while it stays current, a call that needs a context (every launch) asks the driver for
+    /// the current context alone, and reads nothing else but this thread-local.
+    static SEEN: Cell<Option<Current>> = const { Cell::new(None) };
 }
 
 /// The primary contexts retained by cudyn, as addresses (a raw pointer is not `Sync`).
@@ -111,8 +112,24 @@ pub fn synchronize() -> Result<()> {
 /// Makes sure a context is current on this thread and says which device it belongs to.
 ///
 /// This is on the launch path: when the current context is the one seen last on this thread, it
-/// costs one `cuCtxGetCurrent`, which reads a thread-local in the driver.
+/// costs one `cuCtxGetCurrent`, which reads a thread-local in the driver, and the read of one
+/// thread-local here; the driver was initialized when that context was first seen.
+#[inline]
 pub(crate) fn current() -> Result<Current> {
+    if let Some(seen) = SEEN.with(Cell::get) {
+        if api::context_get_current(seen.driver)? == seen.context {
+            return Ok(seen);
+        }
+    }
+    current_from_driver()
+}
+
+/// [`current`] when the current context is not the one seen last on this thread (or none was
+/// seen yet): makes the thread's device's primary context current if none is, and asks the
+/// driver for the context's device and limits.
+#[cold]
+#[inline(never)]
+fn current_from_driver() -> Result<Current> {
     let driver = initialized_driver()?;
     let mut context = api::context_get_current(driver)?;
     if context.is_null() {
@@ -121,25 +138,20 @@ pub(crate) fn current() -> Result<Current> {
         // SAFETY: a retained primary context stays valid for the life of the process.
         unsafe { api::context_set_current(driver, context) }?;
     }
-    if let Some((seen, device, limits)) = SEEN.with(Cell::get) {
-        if seen == context as usize {
-            return Ok(Current {
-                driver,
-                context,
-                device,
-                limits,
-            });
+    if let Some(seen) = SEEN.with(Cell::get) {
+        if seen.context == context {
+            return Ok(seen);
         }
     }
     let device = Device::from_raw(api::context_device(driver)?)?;
-    let limits = device.limits()?;
-    SEEN.with(|slot| slot.set(Some((context as usize, device, limits))));
-    Ok(Current {
+    let current = Current {
         driver,
         context,
         device,
-        limits,
-    })
+        limits: device.limits()?,
+    };
+    SEEN.with(|slot| slot.set(Some(current)));
+    Ok(current)
 }
 
 /// Runs `call` with `context` current on this thread, then restores the thread's previous

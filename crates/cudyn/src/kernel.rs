@@ -5,6 +5,7 @@
 
 use std::ffi::c_void;
 use std::path::Path;
+use std::sync::atomic::AtomicPtr;
 use std::sync::{Arc, OnceLock};
 
 use crate::api::driver as api;
@@ -48,6 +49,9 @@ struct Inner {
     library: Option<Library>,
     name: SuccessCache<String>,
     params: SuccessCache<Box<[ParamLayout]>>,
+    /// The start of the last program-long argument layout list found equal to `params`
+    /// (see `KernelArgs::static_layouts`); null when none was.
+    matched_layouts: AtomicPtr<ParamLayout>,
 }
 
 // SAFETY: a kernel handle is context-independent and not tied to a host thread; the driver's
@@ -182,6 +186,7 @@ impl Kernel {
                 library,
                 name,
                 params: SuccessCache::new(),
+                matched_layouts: AtomicPtr::new(std::ptr::null_mut()),
             }),
         }
     }
@@ -299,6 +304,12 @@ impl Kernel {
         Ok(name)
     }
 
+    /// The start of the last program-long argument layout list found equal to the kernel's
+    /// parameters, which the launch reads and sets.
+    pub(crate) fn matched_layouts(&self) -> &AtomicPtr<ParamLayout> {
+        &self.inner.matched_layouts
+    }
+
     /// The kernel's name for messages, even when it cannot be read.
     pub(crate) fn display_name(&self) -> String {
         self.name()
@@ -309,6 +320,7 @@ impl Kernel {
     /// order. Read from the driver once per kernel handle; with a driver older than 12.4, which
     /// lacks that query, read offline from the device code the library was loaded from. A
     /// failure is not kept: the next call asks again.
+    #[inline]
     pub fn params(&self) -> Result<&[ParamLayout]> {
         let params = self.inner.params.get_or_fetch(|| self.query_params())?;
         Ok(params)

@@ -17,12 +17,15 @@ use crate::sys::{self, call};
 pub(crate) fn initialized() -> Result<&'static Driver> {
     static INIT: OnceLock<Result<()>> = OnceLock::new();
     let driver = sys::driver()?;
-    INIT.get_or_init(|| {
+    let init = INIT.get_or_init(|| {
         // SAFETY: cuInit takes flags, which must be 0.
         unsafe { call!(driver, cuInit(0)) }
-    })
-    .clone()?;
-    Ok(driver)
+    });
+    // A failure is cloned (kept for the next caller); a success costs no clone.
+    match init {
+        Ok(()) => Ok(driver),
+        Err(error) => Err(error.clone()),
+    }
 }
 
 /// `cuDeviceGetCount`.
@@ -88,6 +91,7 @@ pub(crate) fn primary_context_retain(driver: &Driver, device: CUdevice) -> Resul
 }
 
 /// `cuCtxGetCurrent`: the calling thread's current context, null when it has none.
+#[inline]
 pub(crate) fn context_get_current(driver: &Driver) -> Result<CUcontext> {
     let mut context = std::ptr::null_mut();
     // SAFETY: writes one pointer.

@@ -64,12 +64,21 @@ pointer_arg!(
 ///
 /// # Safety
 /// [`KernelArgs::layouts`] is the C layout of the arguments' values, one entry per argument in
-/// order, and [`KernelArgs::with_pointers`] hands its closure exactly that many pointers, pointer
-/// `i` to `layouts()[i].size` readable bytes holding argument `i`'s value, all valid while the
-/// closure runs.
+/// order; [`KernelArgs::static_layouts`], when it is `Some`, equals that list; and
+/// [`KernelArgs::with_pointers`] hands its closure exactly that many pointers, pointer `i` to
+/// `layouts()[i].size` readable bytes holding argument `i`'s value, all valid while the closure
+/// runs.
 pub unsafe trait KernelArgs {
     /// Where each argument's value lies in the parameter buffer, in order.
     fn layouts(&self) -> &[ParamLayout];
+    /// [`KernelArgs::layouts`] when it is a list that lives, unchanged, as long as the program:
+    /// a tuple's, computed at compile time. A kernel remembers the last such list found to match
+    /// its parameters, and a launch with that very list needs no comparison. `None` (always
+    /// compare) unless implemented.
+    #[inline]
+    fn static_layouts(&self) -> Option<&'static [ParamLayout]> {
+        None
+    }
     /// Calls `launch` with an array of pointers to the arguments' values, as `cuLaunchKernel`
     /// takes them (the driver only reads the array).
     fn with_pointers<R>(&self, launch: impl FnOnce(*mut *mut c_void) -> R) -> R;
@@ -79,6 +88,10 @@ pub unsafe trait KernelArgs {
 unsafe impl<A: KernelArgs> KernelArgs for &A {
     fn layouts(&self) -> &[ParamLayout] {
         (**self).layouts()
+    }
+    #[inline]
+    fn static_layouts(&self) -> Option<&'static [ParamLayout]> {
+        (**self).static_layouts()
     }
     fn with_pointers<R>(&self, launch: impl FnOnce(*mut *mut c_void) -> R) -> R {
         (**self).with_pointers(launch)
@@ -90,6 +103,10 @@ unsafe impl KernelArgs for () {
     fn layouts(&self) -> &[ParamLayout] {
         &[]
     }
+    #[inline]
+    fn static_layouts(&self) -> Option<&'static [ParamLayout]> {
+        Some(&[])
+    }
     fn with_pointers<R>(&self, launch: impl FnOnce(*mut *mut c_void) -> R) -> R {
         launch([].as_mut_ptr())
     }
@@ -99,12 +116,17 @@ unsafe impl KernelArgs for () {
 /// growing the list of elements one at a time.
 macro_rules! tuple_args {
     (@impl $($name:ident $index:tt)*) => {
-        // SAFETY: the layouts are the C layout of the elements' own layouts, and there is one
-        // pointer per element, in order, each from the element's `KernelArg::param`.
+        // SAFETY: the layouts are the C layout of the elements' own layouts (the same constant
+        // expression in both methods), and there is one pointer per element, in order, each
+        // from the element's `KernelArg::param`.
         unsafe impl<$($name: KernelArg),*> KernelArgs for ($($name,)*) {
             #[inline]
             fn layouts(&self) -> &[ParamLayout] {
                 const { &ParamLayout::c_layout([$($name::LAYOUT),*]) }
+            }
+            #[inline]
+            fn static_layouts(&self) -> Option<&'static [ParamLayout]> {
+                Some(const { &ParamLayout::c_layout([$($name::LAYOUT),*]) })
             }
             #[inline]
             fn with_pointers<R>(&self, launch: impl FnOnce(*mut *mut c_void) -> R) -> R {

@@ -87,26 +87,48 @@ impl std::error::Error for ArgumentMismatch {}
 /// Float4([f32; 4])`.
 ///
 /// Pure and allocation-free, so it runs on every launch: when everything matches it is one
-/// pass comparing two slices.
+/// pass over the two lists' words.
+#[inline]
 pub fn check_arguments(
     params: &[ParamLayout],
     args: &[ParamLayout],
 ) -> Result<(), ArgumentMismatch> {
-    // Every element compared, without an early exit: a launch that passes pays one predictable
-    // branch for the whole list rather than one per parameter.
-    let same = params.len() == args.len()
-        && params
+    let (params_words, args_words) = (as_words(params), as_words(args));
+    // Every word compared, without an early exit (one predictable branch for the whole list)
+    // and without a call to `memcmp`: glibc's vectorized forms touch even an empty slice's
+    // dangling address with masked loads, which cost 120 ns instead of 2 on a Xeon (a fault
+    // suppressed by microcode), and a kernel without parameters has an empty layout.
+    let same = params_words.len() == args_words.len()
+        && params_words
             .iter()
-            .zip(args)
-            .fold(true, |same, (param, arg)| same & (param == arg));
+            .zip(args_words)
+            .fold(0, |differences, (param, arg)| differences | (param ^ arg))
+            == 0;
     if same {
         return Ok(());
     }
     first_difference(params, args).map_or(Ok(()), Err)
 }
 
+// A `ParamLayout` is two words and nothing else: no padding, every byte initialized.
+const _: () = assert!(
+    std::mem::size_of::<ParamLayout>() == 2 * std::mem::size_of::<usize>()
+        && std::mem::align_of::<ParamLayout>() == std::mem::align_of::<usize>()
+);
+
+/// The layouts as the words they consist of (two per layout, in the same order in every
+/// layout): two lists of layouts are equal exactly when their words are, and words compare
+/// several at a time (vectorized), where layouts compare field by field.
+#[inline]
+fn as_words(layouts: &[ParamLayout]) -> &[usize] {
+    // SAFETY: a ParamLayout is exactly two initialized usize fields (asserted above), so `len`
+    // layouts are `2 * len` initialized words, aligned as usize, borrowed as long as `layouts`.
+    unsafe { std::slice::from_raw_parts(layouts.as_ptr().cast::<usize>(), 2 * layouts.len()) }
+}
+
 /// The first difference between two layouts, in the order [`check_arguments`] names them.
 #[cold]
+#[inline(never)]
 fn first_difference(params: &[ParamLayout], args: &[ParamLayout]) -> Option<ArgumentMismatch> {
     if params.len() != args.len() {
         return Some(ArgumentMismatch::Count {

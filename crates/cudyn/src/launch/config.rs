@@ -19,6 +19,7 @@ pub struct Dim3 {
 
 impl Dim3 {
     /// The number of elements (threads or blocks) the dimensions span.
+    #[inline]
     pub fn volume(&self) -> u64 {
         u64::from(self.x) * u64::from(self.y) * u64::from(self.z)
     }
@@ -298,16 +299,14 @@ pub fn check_config(
 /// Whether a configuration without clusters is within every limit: the launch path's common
 /// case, decided without branching on each limit (`&` evaluates them all) and without building
 /// an error. Anything else goes to [`first_violation`], which finds and names the problem.
-fn within_limits(config: &LaunchConfig<'_>, limits: &DeviceLimits) -> bool {
-    let (grid, block) = (config.grid, config.block);
+#[inline]
+pub(crate) fn within_limits(config: &LaunchConfig<'_>, limits: &DeviceLimits) -> bool {
+    // `extent - 1 < max` (wrapping) is `1 <= extent <= max` in one comparison.
+    let within = |extent: u32, max: u32| extent.wrapping_sub(1) < max;
     let dims = |dims: Dim3, max: [u32; 3]| {
-        (dims.x != 0)
-            & (dims.y != 0)
-            & (dims.z != 0)
-            & (dims.x <= max[0])
-            & (dims.y <= max[1])
-            & (dims.z <= max[2])
+        within(dims.x, max[0]) & within(dims.y, max[1]) & within(dims.z, max[2])
     };
+    let (grid, block) = (config.grid, config.block);
     dims(grid, limits.max_grid)
         & dims(block, limits.max_block)
         & (block.volume() <= u64::from(limits.max_threads_per_block))
@@ -318,6 +317,8 @@ fn within_limits(config: &LaunchConfig<'_>, limits: &DeviceLimits) -> bool {
 
 /// The first limit `config` exceeds, in the order users think of them, or `Ok` when there is
 /// none.
+#[cold]
+#[inline(never)]
 fn first_violation(
     config: &LaunchConfig<'_>,
     limits: &DeviceLimits,

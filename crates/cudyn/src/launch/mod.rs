@@ -17,9 +17,12 @@
 //!
 //! The launch path allocates nothing up to [`INLINE_ARGS`] arguments: the kernel's layout and
 //! the device limits are cached after the first launch, a tuple's layout is computed at compile
-//! time, and the argument pointers are packed on the stack. Launches go to the driver's
-//! `cuLaunchKernel` on the kernel handle (the runtime's `cudaLaunchKernel` ends there too), or
-//! `cuLaunchKernelEx` for clusters and cooperative launches.
+//! time (and once found equal to a kernel's layout, recognized by its address afterwards), and
+//! the argument pointers are packed on the stack. Besides the launch, the only driver call of a
+//! launch is `cuCtxGetCurrent`, since another context may have been made current since the
+//! last one. Launches go to the driver's `cuLaunchKernel` on the kernel handle (the runtime's
+//! `cudaLaunchKernel` ends there too), or `cuLaunchKernelEx` for clusters and cooperative
+//! launches.
 //!
 //! # The launch-safety contract
 //!
@@ -70,9 +73,11 @@ mod check;
 mod config;
 
 use std::ffi::c_void;
+use std::sync::atomic::Ordering;
 
 pub use args::{ArgList, KernelArg, KernelArgs, INLINE_ARGS};
 pub use check::{check_arguments, ArgumentMismatch};
+use config::within_limits;
 pub use config::{check_config, check_cooperative_grid, ConfigViolation, Dim3, LaunchConfig};
 
 use crate::api::driver as api;
@@ -81,7 +86,6 @@ use crate::error::{Error, Result};
 use crate::kernel::{Kernel, KernelAttribute};
 #[cfg(doc)]
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
-#[cfg(doc)]
 use crate::param::ParamLayout;
 use crate::stream::Stream;
 use crate::sys::driver;
@@ -116,22 +120,39 @@ impl Kernel {
     /// memory only inside the buffers and views it is given, writes only through those lent
     /// mutably (`&mut DeviceBuffer`, [`DeviceSliceMut`]), and until it completes no memory it
     /// uses is freed and no other work races with it on that memory.
+    #[inline]
     pub unsafe fn launch<A: KernelArgs>(&self, config: &LaunchConfig<'_>, args: A) -> Result<()> {
+        let layouts = match args.static_layouts() {
+            Some(layouts) => Layouts::Static(layouts),
+            None => Layouts::Transient(args.layouts()),
+        };
+        args.with_pointers(|pointers| {
+            // SAFETY: `KernelArgs` gives one pointer per layout, each to the argument's value,
+            // alive for this call; the caller keeps the launch-safety contract.
+            unsafe { self.launch_checked(config, layouts, pointers) }
+        })
+    }
+
+    /// The work of [`Kernel::launch`] that does not depend on the arguments' types, once for
+    /// every type: the checks, then the launch.
+    ///
+    /// # Safety
+    /// `pointers` holds one pointer per entry of `layouts`, pointer `i` to `layouts[i].size`
+    /// bytes of argument `i`'s value, valid for the call; the launch-safety contract of
+    /// [`crate::launch`] holds.
+    unsafe fn launch_checked(
+        &self,
+        config: &LaunchConfig<'_>,
+        layouts: Layouts<'_>,
+        pointers: *mut *mut c_void,
+    ) -> Result<()> {
         let params = self.params()?;
-        if let Err(mismatch) = check_arguments(params, args.layouts()) {
-            return Err(Error::LaunchArguments {
-                kernel: self.display_name(),
-                mismatch,
-            });
-        }
+        self.check_layouts(params, layouts)?;
         let current = context::current()?;
         self.check_config(config, &current)?;
-        args.with_pointers(|pointers| {
-            // SAFETY: the pointers match the kernel's parameters in number and size (checked
-            // above) and point into `args`, alive for this call; the caller keeps the rest of
-            // the contract.
-            unsafe { self.launch_on(current, config, pointers) }
-        })
+        // SAFETY: the pointers match the kernel's parameters in number and size (checked
+        // above); the caller vouches for the rest.
+        unsafe { self.launch_on(&current, config, pointers) }
     }
 
     /// Launches the kernel with no check at all: the escape hatch for arguments cudyn cannot
@@ -141,6 +162,7 @@ impl Kernel {
     /// `params` points to one pointer per kernel parameter, each to a value of exactly the
     /// parameter's size, valid for the call; `config` is within the device's limits; and the
     /// launch-safety contract of [`crate::launch`] holds, as for [`Kernel::launch`].
+    #[inline]
     pub unsafe fn launch_unchecked(
         &self,
         config: &LaunchConfig<'_>,
@@ -148,21 +170,66 @@ impl Kernel {
     ) -> Result<()> {
         let current = context::current()?;
         // SAFETY: the caller's contract.
-        unsafe { self.launch_on(current, config, params) }
+        unsafe { self.launch_on(&current, config, params) }
     }
 
+    /// The argument check: `layouts` against the kernel's `params`. A list that lives as long as
+    /// the program and was found equal to `params` before is equal now (neither ever changes):
+    /// it is recognized by its address and length, and not compared again.
+    #[inline]
+    fn check_layouts(&self, params: &[ParamLayout], layouts: Layouts<'_>) -> Result<()> {
+        let (layouts, program_long) = match layouts {
+            Layouts::Static(layouts) => (layouts, true),
+            Layouts::Transient(layouts) => (layouts, false),
+        };
+        let matched = self.matched_layouts();
+        let start = layouts.as_ptr().cast_mut();
+        // The length is the kernel's, so the address and the length are the list that matched.
+        if program_long
+            & (layouts.len() == params.len())
+            & (matched.load(Ordering::Relaxed) == start)
+        {
+            return Ok(());
+        }
+        if let Err(mismatch) = check_arguments(params, layouts) {
+            return Err(self.arguments_error(mismatch));
+        }
+        if program_long {
+            matched.store(start, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn arguments_error(&self, mismatch: ArgumentMismatch) -> Error {
+        Error::LaunchArguments {
+            kernel: self.display_name(),
+            mismatch,
+        }
+    }
+
+    /// The configuration check of every launch: the common launch (within the device's limits,
+    /// no more shared memory than a block gets without opting in, not cooperative) is decided
+    /// by one test; anything else is checked in full out of line.
+    #[inline]
     fn check_config(&self, config: &LaunchConfig<'_>, current: &Current) -> Result<()> {
+        let limits = current.limits;
+        if within_limits(config, limits)
+            & (config.shared_mem_bytes <= limits.max_shared_per_block)
+            & !config.cooperative
+        {
+            return Ok(());
+        }
+        self.check_config_in_full(config, current)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_config_in_full(&self, config: &LaunchConfig<'_>, current: &Current) -> Result<()> {
         let violation = match check_config(config, current.limits) {
             Err(violation) => Some(violation),
-            // One branch for both checks that ask the driver, so that the common launch pays
-            // for neither.
-            Ok(())
-                if (config.shared_mem_bytes > current.limits.max_shared_per_block)
-                    | config.cooperative =>
-            {
-                self.violation_per_kernel(config, current)?
-            }
-            Ok(()) => None,
+            Ok(()) => self.violation_per_kernel(config, current)?,
         };
         match violation {
             Some(violation) => Err(Error::LaunchConfig {
@@ -215,63 +282,88 @@ impl Kernel {
 
     /// # Safety
     /// As [`Kernel::launch_unchecked`]; a context is current (`current`).
+    #[inline]
     unsafe fn launch_on(
         &self,
-        current: Current,
+        current: &Current,
+        config: &LaunchConfig<'_>,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        if config.cluster.is_some() | config.cooperative {
+            // SAFETY: the caller's contract.
+            return unsafe { self.launch_with_attributes(current, config, params) };
+        }
+        let (grid, block) = (config.grid, config.block);
+        let shape = api::LaunchShape {
+            grid: [grid.x, grid.y, grid.z],
+            block: [block.x, block.y, block.z],
+            shared_mem_bytes: config.shared_mem_bytes,
+        };
+        let stream = config.stream.map_or(std::ptr::null_mut(), Stream::as_raw);
+        // SAFETY: a CUkernel may be passed as the CUfunction of cuLaunchKernel; the stream is
+        // borrowed by `config`; the caller vouches for `params`.
+        let status = unsafe {
+            api::launch_kernel(current.driver, self.as_function(), shape, stream, params)
+        };
+        match status {
+            Ok(()) => Ok(()),
+            Err(error) => Err(self.explain_launch_failure(error, config, current)),
+        }
+    }
+
+    /// A launch with clusters or a cooperative one: `cuLaunchKernelEx` with its attributes.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch_on`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn launch_with_attributes(
+        &self,
+        current: &Current,
         config: &LaunchConfig<'_>,
         params: *mut *mut c_void,
     ) -> Result<()> {
         let driver = current.driver;
-        let stream = config.stream.map_or(std::ptr::null_mut(), Stream::as_raw);
         let (grid, block) = (config.grid, config.block);
-        let status = if config.cluster.is_none() && !config.cooperative {
-            let shape = api::LaunchShape {
-                grid: [grid.x, grid.y, grid.z],
-                block: [block.x, block.y, block.z],
-                shared_mem_bytes: config.shared_mem_bytes,
-            };
-            // SAFETY: a CUkernel may be passed as the CUfunction of cuLaunchKernel; the stream is
-            // borrowed by `config`; the caller vouches for `params`.
-            unsafe { api::launch_kernel(driver, self.as_function(), shape, stream, params) }
-        } else {
-            let mut attributes = [driver::CUlaunchAttribute::default(); 2];
-            let mut count = 0;
-            if let Some(cluster) = config.cluster {
-                attributes[count].id = driver::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-                attributes[count].value.clusterDim =
-                    driver::CUlaunchAttributeValue_union__bindgen_ty_1 {
-                        x: cluster.x,
-                        y: cluster.y,
-                        z: cluster.z,
-                    };
-                count += 1;
-            }
-            if config.cooperative {
-                attributes[count].id = driver::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-                attributes[count].value.cooperative = 1;
-                count += 1;
-            }
-            let launch = driver::CUlaunchConfig {
-                gridDimX: grid.x,
-                gridDimY: grid.y,
-                gridDimZ: grid.z,
-                blockDimX: block.x,
-                blockDimY: block.y,
-                blockDimZ: block.z,
-                sharedMemBytes: config.shared_mem_bytes,
-                hStream: stream,
-                attrs: attributes.as_mut_ptr(),
-                numAttrs: count as u32,
-            };
-            // SAFETY: `launch` and its `count` attributes live until the call returns; the
-            // kernel handle is accepted as a CUfunction; the caller vouches for `params`.
-            unsafe { api::launch_kernel_ex(driver, &launch, self.as_function(), params) }
+        let mut attributes = [driver::CUlaunchAttribute::default(); 2];
+        let mut count = 0;
+        if let Some(cluster) = config.cluster {
+            attributes[count].id = driver::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attributes[count].value.clusterDim =
+                driver::CUlaunchAttributeValue_union__bindgen_ty_1 {
+                    x: cluster.x,
+                    y: cluster.y,
+                    z: cluster.z,
+                };
+            count += 1;
+        }
+        if config.cooperative {
+            attributes[count].id = driver::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+            attributes[count].value.cooperative = 1;
+            count += 1;
+        }
+        let launch = driver::CUlaunchConfig {
+            gridDimX: grid.x,
+            gridDimY: grid.y,
+            gridDimZ: grid.z,
+            blockDimX: block.x,
+            blockDimY: block.y,
+            blockDimZ: block.z,
+            sharedMemBytes: config.shared_mem_bytes,
+            hStream: config.stream.map_or(std::ptr::null_mut(), Stream::as_raw),
+            attrs: attributes.as_mut_ptr(),
+            numAttrs: count as u32,
         };
-        status.map_err(|error| self.explain_launch_failure(error, config, &current))
+        // SAFETY: `launch` and its `count` attributes live until the call returns; the kernel
+        // handle is accepted as a CUfunction; the caller vouches for `params`.
+        unsafe { api::launch_kernel_ex(driver, &launch, self.as_function(), params) }
+            .map_err(|error| self.explain_launch_failure(error, config, current))
     }
 
     /// A launch the driver refused for its resources gets the kernel's own limit, when the block
     /// exceeds it; otherwise the driver's error, with the library's JIT logs.
+    #[cold]
+    #[inline(never)]
     fn explain_launch_failure(
         &self,
         error: Error,
@@ -301,4 +393,13 @@ impl Kernel {
         }
         self.with_library_log(error)
     }
+}
+
+/// The layouts of a launch's arguments, and whether they live as long as the program.
+#[derive(Clone, Copy)]
+enum Layouts<'a> {
+    /// A list that lives, unchanged, as long as the program ([`KernelArgs::static_layouts`]).
+    Static(&'static [ParamLayout]),
+    /// A list that lives as long as the arguments.
+    Transient(&'a [ParamLayout]),
 }

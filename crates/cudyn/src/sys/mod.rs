@@ -247,16 +247,27 @@ pub trait Api {
     /// Its entry points.
     fn table(&self) -> &Self::Table;
 
-    /// `Ok` when `status` is success, else the error describing it.
+    /// `Ok` when `status` is success, else the error describing it. Inlined into every call,
+    /// so the success test is all a call pays; the error is built out of line.
+    #[inline]
     fn check(&self, call: &'static str, status: <Self::Table as ApiTable>::Status) -> Result<()> {
         if status == Self::Table::SUCCESS {
             Ok(())
         } else {
-            Err(Error::Cuda(Box::new(self.table().error(call, status))))
+            Err(self.failure(call, status))
         }
     }
 
+    /// The error for a `call` that returned the failed `status`.
+    #[cold]
+    #[inline(never)]
+    fn failure(&self, call: &'static str, status: <Self::Table as ApiTable>::Status) -> Error {
+        Error::Cuda(Box::new(self.table().error(call, status)))
+    }
+
     /// The error for an entry point this library lacks.
+    #[cold]
+    #[inline(never)]
     fn missing(&self, symbol: &'static str) -> Error {
         let library = self.library();
         Error::MissingSymbol {
