@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchArgs, PushKernelArg};
 use cudarc::nvrtc::Ptx;
-use cudyn::{DeviceBuffer, DeviceRepr, Kernel, LaunchConfig, Library, Program};
+use cudyn::{DeviceBuffer, Kernel, LaunchConfig, Library, Program};
 
 use crate::launch_timing::{interleaved, Burst, RawLauncher};
+use crate::peer_arguments::{Scale, SCALARS, SCALARS_SUM};
 use crate::report::{median, Row};
 use crate::Bench;
 
@@ -20,34 +21,6 @@ const ROUNDS: usize = 200;
 const BURST: usize = 200;
 /// Elements of the SAXPY and struct kernels.
 const N: usize = 1024;
-
-/// The struct argument of `scale` in kernels/peers.cu.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, DeviceRepr)]
-struct Scale {
-    x: u64,
-    out: u64,
-    a: f32,
-    n: u32,
-}
-
-// SAFETY: a #[repr(C)] struct of plain numbers without padding, laid out as the kernel's `Scale`.
-unsafe impl cudarc::driver::DeviceRepr for Scale {}
-
-/// The 20 scalars of `args21`: five rounds of (int, unsigned long long, float, double).
-#[rustfmt::skip]
-type Scalars = (
-    i32, u64, f32, f64, i32, u64, f32, f64, i32, u64, f32, f64, i32, u64, f32, f64,
-    i32, u64, f32, f64,
-);
-
-/// The scalars `args21` gets, and the sum it writes: 15 + 65 + 7.5 + 3.75, exact in a float.
-#[rustfmt::skip]
-const SCALARS: Scalars = (
-    1, 11, 0.5, 0.25, 2, 12, 1.0, 0.5, 3, 13, 1.5, 0.75, 4, 14, 2.0, 1.0,
-    5, 15, 2.5, 1.25,
-);
-const SCALARS_SUM: f32 = 91.25;
 
 /// SAXPY's arguments (a, x, y, out, n) as a raw launch takes them: a pointer to each.
 pub fn saxpy_params(values: &mut (f32, u64, u64, u64, u64)) -> [*mut c_void; 5] {

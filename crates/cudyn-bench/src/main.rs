@@ -32,6 +32,8 @@ mod batch_sources;
 mod footprint;
 #[path = "../../cudyn/tests/launch_timing/mod.rs"]
 mod launch_timing;
+#[path = "../../cudyn/tests/peer_arguments/mod.rs"]
+mod peer_arguments;
 #[path = "../../cudyn/tests/raw_runtime/mod.rs"]
 mod raw_runtime;
 

@@ -48,6 +48,9 @@
 mod fake_driver;
 #[path = "../tests/launch_timing/mod.rs"]
 mod launch_timing;
+#[allow(dead_code)]
+#[path = "../tests/peer_arguments/mod.rs"]
+mod peer_arguments;
 
 use std::ffi::c_void;
 use std::process::{Command, ExitCode};
@@ -57,9 +60,10 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 use cudyn::sys::driver;
-use cudyn::{DeviceBuffer, DeviceRepr, Kernel, LaunchConfig};
+use cudyn::{DeviceBuffer, Kernel, LaunchConfig};
 use fake_driver::{c_params, param_pointer, FakeDriver};
 use launch_timing::{interleaved, median, Burst, RawLauncher};
+use peer_arguments::{Scale, SCALARS};
 
 /// The paths, in the order they are printed.
 const PATHS: [&str; 5] = ["direct", "+ctx", "unchecked", "checked", "cudarc"];
@@ -76,31 +80,6 @@ const WARM_UP: usize = 1000;
 
 const USAGE: &str = "options: [--rounds N] [--burst N] [--caches warm|cold|both] | \
                      --instructions [--launches N] | --only KERNEL/PATH --launches N";
-
-/// `scale`'s struct argument: 24 bytes, 8-byte aligned.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, DeviceRepr)]
-struct Scale {
-    x: u64,
-    out: u64,
-    a: f32,
-    n: u32,
-}
-
-// SAFETY: a #[repr(C)] struct of plain numbers without padding.
-unsafe impl cudarc::driver::DeviceRepr for Scale {}
-
-/// The 20 scalars of the 21-argument kernel.
-#[rustfmt::skip]
-type Scalars = (
-    i32, u64, f32, f64, i32, u64, f32, f64, i32, u64, f32, f64, i32, u64, f32, f64,
-    i32, u64, f32, f64,
-);
-#[rustfmt::skip]
-const SCALARS: Scalars = (
-    1, 11, 0.5, 0.25, 2, 12, 1.0, 0.5, 3, 13, 1.5, 0.75, 4, 14, 2.0, 1.0,
-    5, 15, 2.5, 1.25,
-);
 
 /// What the program does.
 enum Mode {
