@@ -11,9 +11,10 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use object::elf::{
-    FileHeader64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_SYMTAB, STT_FUNC, STT_OBJECT,
+    FileHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_SYMTAB, STT_FUNC,
+    STT_OBJECT,
 };
-use object::read::elf::{FileHeader, SectionHeader, Sym};
+use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym};
 use object::LittleEndian;
 
 use super::info::{attr, Attributes, Value};
@@ -411,6 +412,35 @@ fn note_damage(attributes: &Attributes<'_>, section: &str, notes: &mut Vec<Strin
             "section {section} is damaged at byte {offset}; attributes after it were skipped"
         ));
     }
+}
+
+/// Whether `symbol` is a device variable: an object in a `.nv.global` section or a constant bank
+/// other than 0 (`__device__`, `__managed__`, `__constant__`), as [`parse`] lists them.
+pub(crate) fn is_variable(
+    sections: &SectionTable<'_, FileHeader64<LittleEndian>>,
+    symbol: &Sym64<LittleEndian>,
+) -> bool {
+    symbol.st_type() == STT_OBJECT
+        && sections
+            .section(object::SectionIndex(usize::from(symbol.st_shndx(LittleEndian))))
+            .ok()
+            .and_then(|section| sections.section_name(LittleEndian, section).ok())
+            .is_some_and(|name| variable_space(name).is_some())
+}
+
+/// Whether the cubin defines device variables (see [`is_variable`]), reading only its section
+/// and symbol tables.
+pub(crate) fn defines_variables(data: &[u8]) -> Result<bool, ParseError> {
+    let sections = header(data)?
+        .sections(LittleEndian, data)
+        .map_err(elf_error("section headers"))?;
+    let symbols = sections
+        .symbols(LittleEndian, data, SHT_SYMTAB)
+        .map_err(elf_error("symbol table"))?;
+    Ok(symbols
+        .symbols()
+        .iter()
+        .any(|symbol| is_variable(&sections, symbol)))
 }
 
 fn variable_space(section: &[u8]) -> Option<Space> {

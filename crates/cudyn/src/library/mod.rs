@@ -13,11 +13,13 @@
 //!
 //! Loads of the same device code with the same options share one loaded library: the second
 //! `Library::load` of an image returns a handle to the library the first made (the same
-//! [`Library::as_raw`]), so N loads cost the device and host memory of one. The library is
-//! unloaded when the last user of any of those loads is dropped (a `Library` or a clone, a
-//! [`Kernel`], a [`Global`], a handle held through cudyn's C API). What counts as "the same" is
-//! the image bytes and everything that changes the loaded result: the JIT options, the library
-//! options, the backend and, for [`LibraryLoader::load_compiled`], the name expressions.
+//! [`Library::as_raw`]), so N loads cost the device and host memory of one. When the last user
+//! of any of those loads is dropped (a `Library` or a clone, a [`Kernel`], a [`Global`], a handle
+//! held through cudyn's C API), the library is unloaded, or kept loaded a while for a later load
+//! of the same code (see [keeping released libraries](#keeping-released-libraries)). What counts
+//! as "the same" is the image bytes and everything that changes the loaded result: the JIT
+//! options, the library options, the backend and, for [`LibraryLoader::load_compiled`], the name
+//! expressions.
 //!
 //! Sharing is observable in three ways, so it is chosen per load with
 //! [`LibraryLoader::sharing`]:
@@ -33,17 +35,36 @@
 //!   failure to unload is reported once, to the drop-error hook.
 //!
 //! What it costs: a load that may share hashes the image (blake3) and looks the hash up in a
-//! process-wide table; whether the code defines variables is read from the image once per
-//! library, when a second load would share it. A load with [`Sharing::Never`] does neither.
+//! process-wide table; whether the code defines variables is read while the image is checked. A
+//! load that finds its library needs no check (the bytes are those checked before). A load with
+//! [`Sharing::Never`] hashes nothing.
+//!
+//! # Keeping released libraries
+//!
+//! Code loaded, dropped and loaded again in one process (`Program::new(source).load()?` in a
+//! function called repeatedly) would be loaded afresh each time if the last drop unloaded it. So
+//! when the last user of a shared library is dropped, cudyn keeps it loaded in a short list, and
+//! a later load of the same code with the same options takes it back at once (the same
+//! [`Library::as_raw`], no driver call). Only libraries that loads share and whose code defines
+//! no device variables are kept: never a load with [`Sharing::Never`], never code with
+//! `__device__`, `__constant__` or `__managed__` variables (whose values a later load would
+//! otherwise find changed), so a kept library costs about the size of its code in device memory.
+//!
+//! At most [`Retention::DEFAULT`] are kept, 16 libraries and 64 MiB of images, the least
+//! recently released unloaded first. [`set_retained`] changes the limits (`set_retained(0)`
+//! turns keeping off: each library is then unloaded with its last user), as do the environment
+//! variables `CUDYN_RETAIN_LIBRARIES` (a number of libraries) and `CUDYN_RETAIN_MIB` (MiB of
+//! images) when `set_retained` was not called; [`release_retained`] unloads every kept library
+//! now, for instance before measuring device memory.
 //!
 //! # The parts
 //!
 //! [`loader`] (options, JIT logs, the checks before the driver sees any byte), `registry` (the
-//! table of shared loads), `lookup` (kernel names, C++ names, suggestions), [`global`] (device
-//! variables), and here the handle itself, unloaded when its last user is dropped.
+//! table of shared loads), `retention` (the released libraries kept loaded), `lookup` (kernel
+//! names, C++ names, suggestions), [`global`] (device variables), and here the handle itself.
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::api::library::{preferred_backend, LibraryApi};
 use crate::error::{Error, Result};
@@ -56,12 +77,16 @@ pub mod global;
 pub mod loader;
 mod lookup;
 mod registry;
+mod retention;
 
 pub use global::Global;
 use loader::JitArgs;
 pub use loader::{JitLog, JitOptions, LibraryLoader, LibraryOptions, Sharing};
 use lookup::Resolved;
-use registry::{Key, Registry};
+use registry::{Registry, Users};
+pub use retention::{
+    release_retained, retention, set_retained, Retention, LIBRARIES_ENV, MIB_ENV,
+};
 
 /// The loads shared by every thread of the process (see "Loading identical code once" above).
 static SHARED: Registry<Inner> = Registry::new();
@@ -84,8 +109,10 @@ impl Backend {
 }
 
 /// Device code loaded at run time: a handle shared by clones, unloaded when the last clone and
-/// the last [`Kernel`] taken from it are dropped. Loads of identical device code share one
-/// handle (see [the module documentation](self#loading-identical-code-once)).
+/// the last [`Kernel`] taken from it are dropped (or kept loaded a while for a later identical
+/// load, see [keeping released libraries](self#keeping-released-libraries)). Loads of identical
+/// device code share one handle (see [the module
+/// documentation](self#loading-identical-code-once)).
 ///
 /// ```no_run
 /// let library = cudyn::Library::from_file("device.fatbin")?;
@@ -97,7 +124,7 @@ impl Backend {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Library {
-    inner: Arc<Inner>,
+    inner: Arc<Users<Inner>>,
 }
 
 #[derive(Debug)]
@@ -116,14 +143,11 @@ struct Inner {
     _image: Option<Box<[u8]>>,
     /// The JIT option arrays and log buffers handed to the load call.
     _jit_buffers: Option<JitArgs>,
-    /// The key under which loads share this library; `None` when it is not shared.
-    shared_as: Option<Key>,
     /// Whether the load asked for [`Sharing::Always`].
     shared_always: bool,
-    /// Whether the device code defines variables (or could not be inspected), found out when a
-    /// second load would share the library: then only loads that all asked for
-    /// [`Sharing::Always`] share it. A first load does not pay for the inspection.
-    defines_variables: OnceLock<bool>,
+    /// Whether the device code defines variables: then only loads that all asked for
+    /// [`Sharing::Always`] share the library, and it is never kept after its last user.
+    defines_variables: bool,
 }
 
 // SAFETY: a library handle is context-independent and not tied to a host thread; the driver and
@@ -133,12 +157,8 @@ unsafe impl Send for Inner {}
 unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
+    /// No user is left, and the library is not kept for later loads: unloaded.
     fn drop(&mut self) {
-        if let Some(key) = &self.shared_as {
-            // No user is left (the table's references are weak and no longer upgrade): later
-            // loads of the same code load it afresh.
-            SHARED.forget(key, self);
-        }
         if !self.owned {
             return;
         }
@@ -197,7 +217,7 @@ impl Library {
     /// [`Global`] taken from them live.
     pub unsafe fn from_raw(raw: CUlibrary, backend: Backend) -> Library {
         Library {
-            inner: Arc::new(Inner {
+            inner: Users::own(Inner {
                 raw,
                 backend,
                 owned: false,
@@ -206,9 +226,8 @@ impl Library {
                 offline_image: None,
                 _image: None,
                 _jit_buffers: None,
-                shared_as: None,
                 shared_always: false,
-                defines_variables: OnceLock::new(),
+                defines_variables: false,
             }),
         }
     }

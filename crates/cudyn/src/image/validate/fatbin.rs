@@ -7,18 +7,21 @@
 //! PTX, and entries of an unknown kind holding neither. LTO-IR entries are only checked to lie inside the fatbin: the driver
 //! does not load them.
 
-use super::{cubin, ptx, Refusal};
+use super::{cubin, ptx, Facts, Refusal};
 use crate::inspect::fatbin::{self, EntryKind};
 use crate::inspect::ParseError;
 use object::LittleEndian as LE;
 
-pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
+pub(super) fn validate(bytes: &[u8]) -> Result<Facts, Refusal> {
     let mut count = 0;
+    let mut facts = Facts {
+        defines_variables: false,
+    };
     for (index, raw) in fatbin::entries(bytes)?.enumerate() {
         let raw = raw?;
         count += 1;
-        let place = raw.place(index);
-        let refuse = |problem: String| Refusal::Malformed(ParseError::new(place.clone(), problem));
+        let place = || raw.place(index);
+        let refuse = |problem: String| Refusal::Malformed(ParseError::new(place(), problem));
         // The identifier's offset is followed even when its length is 0: it must lie inside
         // the header whatever the length says.
         let header = &raw.header;
@@ -57,16 +60,16 @@ pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
                 )))
             }
         };
-        checked.map_err(|refusal| refusal.inside(&place))?;
+        facts = facts.and(checked.map_err(|refusal| refusal.inside(&place()))?);
     }
     if count == 0 {
         return Err(ParseError::new("fatbin header", "it holds no entries").into());
     }
-    Ok(())
+    Ok(facts)
 }
 
 /// An entry's PTX: the driver reads it as a C string, so it must end with a NUL.
-fn validate_ptx(code: &[u8]) -> Result<(), Refusal> {
+fn validate_ptx(code: &[u8]) -> Result<Facts, Refusal> {
     if code.last() != Some(&0) {
         return Err(ParseError::new("PTX text", "it does not end with a NUL").into());
     }

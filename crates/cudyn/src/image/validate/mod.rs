@@ -10,6 +10,23 @@ use crate::error::Error;
 use crate::image::ImageKind;
 use crate::inspect::ParseError;
 
+/// What the check of an image found out on the way, for the loader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Facts {
+    /// Whether the code defines device variables (`__device__`, `__constant__`, `__managed__`),
+    /// which loads sharing a library would share.
+    pub(crate) defines_variables: bool,
+}
+
+impl Facts {
+    /// The facts of two parts of one image together.
+    fn and(self, other: Facts) -> Facts {
+        Facts {
+            defines_variables: self.defines_variables || other.defines_variables,
+        }
+    }
+}
+
 /// Why an image of a loadable kind is refused.
 #[derive(Debug)]
 pub(crate) enum Refusal {
@@ -43,12 +60,14 @@ impl Refusal {
 }
 
 /// Checks `bytes` of a loadable `kind`; kinds the driver cannot load are refused before this.
-pub(crate) fn image(bytes: &[u8], kind: ImageKind) -> Result<(), Refusal> {
+pub(crate) fn image(bytes: &[u8], kind: ImageKind) -> Result<Facts, Refusal> {
     match kind {
         ImageKind::Cubin => cubin::validate(bytes),
         ImageKind::Fatbin => fatbin::validate(bytes),
         ImageKind::Ptx => ptx::validate(bytes).map_err(Refusal::Malformed),
-        ImageKind::LtoIr | ImageKind::HostBinary | ImageKind::Archive => Ok(()),
+        ImageKind::LtoIr | ImageKind::HostBinary | ImageKind::Archive => Ok(Facts {
+            defines_variables: true,
+        }),
     }
 }
 
@@ -58,9 +77,9 @@ pub(crate) fn image(bytes: &[u8], kind: ImageKind) -> Result<(), Refusal> {
 /// by the compiler, not by whoever handed cudyn the bytes, and the full walk of [`image`] costs
 /// a new process tens of microseconds, as much as the load itself. Other kinds get the full
 /// check.
-pub(crate) fn compiler_output(bytes: &[u8], kind: ImageKind) -> Result<(), Refusal> {
+pub(crate) fn compiler_output(bytes: &[u8], kind: ImageKind) -> Result<Facts, Refusal> {
     match kind {
-        ImageKind::Cubin => cubin::check_executable(bytes),
+        ImageKind::Cubin => cubin::compiler_output(bytes),
         _ => image(bytes, kind),
     }
 }

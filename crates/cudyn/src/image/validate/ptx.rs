@@ -1,6 +1,7 @@
 //! PTX: text that reads to its end (no comment, string, bracket or statement left open) and
 //! declares its `.version` and `.target`.
 
+use super::Facts;
 use crate::inspect::{ptx, ParseError};
 
 /// Whether `bytes` look like PTX text (see [`ptx::looks_like_ptx`]).
@@ -8,7 +9,7 @@ pub(super) fn looks_like(bytes: &[u8]) -> bool {
     ptx::looks_like_ptx(bytes)
 }
 
-pub(super) fn validate(bytes: &[u8]) -> Result<(), ParseError> {
+pub(super) fn validate(bytes: &[u8]) -> Result<Facts, ParseError> {
     let module = ptx::parse(bytes)?;
     if module.version.is_none() {
         return Err(ParseError::new(
@@ -19,5 +20,7 @@ pub(super) fn validate(bytes: &[u8]) -> Result<(), ParseError> {
     if module.target.is_empty() {
         return Err(ParseError::new("PTX text", "it has no `.target` directive"));
     }
-    Ok(())
+    Ok(Facts {
+        defines_variables: !module.variables.is_empty(),
+    })
 }
