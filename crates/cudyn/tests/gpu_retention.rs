@@ -1,0 +1,252 @@
+//! Keeping released libraries loaded: when the last user of a shared library without device
+//! variables is dropped, cudyn keeps it loaded (within `cudyn::library::retention()`), and the
+//! next identical load takes it back; `release_retained` unloads what is kept, and
+//! `set_retained(0)` brings back unloading with the last user.
+//!
+//! Whether a load is a real one is told by state that only the loaded library holds: a kernel
+//! attribute set on the first load's kernel (`MaxDynamicSharedSizeBytes`) is still set on the
+//! kernel of a load that took the library back, and back at its default on a fresh load (even if
+//! the driver happened to hand out the same handle value again). Unloading is also told by host
+//! memory: the driver keeps its own copy of a loaded image, here a PTX made 16 MiB by a comment.
+//!
+//! The limits are process-wide, so the tests of this binary take turns.
+//! Run with `cargo test -p cudyn --test gpu_retention -- --include-ignored` on a machine with a
+//! GPU (a few seconds).
+
+mod common;
+mod footprint;
+
+use std::sync::{Mutex, MutexGuard};
+
+use common::{random_floats, SAXPY};
+use cudyn::library::{release_retained, retention, set_retained, Retention};
+use cudyn::{
+    Device, DeviceBuffer, Kernel, KernelAttribute, LaunchConfig, Library, Output, Program, Sharing,
+};
+use footprint::{mib, Footprint};
+
+/// Dynamic shared memory a kernel is opted in to on the first load: never its default.
+const OPTED_IN: i32 = 100 * 1024;
+
+/// The limits are process-wide: one test at a time changes and relies on them.
+fn turn(limit: Retention) -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    let guard = TURN.lock().unwrap_or_else(|poison| poison.into_inner());
+    set_retained(limit);
+    guard
+}
+
+/// SAXPY with a comment of its own, so that no other test's load shares its library.
+fn saxpy_source(tag: &str) -> String {
+    format!("// gpu_retention: {tag}\n{SAXPY}")
+}
+
+fn device() -> Device {
+    cudyn::set_device(0).unwrap()
+}
+
+/// The dynamic shared memory `kernel` is opted in to on device 0.
+fn opted_in(kernel: &Kernel) -> i32 {
+    kernel
+        .attribute(KernelAttribute::MaxDynamicSharedSizeBytes, device())
+        .unwrap()
+}
+
+/// Opts `kernel` in to [`OPTED_IN`] bytes: state that lives exactly as long as its library.
+fn opt_in(kernel: &Kernel) {
+    kernel
+        .set_attribute(KernelAttribute::MaxDynamicSharedSizeBytes, OPTED_IN, device())
+        .unwrap();
+    assert_eq!(opted_in(kernel), OPTED_IN);
+}
+
+/// Runs `saxpy` of `kernel` on 4099 elements and checks every result.
+fn saxpy_works(kernel: &Kernel) {
+    let n = 4099usize;
+    let (x, y) = (random_floats(n, 1), random_floats(n, 2));
+    let (dx, dy) = (
+        DeviceBuffer::from_slice(&x).unwrap(),
+        DeviceBuffer::from_slice(&y).unwrap(),
+    );
+    let mut out = DeviceBuffer::<f32>::alloc(n).unwrap();
+    // SAFETY: saxpy reads x[i], y[i] and writes out[i] for i < n, all n floats long; the copy
+    // below waits for it on the same stream.
+    unsafe {
+        kernel.launch(
+            &LaunchConfig::for_elements(n, 128),
+            (2.5f32, &dx, &dy, &mut out, n as u64),
+        )
+    }
+    .unwrap();
+    let expected: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 2.5f32.mul_add(*x, *y)).collect();
+    assert_eq!(out.to_vec().unwrap(), expected);
+}
+
+#[test]
+#[ignore = "gpu: loads, drops and loads again the same code, compiled and from bytes"]
+fn a_repeat_load_after_the_last_drop_takes_the_kept_library_back() {
+    let _turn = turn(Retention::DEFAULT);
+    let program = Program::new(saxpy_source("repeat"));
+    let first = program.load().unwrap();
+    let kernel = first.kernel("saxpy").unwrap();
+    opt_in(&kernel);
+    let (library_raw, kernel_raw) = (first.as_raw() as usize, kernel.as_raw() as usize);
+    drop((first, kernel));
+
+    // The same source again: the library kept, not a new load (its kernel still opted in).
+    let again = program.load().unwrap();
+    let kernel = again.kernel("saxpy").unwrap();
+    assert_eq!(again.as_raw() as usize, library_raw);
+    assert_eq!(kernel.as_raw() as usize, kernel_raw);
+    assert_eq!(opted_in(&kernel), OPTED_IN, "a new load would have the default");
+    saxpy_works(&kernel);
+    drop((again, kernel));
+
+    // Bytes loaded from outside, kept and taken back the same way.
+    let cubin = Program::new(saxpy_source("bytes")).compile().unwrap();
+    let bytes = cubin.code().to_vec();
+    let first = Library::load(&bytes).unwrap();
+    let kernel = first.kernel("saxpy").unwrap();
+    opt_in(&kernel);
+    let library_raw = first.as_raw() as usize;
+    drop((first, kernel));
+    let again = Library::loader().sharing(Sharing::Always).load(&bytes);
+    // Sharing::Always is part of the load, not of the key: the kept library serves it too.
+    let again = again.unwrap();
+    assert_eq!(again.as_raw() as usize, library_raw);
+    assert_eq!(opted_in(&again.kernel("saxpy").unwrap()), OPTED_IN);
+    saxpy_works(&again.kernel("saxpy").unwrap());
+}
+
+#[test]
+#[ignore = "gpu: retention turned off, each library is unloaded with its last user"]
+fn retention_off_unloads_with_the_last_user_as_before() {
+    let _turn = turn(Retention::OFF);
+    assert_eq!(retention(), Retention::OFF);
+    let program = Program::new(saxpy_source("off"));
+    let first = program.load().unwrap();
+    let kernel = first.kernel("saxpy").unwrap();
+    let default = opted_in(&kernel);
+    assert_ne!(default, OPTED_IN);
+    opt_in(&kernel);
+    drop((first, kernel));
+    let again = program.load().unwrap();
+    let kernel = again.kernel("saxpy").unwrap();
+    assert_eq!(opted_in(&kernel), default, "a fresh load, at the default");
+    saxpy_works(&kernel);
+    assert_eq!(release_retained(), 0, "nothing was kept");
+
+    // `set_retained(0)` is the same: no library, whatever the byte budget.
+    set_retained(0);
+    opt_in(&kernel);
+    drop((again, kernel));
+    let third = program.load().unwrap();
+    assert_eq!(opted_in(&third.kernel("saxpy").unwrap()), default);
+}
+
+/// A kernel that changes a device variable.
+const COUNTER: &str = r#"
+// gpu_retention: counter
+__device__ int counter;
+extern "C" __global__ void bump() { counter += 1; }
+"#;
+
+#[test]
+#[ignore = "gpu: code with variables and unshared loads are never kept"]
+fn code_with_variables_and_unshared_loads_are_unloaded_with_their_last_user() {
+    let _turn = turn(Retention::DEFAULT);
+    let cubin = Program::new(COUNTER).compile().unwrap();
+    let bytes = cubin.code().to_vec();
+    // Whether shared on request or not, a library with variables is unloaded with its last
+    // user: the next load starts with its variables as the image defines them.
+    for sharing in [Sharing::Auto, Sharing::Always] {
+        let library = Library::loader().sharing(sharing).load(&bytes).unwrap();
+        library.global::<i32>("counter").unwrap().write(&5).unwrap();
+        drop(library);
+        let again = Library::loader().sharing(sharing).load(&bytes).unwrap();
+        assert_eq!(
+            again.global::<i32>("counter").unwrap().read().unwrap(),
+            0,
+            "{sharing:?}: a fresh load"
+        );
+    }
+    // A load with Sharing::Never is its own, and gone with its last user.
+    let saxpy = Program::new(saxpy_source("never")).compile().unwrap();
+    let never = || {
+        Library::loader()
+            .sharing(Sharing::Never)
+            .load(saxpy.code())
+            .unwrap()
+    };
+    let first = never();
+    let kernel = first.kernel("saxpy").unwrap();
+    let default = opted_in(&kernel);
+    opt_in(&kernel);
+    drop((first, kernel));
+    assert_eq!(opted_in(&never().kernel("saxpy").unwrap()), default);
+    assert_eq!(release_retained(), 0, "none of these was kept");
+}
+
+/// SAXPY as PTX with a 16 MiB comment: an image whose copy the driver keeps in host memory
+/// while the library is loaded, and no variables.
+fn large_ptx() -> Vec<u8> {
+    let ptx = Program::new(saxpy_source("large"))
+        .output(Output::Ptx)
+        .compile()
+        .unwrap();
+    let mut image: Vec<u8> = ptx.code().to_vec();
+    while image.last() == Some(&0) {
+        image.pop();
+    }
+    image.extend_from_slice(b"\n// ");
+    image.resize(image.len() + (16 << 20), b'x');
+    image.extend_from_slice(b"\n\0");
+    image
+}
+
+#[test]
+#[ignore = "gpu: host memory of a kept 16 MiB image, before and after release_retained"]
+fn release_retained_unloads_the_kept_libraries_and_gives_their_memory_back() {
+    let _turn = turn(Retention::DEFAULT);
+    let device = device();
+    let image = large_ptx();
+    // One-time costs before the baseline: the context, the JIT, a launch.
+    saxpy_works(&Program::new(saxpy_source("warm-up")).load().unwrap().kernel("saxpy").unwrap());
+    release_retained();
+    let baseline = Footprint::now(device).unwrap();
+
+    let library = Library::load(&image).unwrap();
+    let kernel = library.kernel("saxpy").unwrap();
+    opt_in(&kernel);
+    saxpy_works(&kernel);
+    let loaded = Footprint::now(device).unwrap().since(baseline);
+    drop((library, kernel));
+    let kept = Footprint::now(device).unwrap().since(baseline);
+    assert_eq!(release_retained(), 1, "the large library was kept");
+    let released = Footprint::now(device).unwrap().since(baseline);
+    println!(
+        "host memory over the baseline: loaded {:.1} MiB, kept after the last drop {:.1} MiB, \
+         after release_retained {:.1} MiB",
+        mib(loaded.host),
+        mib(kept.host),
+        mib(released.host)
+    );
+    let image_bytes = image.len() as i64;
+    assert!(
+        loaded.host >= image_bytes / 2,
+        "the driver holds the image while loaded: {loaded:?}"
+    );
+    assert!(
+        kept.host >= loaded.host - image_bytes / 4,
+        "kept after the last drop: {kept:?}, loaded {loaded:?}"
+    );
+    assert!(
+        released.host <= kept.host - image_bytes / 2,
+        "release_retained gives the image's memory back: kept {kept:?}, released {released:?}"
+    );
+    // And the next load is a fresh one.
+    let fresh = Library::load(&image).unwrap();
+    assert_ne!(opted_in(&fresh.kernel("saxpy").unwrap()), OPTED_IN);
+    drop(fresh);
+    release_retained();
+}
