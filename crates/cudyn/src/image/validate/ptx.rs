@@ -10,17 +10,17 @@ pub(super) fn looks_like(bytes: &[u8]) -> bool {
 }
 
 pub(super) fn validate(bytes: &[u8]) -> Result<Facts, ParseError> {
-    let module = ptx::parse(bytes)?;
-    if module.version.is_none() {
+    let outline = ptx::check(bytes)?;
+    if !outline.version {
         return Err(ParseError::new(
             "PTX text",
             "it has no `.version` directive",
         ));
     }
-    if module.target.is_empty() {
+    if !outline.target {
         return Err(ParseError::new("PTX text", "it has no `.target` directive"));
     }
     Ok(Facts {
-        defines_variables: !module.variables.is_empty(),
+        defines_variables: outline.variables,
     })
 }
