@@ -31,6 +31,9 @@ use cudyn::{Image, Result};
 
 const SOURCE: &str = include_str!("../../cudyn-bench/kernels/peers.cu");
 
+/// One piece of a load's host-side work, on an image.
+type Step = fn(&[u8]) -> Result<()>;
+
 /// Rounds per figure, and calls per round.
 const ROUNDS: usize = 501;
 const BATCH: usize = 16;
@@ -51,7 +54,7 @@ fn run() -> Result<()> {
         .into_iter()
         .filter(|(name, _)| wanted.is_empty() || wanted.iter().any(|w| w == name))
         .collect();
-    let steps: [(&str, fn(&[u8]) -> Result<()>); 4] = [
+    let steps: [(&str, Step); 4] = [
         ("detect", |image| Image::detect(image).map(drop)),
         ("check", |image| Image::new(image)?.validate()),
         ("key", |image| {

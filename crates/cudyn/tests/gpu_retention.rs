@@ -55,7 +55,11 @@ fn opted_in(kernel: &Kernel) -> i32 {
 /// Opts `kernel` in to [`OPTED_IN`] bytes: state that lives exactly as long as its library.
 fn opt_in(kernel: &Kernel) {
     kernel
-        .set_attribute(KernelAttribute::MaxDynamicSharedSizeBytes, OPTED_IN, device())
+        .set_attribute(
+            KernelAttribute::MaxDynamicSharedSizeBytes,
+            OPTED_IN,
+            device(),
+        )
         .unwrap();
     assert_eq!(opted_in(kernel), OPTED_IN);
 }
@@ -78,7 +82,11 @@ fn saxpy_works(kernel: &Kernel) {
         )
     }
     .unwrap();
-    let expected: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 2.5f32.mul_add(*x, *y)).collect();
+    let expected: Vec<f32> = x
+        .iter()
+        .zip(&y)
+        .map(|(x, y)| 2.5f32.mul_add(*x, *y))
+        .collect();
     assert_eq!(out.to_vec().unwrap(), expected);
 }
 
@@ -98,7 +106,11 @@ fn a_repeat_load_after_the_last_drop_takes_the_kept_library_back() {
     let kernel = again.kernel("saxpy").unwrap();
     assert_eq!(again.as_raw() as usize, library_raw);
     assert_eq!(kernel.as_raw() as usize, kernel_raw);
-    assert_eq!(opted_in(&kernel), OPTED_IN, "a new load would have the default");
+    assert_eq!(
+        opted_in(&kernel),
+        OPTED_IN,
+        "a new load would have the default"
+    );
     saxpy_works(&kernel);
     drop((again, kernel));
 
@@ -211,7 +223,13 @@ fn release_retained_unloads_the_kept_libraries_and_gives_their_memory_back() {
     let device = device();
     let image = large_ptx();
     // One-time costs before the baseline: the context, the JIT, a launch.
-    saxpy_works(&Program::new(saxpy_source("warm-up")).load().unwrap().kernel("saxpy").unwrap());
+    saxpy_works(
+        &Program::new(saxpy_source("warm-up"))
+            .load()
+            .unwrap()
+            .kernel("saxpy")
+            .unwrap(),
+    );
     release_retained();
     let baseline = Footprint::now(device).unwrap();
 

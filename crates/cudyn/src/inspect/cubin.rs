@@ -11,8 +11,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use object::elf::{
-    FileHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_SYMTAB, STT_FUNC,
-    STT_OBJECT,
+    FileHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_SYMTAB, STT_FUNC, STT_OBJECT,
 };
 use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym};
 use object::LittleEndian;
@@ -422,7 +421,9 @@ pub(crate) fn is_variable(
 ) -> bool {
     symbol.st_type() == STT_OBJECT
         && sections
-            .section(object::SectionIndex(usize::from(symbol.st_shndx(LittleEndian))))
+            .section(object::SectionIndex(usize::from(
+                symbol.st_shndx(LittleEndian),
+            )))
             .ok()
             .and_then(|section| sections.section_name(LittleEndian, section).ok())
             .is_some_and(|name| variable_space(name).is_some())

@@ -935,7 +935,9 @@ mod tests {
         .option("-lineinfo")
         .compile()
         .expect("NVRTC compiles (run the tests with the CUDA wheels' venv)");
-        let nvrtc = std::str::from_utf8(nvrtc.code()).unwrap().trim_end_matches('\0');
+        let nvrtc = std::str::from_utf8(nvrtc.code())
+            .unwrap()
+            .trim_end_matches('\0');
         check_agrees_with_parse_on_every_cut(nvrtc);
         assert!(check(nvrtc.as_bytes()).unwrap().variables);
         // Functions, entries and debug sections are not variables; `.global` inside braces

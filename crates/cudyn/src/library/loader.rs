@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::registry::{KeyParts, Users};
+use super::registry::{KeyParts, Published, Users};
 use super::{Backend, Inner, Library, SHARED};
 use crate::api::library::{LibraryApi, LoadOptions};
 use crate::compile::{setters, Compiled};
@@ -317,14 +317,14 @@ impl LibraryLoader {
         // `retention`), holding about its image's size.
         let retain = (!facts.defines_variables).then_some(image.len());
         match SHARED.publish(key, inner, retain, found.as_ref()) {
-            Ok(fresh) => Ok(Library { inner: fresh }),
+            Published::Fresh(fresh) => Ok(Library { inner: fresh }),
             // Another load of the same code finished first: its library is used, this one
             // unloaded.
-            Err((first, fresh)) if self.may_join(&first) => {
+            Published::Raced { first, fresh } if self.may_join(&first) => {
                 drop(fresh);
                 Library { inner: first }.entered(kind)
             }
-            Err((_, fresh)) => Ok(Library { inner: fresh }),
+            Published::Raced { fresh, .. } => Ok(Library { inner: fresh }),
         }
     }
 
@@ -612,9 +612,8 @@ mod tests {
         // never shared by default nor kept after its last user.
         let cubin = Program::new(KERNEL).arch(arch).compile().unwrap();
         let header_only = &cubin.code()[..64];
-        let facts = crate::image::validate_compiler_output(header_only, ImageKind::Cubin, &|| {
-            "cut".into()
-        });
+        let facts =
+            crate::image::validate_compiler_output(header_only, ImageKind::Cubin, &|| "cut".into());
         assert!(facts.unwrap().defines_variables);
     }
 

@@ -85,7 +85,7 @@ pub use loader::{JitLog, JitOptions, LibraryLoader, LibraryOptions, Sharing};
 use lookup::Resolved;
 use registry::{Registry, Users};
 pub use retention::{
-    release_retained, retention, set_retained, Retention, LIBRARIES_ENV, MIB_ENV,
+    release_retained, retention, set_retained, Retention, RETAIN_LIBRARIES_ENV, RETAIN_MIB_ENV,
 };
 
 /// The loads shared by every thread of the process (see "Loading identical code once" above).

@@ -102,6 +102,35 @@ struct State<T: 'static> {
     retained: Retained<T>,
 }
 
+/// What [`Registry::publish`] did with a fresh value.
+#[derive(Debug)]
+pub(crate) enum Published<T: 'static> {
+    /// Its users, now found under its key.
+    Fresh(Arc<Users<T>>),
+    /// Another load's live users were there first; the fresh users are in no table.
+    Raced {
+        first: Arc<Users<T>>,
+        fresh: Arc<Users<T>>,
+    },
+}
+
+#[cfg(test)]
+impl<T: std::fmt::Debug> Published<T> {
+    fn fresh(self) -> Arc<Users<T>> {
+        match self {
+            Published::Fresh(fresh) => fresh,
+            raced => panic!("published as {raced:?}"),
+        }
+    }
+
+    fn raced(self) -> (Arc<Users<T>>, Arc<Users<T>>) {
+        match self {
+            Published::Raced { first, fresh } => (first, fresh),
+            Published::Fresh(fresh) => panic!("published, no load was first: {fresh:?}"),
+        }
+    }
+}
+
 /// Every user of one loaded value: each handle holds the `Arc`. When the last handle is dropped,
 /// a shared value is retained or dropped (unloaded); an unshared one is dropped.
 #[derive(Debug)]
@@ -155,12 +184,10 @@ impl<T> Drop for Users<T> {
             race(shared.key);
         }
         let users: *const Users<T> = self;
-        let dropped = shared.registry.release(
-            &shared.key,
-            users,
-            Arc::clone(&self.value),
-            shared.retain,
-        );
+        let dropped =
+            shared
+                .registry
+                .release(&shared.key, users, Arc::clone(&self.value), shared.retain);
         // Dropping a value unloads it: outside the registry's lock.
         drop(dropped);
     }
@@ -186,7 +213,9 @@ impl<T> Registry<T> {
     /// The table. Nothing panics while holding the lock, so a poisoned lock still holds a
     /// consistent table.
     fn lock(&self) -> MutexGuard<'_, State<T>> {
-        self.state.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// The users of the value loaded under `key`: a live one, or a retained one, which becomes
@@ -215,15 +244,15 @@ impl<T> Registry<T> {
     /// `replacing` (live users the caller found and may not join). `retain` is the value's size
     /// when it may be retained after its last user, `None` when it may not (code that defines
     /// variables). When another live value is there (a load that finished first), its users are
-    /// returned as `Err` with the fresh ones, and the caller chooses which to use. Whatever it
-    /// drops, it drops after this returns, outside the lock.
+    /// returned with the fresh ones, and the caller chooses which to use. Whatever it drops, it
+    /// drops after this returns, outside the lock.
     pub(crate) fn publish(
         &'static self,
         key: Key,
         value: T,
         retain: Option<usize>,
         replacing: Option<&Arc<Users<T>>>,
-    ) -> Result<Arc<Users<T>>, (Arc<Users<T>>, Arc<Users<T>>)> {
+    ) -> Published<T> {
         let fresh = Users::of(
             Arc::new(value),
             Some(Shared {
@@ -239,12 +268,12 @@ impl<T> Registry<T> {
             .and_then(Weak::upgrade)
             .filter(|existing| !replacing.is_some_and(|replaced| Arc::ptr_eq(existing, replaced)));
         match existing {
-            Some(existing) => Err((existing, fresh)),
+            Some(first) => Published::Raced { first, fresh },
             None => {
                 // The users replaced, dead or not, will see in their `release` that the entry is
                 // not theirs.
                 live.insert(key, Arc::downgrade(&fresh));
-                Ok(fresh)
+                Published::Fresh(fresh)
             }
         }
     }
@@ -373,8 +402,8 @@ mod tests {
             return found;
         }
         match registry.publish(key, FakeLibrary::load(counts), Some(FAKE_BYTES), None) {
-            Ok(fresh) => fresh,
-            Err((first, _)) => first,
+            Published::Fresh(fresh) => fresh,
+            Published::Raced { first, .. } => first,
         }
     }
 
@@ -405,7 +434,8 @@ mod tests {
 
     #[test]
     fn a_released_library_is_retained_and_taken_back_by_the_next_identical_load() {
-        static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::new(2, 1 << 20)));
+        static REGISTRY: Registry<FakeLibrary> =
+            Registry::with_limit(Some(Retention::new(2, 1 << 20)));
         static COUNTS: Counts = Counts::new();
         let first = load(&REGISTRY, &COUNTS, [1; 32]);
         let value: *const FakeLibrary = &**first;
@@ -413,7 +443,10 @@ mod tests {
         assert_eq!(COUNTS.unloads(), 0, "kept loaded after its last user");
         assert_eq!(REGISTRY.len(), (0, 1));
         let again = load(&REGISTRY, &COUNTS, [1; 32]);
-        assert!(std::ptr::eq(&**again, value), "the same library, taken back");
+        assert!(
+            std::ptr::eq(&**again, value),
+            "the same library, taken back"
+        );
         assert_eq!(COUNTS.loads(), 1);
         assert_eq!(REGISTRY.len(), (1, 0), "live again, no longer retained");
         // While live it is shared as any live library.
@@ -432,7 +465,10 @@ mod tests {
         drop(load(&REGISTRY, &COUNTS, [2; 32]));
         assert_eq!(COUNTS.loads(), 4);
         // Turning retention off unloads what is kept.
-        assert_eq!(REGISTRY.set_limit(Retention::OFF), Retention::new(2, 1 << 20));
+        assert_eq!(
+            REGISTRY.set_limit(Retention::OFF),
+            Retention::new(2, 1 << 20)
+        );
         assert_eq!((COUNTS.unloads(), REGISTRY.len()), (4, (0, 0)));
         drop(load(&REGISTRY, &COUNTS, [2; 32]));
         assert_eq!((COUNTS.loads(), COUNTS.unloads()), (5, 5));
@@ -445,7 +481,7 @@ mod tests {
         // Shared, but not retainable (code with variables).
         let shared = REGISTRY
             .publish([1; 32], FakeLibrary::load(&COUNTS), None, None)
-            .unwrap();
+            .fresh();
         assert!(Arc::ptr_eq(&REGISTRY.find(&[1; 32]).unwrap(), &shared));
         drop(shared);
         assert_eq!(COUNTS.unloads(), 1);
@@ -456,7 +492,7 @@ mod tests {
         // Larger than the byte budget.
         let large = REGISTRY
             .publish([2; 32], FakeLibrary::load(&COUNTS), Some(65 << 20), None)
-            .unwrap();
+            .fresh();
         drop(large);
         assert_eq!((COUNTS.unloads(), REGISTRY.len()), (3, (0, 0)));
     }
@@ -503,10 +539,10 @@ mod tests {
         let key = [4; 32];
         let winner = REGISTRY
             .publish(key, FakeLibrary::load(&COUNTS), Some(FAKE_BYTES), None)
-            .unwrap();
+            .fresh();
         let (used, loser) = REGISTRY
             .publish(key, FakeLibrary::load(&COUNTS), Some(FAKE_BYTES), None)
-            .expect_err("the winner is alive");
+            .raced();
         assert!(Arc::ptr_eq(&used, &winner));
         drop(loser);
         assert_eq!(COUNTS.unloads(), 1, "the loser is unloaded, not retained");
@@ -523,15 +559,14 @@ mod tests {
         static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::OFF));
         static COUNTS: Counts = Counts::new();
         let key = [6; 32];
-        let publish = |replacing| {
-            REGISTRY.publish(key, FakeLibrary::load(&COUNTS), None, replacing)
-        };
-        let found = publish(None).unwrap();
+        let publish =
+            |replacing| REGISTRY.publish(key, FakeLibrary::load(&COUNTS), None, replacing);
+        let found = publish(None).fresh();
         // A load that may not share `found` publishes its own in its place...
-        let replacement = publish(Some(&found)).unwrap();
+        let replacement = publish(Some(&found)).fresh();
         assert!(Arc::ptr_eq(&REGISTRY.find(&key).unwrap(), &replacement));
         // ...but not in place of what another load put there meanwhile.
-        let (first, late) = publish(Some(&found)).expect_err("live entry");
+        let (first, late) = publish(Some(&found)).raced();
         assert!(Arc::ptr_eq(&first, &replacement));
         // The replaced value still works for its users and, dropped, forgets nothing.
         drop((found, late, first));
@@ -543,7 +578,8 @@ mod tests {
 
     #[test]
     fn threads_racing_loads_and_drops_share_while_alive_and_unload_every_load() {
-        static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::new(1, 1 << 20)));
+        static REGISTRY: Registry<FakeLibrary> =
+            Registry::with_limit(Some(Retention::new(1, 1 << 20)));
         static COUNTS: Counts = Counts::new();
         const THREADS: usize = 8;
         const ROUNDS: usize = 2_000;

@@ -66,12 +66,12 @@ impl Retention {
         self.libraries > 0 && self.bytes > 0
     }
 
-    /// The limits set by [`LIBRARIES_ENV`] and [`MIB_ENV`], each falling back to
+    /// The limits set by [`RETAIN_LIBRARIES_ENV`] and [`RETAIN_MIB_ENV`], each falling back to
     /// [`Retention::DEFAULT`]'s when unset or not a number.
     pub(crate) fn from_environment() -> Retention {
         Retention::from_values(
-            std::env::var(LIBRARIES_ENV).ok().as_deref(),
-            std::env::var(MIB_ENV).ok().as_deref(),
+            std::env::var(RETAIN_LIBRARIES_ENV).ok().as_deref(),
+            std::env::var(RETAIN_MIB_ENV).ok().as_deref(),
         )
     }
 
@@ -100,16 +100,16 @@ impl From<usize> for Retention {
 }
 
 /// The most libraries kept, when [`set_retained`] was not called: a number (0 keeps none).
-pub const LIBRARIES_ENV: &str = "CUDYN_RETAIN_LIBRARIES";
+pub const RETAIN_LIBRARIES_ENV: &str = "CUDYN_RETAIN_LIBRARIES";
 
 /// The most MiB of images kept, when [`set_retained`] was not called: a number.
-pub const MIB_ENV: &str = "CUDYN_RETAIN_MIB";
+pub const RETAIN_MIB_ENV: &str = "CUDYN_RETAIN_MIB";
 
 /// Sets how many released libraries this process keeps loaded (see [`Retention`]); `0` (or
 /// [`Retention::OFF`]) turns keeping off, so that every library is unloaded with its last user.
 /// Libraries kept beyond the new limits are unloaded now. Returns the previous limits.
 ///
-/// It replaces the limits of the environment ([`LIBRARIES_ENV`], [`MIB_ENV`]).
+/// It replaces the limits of the environment ([`RETAIN_LIBRARIES_ENV`], [`RETAIN_MIB_ENV`]).
 pub fn set_retained(limit: impl Into<Retention>) -> Retention {
     SHARED.set_limit(limit.into())
 }

@@ -164,8 +164,12 @@ mod tests {
                 .expect("NVRTC compiles (run the tests with the CUDA wheels' venv)")
         };
         let mut fatbin = FatbinBuilder::new().expect("nvFatbin (the CUDA wheels' venv)");
-        fatbin.add_cubin(compile(Output::Cubin).code(), arch, "k.cu").unwrap();
-        fatbin.add_ptx(compile(Output::Ptx).code(), arch, "k.cu").unwrap();
+        fatbin
+            .add_cubin(compile(Output::Cubin).code(), arch, "k.cu")
+            .unwrap();
+        fatbin
+            .add_ptx(compile(Output::Ptx).code(), arch, "k.cu")
+            .unwrap();
         let fatbin = fatbin.finish().unwrap();
         let compressed = fatbin::entries(&fatbin)
             .unwrap()
@@ -209,6 +213,9 @@ mod tests {
             "{refusal:?}"
         );
         // And the whole fatbin still is remembered as it was.
-        assert_eq!(decompressions(|| assert_eq!(validate(&fatbin).ok(), facts)), 0);
+        assert_eq!(
+            decompressions(|| assert_eq!(validate(&fatbin).ok(), facts)),
+            0
+        );
     }
 }
