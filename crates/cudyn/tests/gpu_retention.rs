@@ -99,6 +99,14 @@ fn a_repeat_load_after_the_last_drop_takes_the_kept_library_back() {
     let kernel = first.kernel("saxpy").unwrap();
     opt_in(&kernel);
     let (library_raw, kernel_raw) = (first.as_raw() as usize, kernel.as_raw() as usize);
+    // The library keeps what it learned of a kernel: a second lookup shares the parameter
+    // layout read for the first (the same allocation), asking the driver nothing.
+    let params = kernel.params().unwrap().as_ptr();
+    assert_eq!(
+        first.kernel("saxpy").unwrap().params().unwrap().as_ptr(),
+        params
+    );
+    let params = params as usize;
     drop((first, kernel));
 
     // The same source again: the library kept, not a new load (its kernel still opted in).
@@ -111,6 +119,7 @@ fn a_repeat_load_after_the_last_drop_takes_the_kept_library_back() {
         OPTED_IN,
         "a new load would have the default"
     );
+    assert_eq!(kernel.params().unwrap().as_ptr() as usize, params);
     saxpy_works(&kernel);
     drop((again, kernel));
 

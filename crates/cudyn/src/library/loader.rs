@@ -383,6 +383,7 @@ impl LibraryLoader {
             _jit_buffers: None,
             shared_always: self.sharing == Sharing::Always,
             defines_variables: facts.defines_variables,
+            kernels: Default::default(),
         };
         // With lazy module loading (the driver's default) PTX would be compiled at the first
         // kernel lookup or launch, and a PTX the JIT rejects would load "successfully" and fail

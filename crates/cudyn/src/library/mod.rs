@@ -64,11 +64,11 @@
 //! names, C++ names, suggestions), [`global`] (device variables), and here the handle itself.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::api::library::{preferred_backend, LibraryApi};
 use crate::error::{Error, Result};
-use crate::kernel::{params_from_image, Kernel};
+use crate::kernel::{params_from_image, Kernel, KernelState};
 use crate::param::ParamLayout;
 use crate::raw::{cudaLibrary_t, CUlibrary};
 use crate::sys::driver;
@@ -148,6 +148,37 @@ struct Inner {
     /// Whether the device code defines variables: then only loads that all asked for
     /// [`Sharing::Always`] share the library, and it is never kept after its last user.
     defines_variables: bool,
+    /// The kernels looked up by symbol so far: a later lookup of one asks the driver nothing.
+    kernels: Mutex<Vec<Arc<KernelState>>>,
+}
+
+impl Inner {
+    /// The kernel looked up as `symbol` before, if any.
+    fn known_kernel(&self, symbol: &str) -> Option<Arc<KernelState>> {
+        self.known_kernels()
+            .iter()
+            .find(|kernel| kernel.is_named(symbol))
+            .cloned()
+    }
+
+    /// Keeps `state`, of the kernel looked up as `symbol`, unless another thread kept one of that
+    /// symbol meanwhile; the state kept.
+    fn keep_kernel(&self, state: Arc<KernelState>, symbol: &str) -> Arc<KernelState> {
+        let mut known = self.known_kernels();
+        if let Some(first) = known.iter().find(|kernel| kernel.is_named(symbol)) {
+            return Arc::clone(first);
+        }
+        known.push(Arc::clone(&state));
+        state
+    }
+
+    /// The kernels looked up so far. Nothing panics while holding the lock, so a poisoned one
+    /// still holds a consistent list.
+    fn known_kernels(&self) -> std::sync::MutexGuard<'_, Vec<Arc<KernelState>>> {
+        self.kernels
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
 }
 
 // SAFETY: a library handle is context-independent and not tied to a host thread; the driver and
@@ -228,6 +259,7 @@ impl Library {
                 _jit_buffers: None,
                 shared_always: false,
                 defines_variables: false,
+                kernels: Mutex::default(),
             }),
         }
     }
@@ -311,15 +343,21 @@ impl Library {
         }
     }
 
-    /// The kernel whose symbol is exactly `symbol`.
+    /// The kernel whose symbol is exactly `symbol`: the one looked up before, else the driver's.
     fn kernel_exact(&self, symbol: &str) -> Result<Kernel> {
+        if let Some(known) = self.inner.known_kernel(symbol) {
+            return Ok(Kernel::of(known, self.clone()));
+        }
         let c_symbol = crate::api::c_string("kernel name", symbol)?;
         // SAFETY: the library is loaded while `self` lives.
         let raw = self
             .api()
             .and_then(|api| unsafe { api.kernel(self.inner.raw, &c_symbol) })
             .map_err(|error| self.inner.log.attach(error))?;
-        Ok(Kernel::named(raw, self.clone(), symbol))
+        let state = self
+            .inner
+            .keep_kernel(KernelState::named(raw, symbol), symbol);
+        Ok(Kernel::of(state, self.clone()))
     }
 
     /// The number of kernels in the library.
