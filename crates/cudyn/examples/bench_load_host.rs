@@ -10,8 +10,10 @@
 //! - **detect**: `Image::detect`, the kind from the headers;
 //! - **check**: `Image::new` + `Image::validate`, the whole check every load of bytes from outside
 //!   makes before the driver sees them (`validate_loadable` inside the loader: the same calls);
-//!   **first check** is the first of them in the process, timed once: a fatbin's compressed
-//!   entries are decompressed then, and remembered as checked for later loads of the same bytes;
+//!   **first check** is the first of them in the process, timed once (cold caches included): a
+//!   fatbin's compressed entries are decompressed then, and remembered as checked for later loads
+//!   of the same bytes, so a last line times the check of fatbins new to the process (each with
+//!   PTX of its own, told apart by an empty kernel);
 //! - **key**: blake3 of the image, the bulk of the key under which a load that may share
 //!   (`Sharing::Auto` or `Always`) looks for a library loaded already; a load with
 //!   `Sharing::Never` does not hash;
@@ -33,6 +35,9 @@ const SOURCE: &str = include_str!("../../cudyn-bench/kernels/peers.cu");
 
 /// One piece of a load's host-side work, on an image.
 type Step = fn(&[u8]) -> Result<()>;
+
+/// Fatbins new to the process whose check is timed.
+const NEW_FATBINS: usize = 101;
 
 /// Rounds per figure, and calls per round.
 const ROUNDS: usize = 501;
@@ -111,7 +116,51 @@ fn run() -> Result<()> {
         "medians of {ROUNDS} rounds of {BATCH} calls; check = what every load of outside bytes \
          runs before the driver"
     );
+    if wanted.is_empty() || wanted.iter().any(|w| w == "fatbin") {
+        let fresh = new_fatbins()?;
+        let mut checks = Vec::with_capacity(fresh.len());
+        for fatbin in &fresh {
+            let start = Instant::now();
+            Image::new(&fatbin[..])?.validate()?;
+            checks.push(start.elapsed());
+        }
+        println!(
+            "fatbin new to the process: check {:.2}us (median of {} fatbins with PTX of their own)",
+            micros(median(checks)),
+            fresh.len()
+        );
+    }
     Ok(())
+}
+
+/// Fatbins new to the process, each of the cubin of the `load` rows and PTX with an empty kernel
+/// of its own (nvFatbin drops comments).
+fn new_fatbins() -> Result<Vec<Vec<u8>>> {
+    let arch = Arch::new(9, 0);
+    let cubin = Program::new(SOURCE).arch(arch).compile()?;
+    let ptx = Program::new(SOURCE)
+        .arch(arch)
+        .output(Output::Ptx)
+        .compile()?;
+    let text = ptx.code().strip_suffix(b"\0").unwrap_or(ptx.code());
+    (0..NEW_FATBINS)
+        .map(|round| {
+            let mut variant = text.to_vec();
+            let entry = format!(".visible .entry bench_load_host_{round}()\n{{\n\tret;\n}}\n\0");
+            variant.extend_from_slice(entry.as_bytes());
+            fatbin(cubin.code(), &variant)
+        })
+        .collect()
+}
+
+/// A fatbin of `cubin` and `ptx` for sm_90, as nvFatbin builds it (the PTX compressed).
+fn fatbin(cubin: &[u8], ptx: &[u8]) -> Result<Vec<u8>> {
+    let arch = Arch::new(9, 0);
+    let mut fatbin = FatbinBuilder::new()?;
+    fatbin
+        .add_cubin(cubin, arch, "peers.cu")?
+        .add_ptx(ptx, arch, "peers.cu")?;
+    fatbin.finish()
 }
 
 /// The images of the `load` rows: peers.cu as a cubin, as PTX, and as a fatbin of the two.
@@ -122,11 +171,7 @@ fn images() -> Result<Vec<(&'static str, Vec<u8>)>> {
         Ok(compiled.code().to_vec())
     };
     let (cubin, ptx) = (compile(Output::Cubin)?, compile(Output::Ptx)?);
-    let mut fatbin = FatbinBuilder::new()?;
-    fatbin
-        .add_cubin(&cubin, arch, "peers.cu")?
-        .add_ptx(&ptx, arch, "peers.cu")?;
-    let fatbin = fatbin.finish()?;
+    let fatbin = fatbin(&cubin, &ptx)?;
     Ok(vec![("cubin", cubin), ("ptx", ptx), ("fatbin", fatbin)])
 }
 
