@@ -1,7 +1,7 @@
-//! Keeping released libraries loaded: when the last user of a shared library without device
-//! variables is dropped, cudyn keeps it loaded (within `cudyn::library::retention()`), and the
-//! next identical load takes it back; `release_retained` unloads what is kept, and
-//! `set_retained(0)` brings back unloading with the last user.
+//! Keeping released libraries loaded: when the last user of a shared library (without device
+//! variables, or with variables shared on request) is dropped, cudyn keeps it loaded (within
+//! `cudyn::library::retention()`), and the next identical load takes it back; `release_retained`
+//! unloads what is kept, and `set_retained(0)` brings back unloading with the last user.
 //!
 //! Whether a load is a real one is told by state that only the loaded library holds: a kernel
 //! attribute set on the first load's kernel (`MaxDynamicSharedSizeBytes`) is still set on the
@@ -28,11 +28,13 @@ use footprint::{mib, Footprint};
 /// Dynamic shared memory a kernel is opted in to on the first load: never its default.
 const OPTED_IN: i32 = 100 * 1024;
 
-/// The limits are process-wide: one test at a time changes and relies on them.
+/// The limits and the kept libraries are process-wide: one test at a time changes and relies on
+/// them, starting with none kept.
 fn turn(limit: Retention) -> MutexGuard<'static, ()> {
     static TURN: Mutex<()> = Mutex::new(());
     let guard = TURN.lock().unwrap_or_else(|poison| poison.into_inner());
     set_retained(limit);
+    release_retained();
     guard
 }
 
@@ -173,24 +175,41 @@ extern "C" __global__ void bump() { counter += 1; }
 "#;
 
 #[test]
-#[ignore = "gpu: code with variables and unshared loads are never kept"]
-fn code_with_variables_and_unshared_loads_are_unloaded_with_their_last_user() {
+#[ignore = "gpu: code with variables is kept only when shared on request, unshared loads never"]
+fn variables_are_kept_only_when_shared_on_request_and_unshared_loads_never() {
     let _turn = turn(Retention::DEFAULT);
     let cubin = Program::new(COUNTER).compile().unwrap();
     let bytes = cubin.code().to_vec();
-    // Whether shared on request or not, a library with variables is unloaded with its last
-    // user: the next load starts with its variables as the image defines them.
-    for sharing in [Sharing::Auto, Sharing::Always] {
-        let library = Library::loader().sharing(sharing).load(&bytes).unwrap();
+    let load = |sharing| Library::loader().sharing(sharing).load(&bytes).unwrap();
+    let set_counter = |library: &Library| {
         library.global::<i32>("counter").unwrap().write(&5).unwrap();
-        drop(library);
-        let again = Library::loader().sharing(sharing).load(&bytes).unwrap();
-        assert_eq!(
-            again.global::<i32>("counter").unwrap().read().unwrap(),
-            0,
-            "{sharing:?}: a fresh load"
-        );
-    }
+    };
+    let counter = |library: &Library| library.global::<i32>("counter").unwrap().read().unwrap();
+    // By default code with a variable is not shared, nor kept: a load after the last drop
+    // starts with the variable as the image defines it.
+    let library = load(Sharing::Auto);
+    set_counter(&library);
+    drop(library);
+    assert_eq!(
+        counter(&load(Sharing::Auto)),
+        0,
+        "Sharing::Auto: a fresh load"
+    );
+    // Shared on request, its loads share the variable: the library is kept with its value.
+    let library = load(Sharing::Always);
+    set_counter(&library);
+    drop(library);
+    assert_eq!(
+        counter(&load(Sharing::Always)),
+        5,
+        "Sharing::Always: the kept library"
+    );
+    // A default load does not take the kept library (it would see the variable changed).
+    assert_eq!(counter(&load(Sharing::Auto)), 0);
+    assert_eq!(release_retained(), 1);
+    assert_eq!(counter(&load(Sharing::Always)), 0, "released: a fresh load");
+    release_retained();
+
     // A load with Sharing::Never is its own, and gone with its last user.
     let saxpy = Program::new(saxpy_source("never")).compile().unwrap();
     let never = || {
@@ -205,7 +224,7 @@ fn code_with_variables_and_unshared_loads_are_unloaded_with_their_last_user() {
     opt_in(&kernel);
     drop((first, kernel));
     assert_eq!(opted_in(&never().kernel("saxpy").unwrap()), default);
-    assert_eq!(release_retained(), 0, "none of these was kept");
+    assert_eq!(release_retained(), 0, "an unshared load is never kept");
 }
 
 /// SAXPY as PTX with a 16 MiB comment: an image whose copy the driver keeps in host memory

@@ -11,7 +11,8 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use object::elf::{
-    FileHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_SYMTAB, STT_FUNC, STT_OBJECT,
+    FileHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_NOBITS, SHT_SYMTAB,
+    STT_FUNC, STT_OBJECT,
 };
 use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym};
 use object::LittleEndian;
@@ -429,19 +430,47 @@ pub(crate) fn is_variable(
             .is_some_and(|name| variable_space(name).is_some())
 }
 
-/// Whether the cubin defines device variables (see [`is_variable`]), reading only its section
-/// and symbol tables.
-pub(crate) fn defines_variables(data: &[u8]) -> Result<bool, ParseError> {
+/// What a cubin's variables are, read from its section and symbol tables only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Variables {
+    /// Whether it defines any (see [`is_variable`]).
+    pub(crate) defined: bool,
+    /// The device memory of those the image holds no bytes for (uninitialized ones, in
+    /// `SHT_NOBITS` sections): what a loaded library takes beyond its image's size.
+    pub(crate) uninitialized_bytes: usize,
+}
+
+/// What the cubin's variables are (see [`Variables`]).
+pub(crate) fn variables(data: &[u8]) -> Result<Variables, ParseError> {
     let sections = header(data)?
         .sections(LittleEndian, data)
         .map_err(elf_error("section headers"))?;
     let symbols = sections
         .symbols(LittleEndian, data, SHT_SYMTAB)
         .map_err(elf_error("symbol table"))?;
-    Ok(symbols
-        .symbols()
+    Ok(Variables {
+        defined: symbols
+            .symbols()
+            .iter()
+            .any(|symbol| is_variable(&sections, symbol)),
+        uninitialized_bytes: uninitialized_variable_bytes(&sections),
+    })
+}
+
+/// The sizes of the `SHT_NOBITS` sections that hold variables, added up.
+pub(crate) fn uninitialized_variable_bytes(
+    sections: &SectionTable<'_, FileHeader64<LittleEndian>>,
+) -> usize {
+    sections
         .iter()
-        .any(|symbol| is_variable(&sections, symbol)))
+        .filter(|section| section.sh_type(LittleEndian) == SHT_NOBITS)
+        .filter(|section| {
+            sections
+                .section_name(LittleEndian, section)
+                .is_ok_and(|name| variable_space(name).is_some())
+        })
+        .map(|section| usize::try_from(section.sh_size(LittleEndian)).unwrap_or(usize::MAX))
+        .fold(0, usize::saturating_add)
 }
 
 fn variable_space(section: &[u8]) -> Option<Space> {

@@ -313,9 +313,7 @@ impl LibraryLoader {
             return Ok(Library::from(self.load_new(image, kind, backend, facts)?));
         }
         let inner = self.load_new(image, kind, backend, facts)?;
-        // Code without variables may be kept loaded after its last user (see
-        // `retention`), holding about its image's size.
-        let retain = (!facts.defines_variables).then_some(image.len());
+        let retain = self.retainable_bytes(image, facts);
         match SHARED.publish(key, inner, retain, found.as_ref()) {
             Published::Fresh(fresh) => Ok(Library { inner: fresh }),
             // Another load of the same code finished first: its library is used, this one
@@ -326,6 +324,22 @@ impl LibraryLoader {
             }
             Published::Raced { fresh, .. } => Ok(Library { inner: fresh }),
         }
+    }
+
+    /// The memory a library of `image` holds while kept after its last user (see `retention`),
+    /// or `None` when it may not be kept: about its image's size for code without variables;
+    /// for code with variables, loaded with [`Sharing::Always`] (whose loads share the
+    /// variables anyway), that and the variables the image holds no bytes for, when known.
+    fn retainable_bytes(&self, image: &[u8], facts: Facts) -> Option<usize> {
+        if !facts.defines_variables {
+            return Some(image.len());
+        }
+        if self.sharing != Sharing::Always {
+            return None;
+        }
+        facts
+            .uninitialized_bytes
+            .map(|bytes| bytes.saturating_add(image.len()))
     }
 
     /// Whether this load may share `shared`, loaded from the same image: when both loads asked
@@ -575,14 +589,19 @@ mod tests {
     fn device_code_with_variables_is_told_apart_from_code_without() {
         use crate::compile::{Arch, FatbinBuilder, Output, Program};
         const KERNEL: &str = r#"extern "C" __global__ void scale(float *x) { x[0] *= 2.0f; }"#;
+        // The variables, whether the code defines some, and the bytes of those a cubin holds no
+        // bytes for (uninitialized ones: what a loaded library takes beyond its image).
         let cases = [
-            ("", false),
-            ("__device__ int counter;", true),
-            ("__constant__ float table[4];", true),
-            ("__managed__ int flag;", true),
+            ("", false, 0),
+            ("__device__ int counter;", true, 4),
+            ("__device__ float table[1024];", true, 4096),
+            ("__device__ float initialized[4] = {1, 2, 3, 4};", true, 0),
+            // Constant banks are stored whole in the image, initialized or not.
+            ("__constant__ float table[4];", true, 0),
+            ("__managed__ int flag;", true, 4),
         ];
         let arch = Arch::new(9, 0);
-        for (variables, defines) in cases {
+        for (variables, defines, uninitialized) in cases {
             let compile = |output| {
                 Program::new(format!("{variables}\n{KERNEL}"))
                     .arch(arch)
@@ -600,6 +619,14 @@ mod tests {
             for (what, code) in [("cubin", &cubin), ("PTX", &ptx), ("fatbin", &fatbin)] {
                 let (kind, facts) = checked(code, what).unwrap();
                 assert_eq!(facts.defines_variables, defines, "{variables:?} as {what}");
+                // PTX declares sizes that are not read: unknown when there are variables (so
+                // a fatbin that holds PTX with variables too).
+                let size_known = !defines || what == "cubin";
+                assert_eq!(
+                    facts.uninitialized_bytes,
+                    size_known.then_some(uninitialized),
+                    "{variables:?} as {what}"
+                );
                 // Compiler output, checked less, is told apart the same way.
                 let output = crate::image::validate_compiler_output(code, kind, &|| what.into());
                 assert_eq!(

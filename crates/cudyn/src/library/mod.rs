@@ -45,13 +45,16 @@
 //! function called repeatedly) would be loaded afresh each time if the last drop unloaded it. So
 //! when the last user of a shared library is dropped, cudyn keeps it loaded in a short list, and
 //! a later load of the same code with the same options takes it back at once (the same
-//! [`Library::as_raw`], no driver call). Only libraries that loads share and whose code defines
-//! no device variables are kept: never a load with [`Sharing::Never`], never code with
-//! `__device__`, `__constant__` or `__managed__` variables (whose values a later load would
-//! otherwise find changed), so a kept library costs about the size of its code in device memory.
+//! [`Library::as_raw`], no driver call). Only libraries that later loads would share are kept:
+//! never a load with [`Sharing::Never`], never code with `__device__`, `__constant__` or
+//! `__managed__` variables loaded with [`Sharing::Auto`] (the default), whose values a later
+//! load would otherwise find changed. Code with variables loaded with [`Sharing::Always`] is
+//! kept with its variables' values, as its loads share them anyway, and counts with the memory
+//! of its uninitialized variables (which its image holds no bytes for); PTX with variables,
+//! whose size cudyn does not read, is not kept.
 //!
-//! At most [`Retention::DEFAULT`] are kept, 16 libraries and 64 MiB of images, the least
-//! recently released unloaded first. [`set_retained`] changes the limits (`set_retained(0)`
+//! At most [`Retention::DEFAULT`] are kept, 16 libraries and 64 MiB of images (and uninitialized
+//! variables), the least recently released unloaded first. [`set_retained`] changes the limits (`set_retained(0)`
 //! turns keeping off: each library is then unloaded with its last user), as do the environment
 //! variables `CUDYN_RETAIN_LIBRARIES` (a number of libraries) and `CUDYN_RETAIN_MIB` (MiB of
 //! images) when `set_retained` was not called; [`release_retained`] unloads every kept library

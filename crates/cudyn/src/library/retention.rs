@@ -3,12 +3,14 @@
 //! loading the same code again (the same source compiled again, the same file loaded again)
 //! takes it back at once instead of loading it afresh.
 //!
-//! What is kept: only libraries that loads share ([`Sharing::Auto`] or [`Sharing::Always`]) and
-//! whose code defines no device variables (`__device__`, `__constant__`, `__managed__`), so a
-//! retained library holds no state a later load could observe and costs about its code's size
-//! in device memory; never a load with [`Sharing::Never`]. How many: at most
-//! [`Retention::DEFAULT`] (16 libraries and 64 MiB of images) unless the environment or
-//! [`set_retained`] says otherwise; [`release_retained`] unloads them now.
+//! What is kept: only libraries that later loads would share. Code without device variables
+//! (`__device__`, `__constant__`, `__managed__`) loaded with [`Sharing::Auto`] or
+//! [`Sharing::Always`], whose kept library holds no state a later load could observe and costs
+//! about its image's size; and code with variables loaded with [`Sharing::Always`], whose loads
+//! share the variables anyway, counted with its uninitialized variables when their size is known
+//! (a cubin's, not PTX's). Never a load with [`Sharing::Never`]. How many: at most
+//! [`Retention::DEFAULT`] (16 libraries and 64 MiB) unless the environment or [`set_retained`]
+//! says otherwise; [`release_retained`] unloads them now.
 //!
 //! [`Sharing::Auto`]: super::Sharing::Auto
 //! [`Sharing::Always`]: super::Sharing::Always
@@ -22,8 +24,8 @@ use super::SHARED;
 
 /// How many released libraries cudyn keeps loaded for a later identical load: at most
 /// [`libraries`](Retention::libraries) of them and [`bytes`](Retention::bytes) of their images
-/// together, whichever is reached first; the least recently released is unloaded first. A
-/// library whose image alone is larger than the byte budget is not kept.
+/// (with their uninitialized variables) together, whichever is reached first; the least recently
+/// released is unloaded first. A library larger alone than the byte budget is not kept.
 ///
 /// ```
 /// use cudyn::library::{set_retained, Retention};

@@ -52,9 +52,12 @@ const MAX_ALIGN: u64 = 4096;
 /// some).
 pub(super) fn compiler_output(data: &[u8]) -> Result<Facts, Refusal> {
     executable_header(data)?;
-    Ok(Facts {
-        defines_variables: inspect_cubin::defines_variables(data).unwrap_or(true),
-    })
+    Ok(
+        inspect_cubin::variables(data).map_or(Facts::UNKNOWN, |variables| Facts {
+            defines_variables: variables.defined,
+            uninitialized_bytes: Some(variables.uninitialized_bytes),
+        }),
+    )
 }
 
 /// The ELF header of an executable cubin; a relocatable one needs linking first.
@@ -92,8 +95,7 @@ pub(super) fn validate(data: &[u8]) -> Result<Facts, Refusal> {
     }
     fixed_fields(header)?;
     segments(header, data)?;
-    let defines_variables = sections(header, data)?;
-    Ok(Facts { defines_variables })
+    Ok(sections(header, data)?)
 }
 
 /// The ELF header fields that have one value in every cubin.
@@ -266,9 +268,9 @@ fn section_place(sections: &Sections<'_>, index: usize) -> String {
     format!("section {index} ({})", String::from_utf8_lossy(name))
 }
 
-/// Checks the section header table, every section and the symbol table; whether the cubin
-/// defines device variables.
-fn sections(header: &Header, data: &[u8]) -> Result<bool, ParseError> {
+/// Checks the section header table, every section and the symbol table; what the cubin's
+/// variables are.
+fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
     let sections = header
         .sections(LE, data)
         .map_err(elf_error("section header table"))?;
@@ -475,7 +477,10 @@ fn sections(header: &Header, data: &[u8]) -> Result<bool, ParseError> {
         }
         defines_variables = defines_variables || inspect_cubin::is_variable(&sections, symbol);
     }
-    Ok(defines_variables)
+    Ok(Facts {
+        defines_variables,
+        uninitialized_bytes: Some(inspect_cubin::uninitialized_variable_bytes(&sections)),
+    })
 }
 
 /// The sections `sh_link` and `sh_info` name exist and are of the kind the field's meaning needs:

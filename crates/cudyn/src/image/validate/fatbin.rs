@@ -36,9 +36,7 @@ thread_local! {
 
 pub(super) fn validate(bytes: &[u8]) -> Result<Facts, Refusal> {
     let mut count = 0;
-    let mut facts = Facts {
-        defines_variables: false,
-    };
+    let mut facts: Option<Facts> = None;
     for (index, raw) in fatbin::entries(bytes)?.enumerate() {
         let raw = raw?;
         count += 1;
@@ -67,7 +65,7 @@ pub(super) fn validate(bytes: &[u8]) -> Result<Facts, Refusal> {
         }
         let key = (compression != Compression::None).then(|| entry_key(&raw));
         if let Some(known) = key.as_ref().and_then(recall) {
-            facts = facts.and(known);
+            facts = Some(facts.map_or(known, |facts| facts.either(known)));
             continue;
         }
         #[cfg(test)]
@@ -95,12 +93,13 @@ pub(super) fn validate(bytes: &[u8]) -> Result<Facts, Refusal> {
         if let Some(key) = key {
             remember(key, checked);
         }
-        facts = facts.and(checked);
+        facts = Some(facts.map_or(checked, |facts| facts.either(checked)));
     }
     if count == 0 {
         return Err(ParseError::new("fatbin header", "it holds no entries").into());
     }
-    Ok(facts)
+    // Only LTO-IR entries, which the driver does not load: no code, no variables.
+    Ok(facts.unwrap_or(Facts::NO_VARIABLES))
 }
 
 /// The hash of everything the check of a compressed entry's code reads: its kind, its flags

@@ -16,13 +16,33 @@ pub(crate) struct Facts {
     /// Whether the code defines device variables (`__device__`, `__constant__`, `__managed__`),
     /// which loads sharing a library would share.
     pub(crate) defines_variables: bool,
+    /// The device memory its variables take beyond the image's own bytes (uninitialized ones),
+    /// when known: always for a cubin, 0 for code without variables, unknown for PTX variables.
+    pub(crate) uninitialized_bytes: Option<usize>,
 }
 
 impl Facts {
-    /// The facts of two parts of one image together.
-    fn and(self, other: Facts) -> Facts {
+    /// Code without variables.
+    pub(crate) const NO_VARIABLES: Facts = Facts {
+        defines_variables: false,
+        uninitialized_bytes: Some(0),
+    };
+
+    /// What is known of code that may define variables of unknown size.
+    pub(crate) const UNKNOWN: Facts = Facts {
+        defines_variables: true,
+        uninitialized_bytes: None,
+    };
+
+    /// The facts of an image of which one of two parts is loaded (the entries of a fatbin): the
+    /// variables of either, at most the larger size.
+    fn either(self, other: Facts) -> Facts {
         Facts {
             defines_variables: self.defines_variables || other.defines_variables,
+            uninitialized_bytes: self
+                .uninitialized_bytes
+                .zip(other.uninitialized_bytes)
+                .map(|(one, other)| one.max(other)),
         }
     }
 }
@@ -65,9 +85,7 @@ pub(crate) fn image(bytes: &[u8], kind: ImageKind) -> Result<Facts, Refusal> {
         ImageKind::Cubin => cubin::validate(bytes),
         ImageKind::Fatbin => fatbin::validate(bytes),
         ImageKind::Ptx => ptx::validate(bytes).map_err(Refusal::Malformed),
-        ImageKind::LtoIr | ImageKind::HostBinary | ImageKind::Archive => Ok(Facts {
-            defines_variables: true,
-        }),
+        ImageKind::LtoIr | ImageKind::HostBinary | ImageKind::Archive => Ok(Facts::UNKNOWN),
     }
 }
 

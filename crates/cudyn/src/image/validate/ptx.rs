@@ -20,7 +20,10 @@ pub(super) fn validate(bytes: &[u8]) -> Result<Facts, ParseError> {
     if !outline.target {
         return Err(ParseError::new("PTX text", "it has no `.target` directive"));
     }
-    Ok(Facts {
-        defines_variables: outline.variables,
+    // The size of PTX variables is not read here: unknown when there are some.
+    Ok(if outline.variables {
+        Facts::UNKNOWN
+    } else {
+        Facts::NO_VARIABLES
     })
 }
