@@ -29,7 +29,7 @@ use object::LittleEndian as LE;
 
 use super::{Facts, Refusal};
 use crate::inspect::cubin::{self as inspect_cubin, elf_error, header};
-use crate::inspect::info::Attributes;
+use crate::inspect::info::first_damage;
 use crate::inspect::ParseError;
 
 type Header = FileHeader64<LE>;
@@ -164,11 +164,15 @@ enum Owner {
 
 /// The byte ranges of the file that belong to one structure each: the headers, then sections.
 /// Claims are gathered first and compared once sorted, so that a cubin of thousands of sections
-/// costs no more than sorting them.
+/// costs no more than sorting them (nothing, when they come in the order of their offsets).
 #[derive(Default)]
 struct Ranges(Vec<(u64, u64, Owner)>);
 
 impl Ranges {
+    fn with_capacity(claims: usize) -> Ranges {
+        Ranges(Vec::with_capacity(claims))
+    }
+
     /// Claims `size` bytes at `offset` for `owner`.
     fn claim(&mut self, offset: u64, size: u64, owner: Owner) {
         if size > 0 {
@@ -179,7 +183,9 @@ impl Ranges {
     /// Damage when two claims overlap: the later owner's bytes, overlapping the earlier one
     /// (headers first, then sections in order), each named by `name`.
     fn check(mut self, name: impl Fn(Owner) -> String) -> Result<(), ParseError> {
-        self.0.sort_unstable();
+        if !self.0.is_sorted() {
+            self.0.sort_unstable();
+        }
         let mut furthest: Option<(u64, u64, Owner)> = None;
         for &(start, end, owner) in &self.0 {
             if let Some(reaching) = furthest.filter(|&(_, stop, _)| start < stop) {
@@ -303,18 +309,10 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
             "it is not the all-zero null section",
         ));
     }
-    let mut ranges = Ranges::default();
+    // In the order compilers lay a cubin out (the header, the sections, then the tables of
+    // section and program headers), so that the claims usually need no sorting.
+    let mut ranges = Ranges::with_capacity(count + 3);
     ranges.claim(0, size_of::<Header>() as u64, Owner::ElfHeader);
-    ranges.claim(
-        header.e_shoff(LE),
-        count as u64 * size_of::<SectionHeader64<LE>>() as u64,
-        Owner::SectionHeaders,
-    );
-    ranges.claim(
-        header.e_phoff(LE),
-        u64::from(header.e_phnum(LE)) * size_of::<ProgramHeader64<LE>>() as u64,
-        Owner::ProgramHeaders,
-    );
     // Section headers may all point at the same bytes; reading them over and over must not turn
     // a small image into minutes of checking.
     let mut budget = data.len().saturating_mul(READ_BUDGET_FACTOR);
@@ -421,9 +419,7 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
             }
         }
         if name.starts_with(b".nv.info") || name == b".nv.compat" {
-            let mut attributes = Attributes::new(contents);
-            attributes.by_ref().for_each(drop);
-            if let Some(offset) = attributes.damaged_at {
+            if let Some(offset) = first_damage(contents) {
                 return Err(ParseError::new(
                     place(),
                     format!("its attribute at byte {offset} is damaged or runs past its end"),
@@ -431,6 +427,16 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
             }
         }
     }
+    ranges.claim(
+        header.e_shoff(LE),
+        count as u64 * size_of::<SectionHeader64<LE>>() as u64,
+        Owner::SectionHeaders,
+    );
+    ranges.claim(
+        header.e_phoff(LE),
+        u64::from(header.e_phnum(LE)) * size_of::<ProgramHeader64<LE>>() as u64,
+        Owner::ProgramHeaders,
+    );
     ranges.check(|owner| match owner {
         Owner::ElfHeader => "the ELF header".into(),
         Owner::SectionHeaders => "the section header table".into(),
@@ -438,9 +444,16 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
         Owner::Section(index) => section_place(&sections, index),
     })?;
     let mut defines_variables = false;
+    // The string table ends with a NUL (checked above, as every string table, and `links` made
+    // sure the symbol table's is one): every name starting inside it ends inside it, so a name's
+    // offset is all there is to check.
+    let names = usize::try_from(symbols.string_section().0)
+        .ok()
+        .and_then(|index| sections.section(object::SectionIndex(index)).ok())
+        .map_or(0, |strings| strings.sh_size(LE));
     for (index, symbol) in symbols.symbols().iter().enumerate() {
         let place = || format!("symbol {index}");
-        if symbols.symbol_name(LE, symbol).is_err() {
+        if u64::from(symbol.st_name(LE)) >= names {
             return Err(ParseError::new(
                 place(),
                 "its name lies outside the symbol string table",
