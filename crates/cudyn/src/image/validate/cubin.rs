@@ -447,9 +447,8 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
     // The string table ends with a NUL (checked above, as every string table, and `links` made
     // sure the symbol table's is one): every name starting inside it ends inside it, so a name's
     // offset is all there is to check.
-    let names = usize::try_from(symbols.string_section().0)
-        .ok()
-        .and_then(|index| sections.section(object::SectionIndex(index)).ok())
+    let names = sections
+        .section(symbols.string_section())
         .map_or(0, |strings| strings.sh_size(LE));
     for (index, symbol) in symbols.symbols().iter().enumerate() {
         let place = || format!("symbol {index}");
