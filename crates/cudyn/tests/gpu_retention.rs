@@ -6,8 +6,9 @@
 //! Whether a load is a real one is told by state that only the loaded library holds: a kernel
 //! attribute set on the first load's kernel (`MaxDynamicSharedSizeBytes`) is still set on the
 //! kernel of a load that took the library back, and back at its default on a fresh load (even if
-//! the driver happened to hand out the same handle value again). Unloading is also told by host
-//! memory: the driver keeps its own copy of a loaded image, here a PTX made 16 MiB by a comment.
+//! the driver happened to hand out the same handle value again). Unloading is also told by device
+//! memory: a library of a 16 MiB initialized `__device__` table, shared on request (so kept with
+//! its variables), holds 16 MiB of device memory while loaded or kept.
 //!
 //! The limits are process-wide, so the tests of this binary take turns.
 //! Run with `cargo test -p cudyn --test gpu_retention -- --include-ignored` on a machine with a
@@ -18,10 +19,10 @@ mod footprint;
 
 use std::sync::{Mutex, MutexGuard};
 
-use common::{random_floats, SAXPY};
+use common::{compile, random_floats, Output, SAXPY};
 use cudyn::library::{release_retained, retention, set_retained, Retention};
 use cudyn::{
-    Device, DeviceBuffer, Kernel, KernelAttribute, LaunchConfig, Library, Output, Program, Sharing,
+    Device, DeviceBuffer, Kernel, KernelAttribute, LaunchConfig, Library, Program, Sharing,
 };
 use footprint::{mib, Footprint};
 
@@ -227,30 +228,48 @@ fn variables_are_kept_only_when_shared_on_request_and_unshared_loads_never() {
     assert_eq!(release_retained(), 0, "an unshared load is never kept");
 }
 
-/// SAXPY as PTX with a 16 MiB comment: an image whose copy the driver keeps in host memory
-/// while the library is loaded, and no variables.
-fn large_ptx() -> Vec<u8> {
-    let ptx = Program::new(saxpy_source("large"))
-        .output(Output::Ptx)
-        .compile()
+/// A table of 16 MiB whose first byte is 1 and the rest 0: initialized, so the cubin holds it and
+/// a loaded library of it takes 16 MiB of device memory (as in tests/gpu_sharing_memory.rs).
+const TABLE: &str = r#"
+// gpu_retention: table
+__device__ unsigned char table[16 << 20] = {1};
+__device__ unsigned int marker = 1;
+extern "C" __global__ void first_byte(unsigned int *out) { *out = table[0]; }
+"#;
+const TABLE_BYTES: i64 = 16 << 20;
+
+/// Loads `image` sharing its variables, and launches its kernel, which makes the driver load the
+/// library on the device; checks the kernel read the table.
+fn load_table(image: &[u8]) -> Library {
+    let library = Library::loader()
+        .sharing(Sharing::Always)
+        .load(image)
         .unwrap();
-    let mut image: Vec<u8> = ptx.code().to_vec();
-    while image.last() == Some(&0) {
-        image.pop();
+    let mut out = DeviceBuffer::<u32>::zeroed(1).unwrap();
+    // SAFETY: first_byte writes one unsigned int to out, which holds one; the copy below waits
+    // for it on the same stream.
+    unsafe {
+        library
+            .kernel("first_byte")
+            .unwrap()
+            .launch(&LaunchConfig::new(1, 1), (&mut out,))
     }
-    image.extend_from_slice(b"\n// ");
-    image.resize(image.len() + (16 << 20), b'x');
-    image.extend_from_slice(b"\n\0");
-    image
+    .unwrap();
+    assert_eq!(out.to_vec().unwrap(), [1]);
+    library
 }
 
 #[test]
-#[ignore = "gpu: host memory of a kept 16 MiB image, before and after release_retained"]
+#[ignore = "gpu: device memory of a kept 16 MiB image, before and after release_retained"]
 fn release_retained_unloads_the_kept_libraries_and_gives_their_memory_back() {
     let _turn = turn(Retention::DEFAULT);
     let device = device();
-    let image = large_ptx();
-    // One-time costs before the baseline: the context, the JIT, a launch.
+    let image = compile(TABLE, Output::Cubin).bytes();
+    assert!(
+        image.len() as i64 >= TABLE_BYTES,
+        "the cubin holds the table"
+    );
+    // One-time costs before the baseline: the context, the library machinery, a launch.
     saxpy_works(
         &Program::new(saxpy_source("warm-up"))
             .load()
@@ -259,40 +278,38 @@ fn release_retained_unloads_the_kept_libraries_and_gives_their_memory_back() {
             .unwrap(),
     );
     release_retained();
+    cudyn::synchronize().unwrap();
     let baseline = Footprint::now(device).unwrap();
 
-    let library = Library::load(&image).unwrap();
-    let kernel = library.kernel("saxpy").unwrap();
-    opt_in(&kernel);
-    saxpy_works(&kernel);
+    let library = load_table(&image);
     let loaded = Footprint::now(device).unwrap().since(baseline);
-    drop((library, kernel));
+    library.global::<u32>("marker").unwrap().write(&7).unwrap();
+    drop(library);
     let kept = Footprint::now(device).unwrap().since(baseline);
-    assert_eq!(release_retained(), 1, "the large library was kept");
+    assert_eq!(release_retained(), 1, "the table's library was kept");
     let released = Footprint::now(device).unwrap().since(baseline);
     println!(
-        "host memory over the baseline: loaded {:.1} MiB, kept after the last drop {:.1} MiB, \
+        "device memory over the baseline: loaded {:.1} MiB, kept after the last drop {:.1} MiB, \
          after release_retained {:.1} MiB",
-        mib(loaded.host),
-        mib(kept.host),
-        mib(released.host)
-    );
-    let image_bytes = image.len() as i64;
-    assert!(
-        loaded.host >= image_bytes / 2,
-        "the driver holds the image while loaded: {loaded:?}"
+        mib(loaded.device),
+        mib(kept.device),
+        mib(released.device)
     );
     assert!(
-        kept.host >= loaded.host - image_bytes / 4,
-        "kept after the last drop: {kept:?}, loaded {loaded:?}"
+        loaded.device >= TABLE_BYTES,
+        "a loaded library holds its table: {loaded:?}"
     );
     assert!(
-        released.host <= kept.host - image_bytes / 2,
-        "release_retained gives the image's memory back: kept {kept:?}, released {released:?}"
+        kept.device >= TABLE_BYTES,
+        "kept after the last drop: {kept:?}"
     );
-    // And the next load is a fresh one.
-    let fresh = Library::load(&image).unwrap();
-    assert_ne!(opted_in(&fresh.kernel("saxpy").unwrap()), OPTED_IN);
+    assert!(
+        released.device < TABLE_BYTES / 2,
+        "release_retained unloads it: loaded {loaded:?}, kept {kept:?}, released {released:?}"
+    );
+    // And the next load is a fresh one: the marker as the image defines it, not the 7 written.
+    let fresh = load_table(&image);
+    assert_eq!(fresh.global::<u32>("marker").unwrap().read().unwrap(), 1);
     drop(fresh);
     release_retained();
 }
