@@ -654,7 +654,7 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
                 ));
             }
         }
-        at = step(at, token, &mut outline);
+        step(&mut at, token, &mut outline);
     }
     if let Some(error) = bracket_error {
         return Err(error);
@@ -679,47 +679,57 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
     }
 }
 
-/// The top-level reading of [`parse`], one token at a time.
-fn step<'a>(at: At<'a>, token: &'a str, outline: &mut Outline) -> At<'a> {
+/// The top-level reading of [`parse`], one token at a time: `at` moves on past `token`.
+fn step<'a>(at: &mut At<'a>, token: &'a str, outline: &mut Outline) {
     match at {
-        At::Top => match token {
-            ".version" => At::Value { version: true },
-            ".address_size" => At::Value { version: false },
-            ".target" => At::Target,
-            ".file" => At::FileField,
-            _ => statement(
-                Statement {
-                    start: token,
-                    head_done: false,
-                    block: false,
-                    depth: 0,
-                    space: false,
-                },
-                token,
-                outline,
-            ),
-        },
-        At::Value { version } => {
-            if version {
-                outline.version = true;
+        At::Top => {
+            *at = match token {
+                ".version" => At::Value { version: true },
+                ".address_size" => At::Value { version: false },
+                ".target" => At::Target,
+                ".file" => At::FileField,
+                _ => {
+                    let mut begun = Statement {
+                        start: token,
+                        head_done: false,
+                        block: false,
+                        depth: 0,
+                        space: false,
+                    };
+                    if statement(&mut begun, token, outline) {
+                        At::Top
+                    } else {
+                        At::Statement(begun)
+                    }
+                }
             }
-            At::Top
+        }
+        At::Value { version } => {
+            outline.version |= *version;
+            *at = At::Top;
         }
         At::Target => {
             outline.target = true;
-            At::TargetList
+            *at = At::TargetList;
         }
-        At::TargetList if token == "," => At::Target,
-        At::FileField => At::FileList,
-        At::FileList if token == "," => At::FileField,
-        At::TargetList | At::FileList => step(At::Top, token, outline),
-        At::Statement(current) => statement(current, token, outline),
+        At::TargetList if token == "," => *at = At::Target,
+        At::FileField => *at = At::FileList,
+        At::FileList if token == "," => *at = At::FileField,
+        At::TargetList | At::FileList => {
+            *at = At::Top;
+            step(at, token, outline);
+        }
+        At::Statement(current) => {
+            if statement(current, token, outline) {
+                *at = At::Top;
+            }
+        }
     }
 }
 
-/// `token` inside `statement`: the statement goes on, or ends (after a `;` outside braces, or the
-/// closing brace of a block).
-fn statement<'a>(mut statement: Statement<'a>, token: &'a str, outline: &mut Outline) -> At<'a> {
+/// `token` inside `statement`: whether the statement ends with it (after a `;` outside braces,
+/// or the closing brace of a block).
+fn statement(statement: &mut Statement<'_>, token: &str, outline: &mut Outline) -> bool {
     let outside = statement.depth == 0;
     match token {
         ".entry" | ".func" | ".section" if !statement.head_done => statement.block = true,
@@ -741,11 +751,10 @@ fn statement<'a>(mut statement: Statement<'a>, token: &'a str, outline: &mut Out
         ";" => outside,
         _ => false,
     };
-    if !ended {
-        return At::Statement(statement);
+    if ended {
+        outline.variables |= statement.space && !statement.block;
     }
-    outline.variables |= statement.space && !statement.block;
-    At::Top
+    ended
 }
 
 fn is_word_byte(b: u8) -> bool {
