@@ -39,14 +39,18 @@ use crate::sys::{runtime, static_c_str, Api, ApiTable};
 /// ```
 #[derive(Debug, Clone)]
 pub struct Kernel {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    raw: CUkernel,
+    inner: Arc<KernelState>,
     /// Keeps the library loaded; `None` for a handle from elsewhere (`Kernel::from_raw`).
     library: Option<Library>,
+}
+
+/// A kernel's handle and what was learned about it, shared by every `Kernel` of it: its
+/// library keeps the state of each kernel looked up by name, so that a later lookup asks the
+/// driver nothing, not even the parameter layout again. It does not keep the library loaded (the
+/// library holds it).
+#[derive(Debug)]
+pub(crate) struct KernelState {
+    raw: CUkernel,
     name: SuccessCache<String>,
     params: SuccessCache<Box<[ParamLayout]>>,
     /// The start of the last program-long argument layout list found equal to `params`
@@ -56,9 +60,32 @@ struct Inner {
 
 // SAFETY: a kernel handle is context-independent and not tied to a host thread; the driver's
 // kernel calls and launches are thread-safe.
-unsafe impl Send for Inner {}
+unsafe impl Send for KernelState {}
 // SAFETY: shared access only reads the handle and the caches, which are thread-safe.
-unsafe impl Sync for Inner {}
+unsafe impl Sync for KernelState {}
+
+impl KernelState {
+    /// The state of kernel `raw`, looked up by its exact symbol `name`.
+    pub(crate) fn named(raw: CUkernel, name: &str) -> Arc<KernelState> {
+        // Known from the lookup: this saves a cuKernelGetName call, which drivers before 12.3
+        // lack, and lets offline parameter layouts find the kernel there.
+        KernelState::with_name(raw, SuccessCache::with(name.to_owned()))
+    }
+
+    fn with_name(raw: CUkernel, name: SuccessCache<String>) -> Arc<KernelState> {
+        Arc::new(KernelState {
+            raw,
+            name,
+            params: SuccessCache::new(),
+            matched_layouts: AtomicPtr::new(std::ptr::null_mut()),
+        })
+    }
+
+    /// Whether the kernel was looked up as `symbol`.
+    pub(crate) fn is_named(&self, symbol: &str) -> bool {
+        self.name.value.get().is_some_and(|name| name == symbol)
+    }
+}
 
 /// A value fetched on first use and kept once it was fetched successfully. A failure is
 /// returned and not kept, so that the next use tries again: a transient error (no context yet,
@@ -169,25 +196,17 @@ const MAX_PARAMS: usize = 32_768;
 
 impl Kernel {
     pub(crate) fn new(raw: CUkernel, library: Option<Library>) -> Kernel {
-        Kernel::with_name(raw, library, SuccessCache::new())
-    }
-
-    /// A kernel of `library` looked up by its exact symbol `name`.
-    pub(crate) fn named(raw: CUkernel, library: Library, name: &str) -> Kernel {
-        // Known from the lookup: this saves a cuKernelGetName call, which drivers before 12.3
-        // lack, and lets offline parameter layouts find the kernel there.
-        Kernel::with_name(raw, Some(library), SuccessCache::with(name.to_owned()))
-    }
-
-    fn with_name(raw: CUkernel, library: Option<Library>, name: SuccessCache<String>) -> Kernel {
         Kernel {
-            inner: Arc::new(Inner {
-                raw,
-                library,
-                name,
-                params: SuccessCache::new(),
-                matched_layouts: AtomicPtr::new(std::ptr::null_mut()),
-            }),
+            inner: KernelState::with_name(raw, SuccessCache::new()),
+            library,
+        }
+    }
+
+    /// A kernel of `library` whose state the library keeps.
+    pub(crate) fn of(state: Arc<KernelState>, library: Library) -> Kernel {
+        Kernel {
+            inner: state,
+            library: Some(library),
         }
     }
 
@@ -287,7 +306,7 @@ impl Kernel {
 
     /// The library this kernel came from; `None` for [`Kernel::from_raw`].
     pub fn library(&self) -> Option<&Library> {
-        self.inner.library.as_ref()
+        self.library.as_ref()
     }
 
     /// The kernel's name (`cuKernelGetName`), mangled if it lacks C linkage.
@@ -460,7 +479,7 @@ impl Kernel {
 
     /// `error` with the JIT logs of the kernel's library attached.
     pub(crate) fn with_library_log(&self, error: crate::Error) -> crate::Error {
-        match &self.inner.library {
+        match &self.library {
             Some(library) => library.jit_log().attach(error),
             None => error,
         }

@@ -26,6 +26,8 @@ use crate::param::ParamLayout;
 
 mod validate;
 
+pub(crate) use validate::Facts;
+
 /// The kinds of device code cudyn recognises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -133,7 +135,7 @@ impl<'a> Image<'a> {
     /// - PTX must be text that reads to its end (no comment, string, bracket or statement left
     ///   open) and declares its `.version` and `.target`.
     pub fn validate(&self) -> Result<()> {
-        validate_kind(&self.bytes, self.kind, &|| bytes_given(&self.bytes))
+        validate_loadable(&self.bytes, self.kind, &|| bytes_given(&self.bytes)).map(drop)
     }
 
     /// Wraps `bytes` (borrowed or owned) after detecting their kind.
@@ -211,40 +213,37 @@ pub(crate) fn bytes_given(bytes: &[u8]) -> String {
     format!("the {}-byte image given", bytes.len())
 }
 
-/// The kind of `bytes` once they are checked whole and loadable as they are (see
-/// [`Image::validate`]); `what` names them in errors (a file name, or "the N-byte image given").
+/// What was found of `bytes`, of `kind` (from [`detected`]), once they are checked whole and
+/// loadable as they are (see [`Image::validate`]); `what` names them in errors (a file name, or
+/// "the N-byte image given").
 ///
 /// Library loading calls this before any CUDA call: the driver trusts an image's own headers.
-pub(crate) fn validate_loadable(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
-    let kind = detected(bytes, what)?;
-    validate_kind(bytes, kind, what)?;
-    Ok(kind)
+pub(crate) fn validate_loadable(
+    bytes: &[u8],
+    kind: ImageKind,
+    what: &dyn Fn() -> String,
+) -> Result<Facts> {
+    require_loadable(kind, what)?;
+    validate::image(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))
 }
 
 /// [`validate_loadable`] for output of NVRTC or nvJitLink, which needs less checking (see
 /// `validate::compiler_output`).
 pub(crate) fn validate_compiler_output(
     bytes: &[u8],
+    kind: ImageKind,
     what: &dyn Fn() -> String,
-) -> Result<ImageKind> {
-    let kind = detected(bytes, what)?;
+) -> Result<Facts> {
     require_loadable(kind, what)?;
-    validate::compiler_output(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))?;
-    Ok(kind)
+    validate::compiler_output(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))
 }
 
 /// The kind of `bytes`, or [`Error::NotDeviceCode`].
-fn detected(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
+pub(crate) fn detected(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
     detect(bytes).map_err(|reason| Error::NotDeviceCode {
         what: what(),
         reason,
     })
-}
-
-/// The whole check of `bytes`, known to be of `kind`.
-fn validate_kind(bytes: &[u8], kind: ImageKind, what: &dyn Fn() -> String) -> Result<()> {
-    require_loadable(kind, what)?;
-    validate::image(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))
 }
 
 /// [`Error::NotLoadable`] for a kind the driver cannot load.

@@ -11,9 +11,10 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use object::elf::{
-    FileHeader64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_SYMTAB, STT_FUNC, STT_OBJECT,
+    FileHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_NOBITS, SHT_SYMTAB,
+    STT_FUNC, STT_OBJECT,
 };
-use object::read::elf::{FileHeader, SectionHeader, Sym};
+use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym};
 use object::LittleEndian;
 
 use super::info::{attr, Attributes, Value};
@@ -411,6 +412,65 @@ fn note_damage(attributes: &Attributes<'_>, section: &str, notes: &mut Vec<Strin
             "section {section} is damaged at byte {offset}; attributes after it were skipped"
         ));
     }
+}
+
+/// Whether `symbol` is a device variable: an object in a `.nv.global` section or a constant bank
+/// other than 0 (`__device__`, `__managed__`, `__constant__`), as [`parse`] lists them.
+pub(crate) fn is_variable(
+    sections: &SectionTable<'_, FileHeader64<LittleEndian>>,
+    symbol: &Sym64<LittleEndian>,
+) -> bool {
+    symbol.st_type() == STT_OBJECT
+        && sections
+            .section(object::SectionIndex(usize::from(
+                symbol.st_shndx(LittleEndian),
+            )))
+            .ok()
+            .and_then(|section| sections.section_name(LittleEndian, section).ok())
+            .is_some_and(|name| variable_space(name).is_some())
+}
+
+/// What a cubin's variables are, read from its section and symbol tables only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Variables {
+    /// Whether it defines any (see [`is_variable`]).
+    pub(crate) defined: bool,
+    /// The device memory of those the image holds no bytes for (uninitialized ones, in
+    /// `SHT_NOBITS` sections): what a loaded library takes beyond its image's size.
+    pub(crate) uninitialized_bytes: usize,
+}
+
+/// What the cubin's variables are (see [`Variables`]).
+pub(crate) fn variables(data: &[u8]) -> Result<Variables, ParseError> {
+    let sections = header(data)?
+        .sections(LittleEndian, data)
+        .map_err(elf_error("section headers"))?;
+    let symbols = sections
+        .symbols(LittleEndian, data, SHT_SYMTAB)
+        .map_err(elf_error("symbol table"))?;
+    Ok(Variables {
+        defined: symbols
+            .symbols()
+            .iter()
+            .any(|symbol| is_variable(&sections, symbol)),
+        uninitialized_bytes: uninitialized_variable_bytes(&sections),
+    })
+}
+
+/// The sizes of the `SHT_NOBITS` sections that hold variables, added up.
+pub(crate) fn uninitialized_variable_bytes(
+    sections: &SectionTable<'_, FileHeader64<LittleEndian>>,
+) -> usize {
+    sections
+        .iter()
+        .filter(|section| section.sh_type(LittleEndian) == SHT_NOBITS)
+        .filter(|section| {
+            sections
+                .section_name(LittleEndian, section)
+                .is_ok_and(|name| variable_space(name).is_some())
+        })
+        .map(|section| usize::try_from(section.sh_size(LittleEndian)).unwrap_or(usize::MAX))
+        .fold(0, usize::saturating_add)
 }
 
 fn variable_space(section: &[u8]) -> Option<Space> {

@@ -55,6 +55,29 @@ impl Value<'_> {
     }
 }
 
+/// Where the attribute list `data` is damaged, as [`Attributes::damaged_at`] says after reading
+/// it all, without decoding a value: `None` when it reads to its end.
+pub(crate) fn first_damage(data: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while at < data.len() {
+        let len = match data[at] {
+            _ if data.get(at + 1).is_none() => None,
+            EIFMT_NVAL => Some(4),
+            EIFMT_BVAL => data.get(at + 2).map(|_| 4),
+            EIFMT_HVAL => u16_at(data, at + 2).map(|_| 4),
+            EIFMT_SVAL => u16_at(data, at + 2)
+                .map(|size| 4 + usize::from(size))
+                .filter(|&len| at + len <= data.len()),
+            _ => None,
+        };
+        match len {
+            Some(len) => at += len,
+            None => return Some(at),
+        }
+    }
+    None
+}
+
 /// Iterates over the attributes in `data`; stops at the first one that does not fit, recording
 /// where in [`Attributes::damaged_at`].
 pub(crate) struct Attributes<'a> {
@@ -106,6 +129,30 @@ impl<'a> Iterator for Attributes<'a> {
                 self.damaged_at = Some(self.offset);
                 None
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_damage_check_finds_what_reading_every_attribute_finds() {
+        let mut rng = fastrand::Rng::with_seed(13);
+        for _ in 0..20_000 {
+            let len = rng.usize(0..40);
+            // Mostly the four formats, sometimes others; sizes small enough to fit or not.
+            let data: Vec<u8> = (0..len)
+                .map(|_| match rng.u8(0..8) {
+                    0..=4 => rng.u8(0..6),
+                    5 => rng.u8(0..12),
+                    _ => rng.u8(..),
+                })
+                .collect();
+            let mut attributes = Attributes::new(&data);
+            attributes.by_ref().for_each(drop);
+            assert_eq!(first_damage(&data), attributes.damaged_at, "{data:?}");
         }
     }
 }

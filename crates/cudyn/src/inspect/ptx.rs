@@ -477,47 +477,284 @@ fn type_size(ty: &str) -> Option<u64> {
 /// Splits PTX into tokens: words (directives, names, numbers) and single punctuation characters;
 /// comments and string literals are dropped. An error when the text ends inside one of them.
 fn tokenize(text: &str) -> Result<Vec<&str>, ParseError> {
-    let unterminated = |at: usize, what: &str| {
-        ParseError::new(
-            format!("PTX line {}", line_of(text, &text[at..])),
-            format!("the text ends inside this {what} (is the file cut short?)"),
-        )
-    };
-    let bytes = text.as_bytes();
-    let mut tokens = Vec::new();
+    Tokens { text, at: 0 }.collect()
+}
+
+/// The tokens of PTX text, one at a time (see [`tokenize`]); after an error, none.
+struct Tokens<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Tokens<'a> {
+    /// The next token, or with `brackets_only` the next bracket (`{}()[]`), passing over every
+    /// other token: inside braces, where the rest does not matter to [`check`].
+    fn advance(&mut self, brackets_only: bool) -> Option<Result<&'a str, ParseError>> {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        let unterminated = |at: usize, what: &str| {
+            ParseError::new(
+                format!("PTX line {}", line_of(text, &text[at..])),
+                format!("the text ends inside this {what} (is the file cut short?)"),
+            )
+        };
+        while self.at < bytes.len() {
+            if brackets_only {
+                // Only comments, strings and brackets change what follows.
+                let skipped = bytes[self.at..]
+                    .iter()
+                    .position(|&b| BRACKET_PASS_STOPS[usize::from(b)]);
+                self.at += skipped.unwrap_or(bytes.len() - self.at);
+                if self.at == bytes.len() {
+                    break;
+                }
+            }
+            let at = self.at;
+            let c = bytes[at];
+            let rest = &bytes[at..];
+            if c.is_ascii_whitespace() {
+                self.at += 1;
+            } else if rest.starts_with(b"//") {
+                self.at += find_byte(b'\n', rest).unwrap_or(rest.len());
+            } else if rest.starts_with(b"/*") {
+                let Some(end) = rest.windows(2).position(|w| w == b"*/") else {
+                    self.at = bytes.len();
+                    return Some(Err(unterminated(at, "comment")));
+                };
+                self.at += end + 2;
+            } else if c == b'"' {
+                let Some(end) = find_byte(b'"', &rest[1..]) else {
+                    self.at = bytes.len();
+                    return Some(Err(unterminated(at, "string")));
+                };
+                self.at += end + 2;
+            } else if brackets_only && c == b'/' {
+                self.at += 1;
+            } else {
+                let len = if is_word_byte(c) {
+                    rest.iter()
+                        .position(|&b| !is_word_byte(b))
+                        .unwrap_or(rest.len())
+                } else {
+                    text[at..].chars().next().map_or(1, char::len_utf8)
+                };
+                self.at += len;
+                return Some(Ok(&text[at..at + len]));
+            }
+        }
+        None
+    }
+}
+
+/// The bytes where [`Tokens::advance`] stops when it passes over all but brackets: those that
+/// may start a comment, a string or a bracket.
+static BRACKET_PASS_STOPS: [bool; 256] = {
+    let mut stops = [false; 256];
     let mut at = 0;
+    let bytes = b"/\"{}()[]";
     while at < bytes.len() {
-        let c = bytes[at];
-        let rest = &bytes[at..];
-        if c.is_ascii_whitespace() {
-            at += 1;
-        } else if rest.starts_with(b"//") {
-            at += rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
-        } else if rest.starts_with(b"/*") {
-            at += rest
-                .windows(2)
-                .position(|w| w == b"*/")
-                .ok_or_else(|| unterminated(at, "comment"))?
-                + 2;
-        } else if c == b'"' {
-            at += 2 + rest[1..]
-                .iter()
-                .position(|&b| b == b'"')
-                .ok_or_else(|| unterminated(at, "string"))?;
-        } else if is_word_byte(c) {
-            let len = rest
-                .iter()
-                .position(|&b| !is_word_byte(b))
-                .unwrap_or(rest.len());
-            tokens.push(&text[at..at + len]);
-            at += len;
-        } else {
-            let len = text[at..].chars().next().map_or(1, char::len_utf8);
-            tokens.push(&text[at..at + len]);
-            at += len;
+        stops[bytes[at] as usize] = true;
+        at += 1;
+    }
+    stops
+};
+
+/// Where `byte` first occurs in `haystack`.
+fn find_byte(byte: u8, haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&b| b == byte)
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = Result<&'a str, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.advance(false)
+    }
+}
+
+/// What [`check`] found in PTX text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Outline {
+    /// A `.version` directive with its value.
+    pub(crate) version: bool,
+    /// A `.target` directive with at least one target.
+    pub(crate) target: bool,
+    /// A module-scope `.global` or `.const` declaration (a statement that declares no function
+    /// and names one of those spaces outside braces: a superset of [`PtxModule::variables`]).
+    pub(crate) variables: bool,
+}
+
+/// Where [`check`] is between top-level statements.
+#[derive(Debug, Clone, Copy)]
+enum At<'a> {
+    /// Between statements.
+    Top,
+    /// After `.version` or `.address_size`: their value.
+    Value { version: bool },
+    /// After `.target` or one of its `,`: a target.
+    Target,
+    /// After a target: a `,` continues the list.
+    TargetList,
+    /// After `.file` or one of its `,`: the next field.
+    FileField,
+    /// After a field of `.file`: a `,` continues it.
+    FileList,
+    /// Inside a statement that began at `start`.
+    Statement(Statement<'a>),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Statement<'a> {
+    start: &'a str,
+    /// Whether a `;` or `{` was seen: what makes a block is decided before it.
+    head_done: bool,
+    /// A function body or `.section`: it ends with its closing brace.
+    block: bool,
+    depth: usize,
+    /// `.global` or `.const` outside braces.
+    space: bool,
+}
+
+/// Checks that PTX reads to its end as [`parse`] reads it (no comment, string, bracket or
+/// statement left open) without building the module: one pass over the tokens, nothing
+/// allocated but the stack of open brackets. The errors are [`parse`]'s: one of the tokenizer
+/// first, else the first bracket that does not pair up, else the first statement the text ends
+/// inside.
+pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
+    let text = text(bytes).ok_or_else(|| {
+        ParseError::new(
+            "PTX text",
+            "it must be UTF-8 text with no NUL before its end",
+        )
+    })?;
+    let place = |token: &str| format!("PTX line {}", line_of(text, token));
+    let mut outline = Outline::default();
+    let mut open: Vec<&str> = Vec::new();
+    let mut bracket_error = None;
+    let mut at = At::Top;
+    let mut tokens = Tokens { text, at: 0 };
+    // Inside braces only brackets matter, to the brackets' check and to where the statement ends.
+    while let Some(token) = tokens.advance(matches!(at, At::Statement(s) if s.depth > 0)) {
+        let token = token?;
+        if bracket_error.is_none() {
+            let expected = match token {
+                "{" | "(" | "[" => {
+                    open.push(token);
+                    None
+                }
+                "}" => Some("{"),
+                ")" => Some("("),
+                "]" => Some("["),
+                _ => None,
+            };
+            if expected.is_some() && open.pop() != expected {
+                bracket_error = Some(ParseError::new(
+                    place(token),
+                    format!("`{token}` closes nothing"),
+                ));
+            }
+        }
+        step(&mut at, token, &mut outline);
+    }
+    if let Some(error) = bracket_error {
+        return Err(error);
+    }
+    if let Some(first) = open.first() {
+        return Err(ParseError::new(
+            place(first),
+            format!("`{first}` is never closed: the text ends inside it (is the file cut short?)"),
+        ));
+    }
+    match at {
+        At::Statement(statement) => Err(ParseError::new(
+            place(statement.start),
+            "the text ends inside this statement (is the file cut short?)",
+        )),
+        At::Value { version: true } => {
+            // `.version` last, with no value: as `parse` reads it, the module has none.
+            outline.version = false;
+            Ok(outline)
+        }
+        _ => Ok(outline),
+    }
+}
+
+/// The top-level reading of [`parse`], one token at a time: `at` moves on past `token`.
+fn step<'a>(at: &mut At<'a>, token: &'a str, outline: &mut Outline) {
+    match at {
+        At::Top => {
+            *at = match token {
+                ".version" => At::Value { version: true },
+                ".address_size" => At::Value { version: false },
+                ".target" => At::Target,
+                ".file" => At::FileField,
+                _ => {
+                    let mut begun = Statement {
+                        start: token,
+                        head_done: false,
+                        block: false,
+                        depth: 0,
+                        space: false,
+                    };
+                    if statement(&mut begun, token, outline) {
+                        At::Top
+                    } else {
+                        At::Statement(begun)
+                    }
+                }
+            }
+        }
+        At::Value { version } => {
+            outline.version |= *version;
+            *at = At::Top;
+        }
+        At::Target => {
+            outline.target = true;
+            *at = At::TargetList;
+        }
+        At::TargetList if token == "," => *at = At::Target,
+        At::FileField => *at = At::FileList,
+        At::FileList if token == "," => *at = At::FileField,
+        At::TargetList | At::FileList => {
+            *at = At::Top;
+            step(at, token, outline);
+        }
+        At::Statement(current) => {
+            if statement(current, token, outline) {
+                *at = At::Top;
+            }
         }
     }
-    Ok(tokens)
+}
+
+/// `token` inside `statement`: whether the statement ends with it (after a `;` outside braces,
+/// or the closing brace of a block).
+fn statement(statement: &mut Statement<'_>, token: &str, outline: &mut Outline) -> bool {
+    let outside = statement.depth == 0;
+    match token {
+        ".entry" | ".func" | ".section" if !statement.head_done => statement.block = true,
+        ".global" | ".const" if outside => statement.space = true,
+        _ => {}
+    }
+    if matches!(token, ";" | "{") {
+        statement.head_done = true;
+    }
+    let ended = match token {
+        "{" => {
+            statement.depth += 1;
+            false
+        }
+        "}" => {
+            statement.depth = statement.depth.saturating_sub(1);
+            statement.depth == 0 && statement.block
+        }
+        ";" => outside,
+        _ => false,
+    };
+    if ended {
+        outline.variables |= statement.space && !statement.block;
+    }
+    ended
 }
 
 fn is_word_byte(b: u8) -> bool {
@@ -654,6 +891,70 @@ mod tests {
     fn ptx_ending_inside_a_comment_is_an_error() {
         let error = parse(b".version 9.0\n.target sm_90\n/* cut").unwrap_err();
         assert!(error.problem.contains("comment"), "{error}");
+    }
+
+    /// `check` reads as `parse` does: the same verdict and error on every prefix of `text`, and
+    /// an outline that agrees with the module.
+    fn check_agrees_with_parse_on_every_cut(text: &str) {
+        for end in 0..=text.len() {
+            let Some(cut) = text.get(..end) else {
+                continue;
+            };
+            match (check(cut.as_bytes()), parse(cut.as_bytes())) {
+                (Ok(outline), Ok(module)) => {
+                    assert_eq!(outline.version, module.version.is_some(), "{cut:?}");
+                    assert_eq!(outline.target, !module.target.is_empty(), "{cut:?}");
+                    assert_eq!(outline.variables, !module.variables.is_empty(), "{cut:?}");
+                }
+                (Err(checked), Err(parsed)) => assert_eq!(checked, parsed, "{cut:?}"),
+                (checked, parsed) => panic!("{cut:?}: check {checked:?}, parse {parsed:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_check_before_a_load_reads_ptx_as_the_parser_does() {
+        let texts = [
+            PTX,
+            HELLO,
+            ".version 9.0\n.target sm_90\n.address_size 64\n\
+             .global .attribute(.managed) .align 4 .u32 flag;\n",
+            ".version 9.0\n.target sm_90\n.visible .entry k()\n{\n  ret;\n}\n\
+             .file 1 \"/src/k.cu\", 1700000000, 1234\n\
+             .section .debug_abbrev\n{\n.b8 17\n.b8 0\n}\n\
+             .section .debug_macinfo { .b8 0 }\n",
+            ".version 9.0\n.target sm_90, debug\n/* a comment */\n\
+             .extern .func (.param .b32 r) helper (.param .b64 p);\n\
+             .global .align 4 .u32 first = 1, second[4] = {1, 2, 3, 4};\n\
+             .visible .func (.param .b32 r) helper (.param .b64 p)\n{\n  ld.global.u32 %r1, [p];\n}\n",
+            ".target sm_90\n.version",
+            "{ ( } )\n.version 9.0 .target sm_90",
+        ];
+        for text in texts {
+            check_agrees_with_parse_on_every_cut(text);
+        }
+        // And NVRTC's own output, with variables, a device function and debug information.
+        let nvrtc = crate::Program::new(
+            "__device__ float total; __constant__ int scale[4];\n\
+             __device__ float twice(float x) { return 2 * x + scale[1]; }\n\
+             extern \"C\" __global__ void k(const float *x) { atomicAdd(&total, twice(x[0])); }",
+        )
+        .arch(crate::compile::Arch::new(9, 0))
+        .output(crate::Output::Ptx)
+        .option("-lineinfo")
+        .compile()
+        .expect("NVRTC compiles (run the tests with the CUDA wheels' venv)");
+        let nvrtc = std::str::from_utf8(nvrtc.code())
+            .unwrap()
+            .trim_end_matches('\0');
+        check_agrees_with_parse_on_every_cut(nvrtc);
+        assert!(check(nvrtc.as_bytes()).unwrap().variables);
+        // Functions, entries and debug sections are not variables; `.global` inside braces
+        // neither.
+        let outline = check(texts[4].as_bytes()).unwrap();
+        assert!(outline.variables && outline.version && outline.target);
+        assert!(!check(HELLO.as_bytes()).unwrap().variables);
+        assert!(!check(texts[3].as_bytes()).unwrap().variables);
     }
 
     #[test]

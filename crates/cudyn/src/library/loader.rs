@@ -3,16 +3,15 @@
 
 use std::ffi::c_void;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use super::registry::KeyParts;
+use super::registry::{KeyParts, Published, Users};
 use super::{Backend, Inner, Library, SHARED};
 use crate::api::library::{LibraryApi, LoadOptions};
 use crate::compile::{setters, Compiled};
 use crate::context;
 use crate::error::{Error, Result};
-use crate::image::ImageKind;
-use crate::inspect::Module;
+use crate::image::{Facts, ImageKind};
 use crate::sys::driver;
 
 /// Options for the JIT compiler, used when the library holds PTX that must be compiled for the
@@ -275,69 +274,88 @@ impl LibraryLoader {
         what: &dyn Fn() -> String,
         checks: Checks,
     ) -> Result<Library> {
+        let kind = crate::image::detected(image, what)?;
         // The driver believes the image's own headers (the load call takes no length): only
         // bytes checked whole and loadable reach it.
-        let kind = match checks {
-            Checks::Whole => crate::image::validate_loadable(image, what)?,
-            Checks::CompilerOutput => crate::image::validate_compiler_output(image, what)?,
+        let check = || match checks {
+            Checks::Whole => crate::image::validate_loadable(image, kind, what),
+            Checks::CompilerOutput => crate::image::validate_compiler_output(image, kind, what),
         };
         let backend = self.backend.unwrap_or_else(Backend::preferred);
-        let key = (self.sharing != Sharing::Never).then(|| {
-            KeyParts {
-                image,
-                jit: &self.jit,
-                options: &self.options,
-                backend,
-                names: &self.names,
-            }
-            .key()
-        });
-        let Some(key) = key else {
-            return Ok(Library::from(self.load_new(image, kind, backend)?));
-        };
-        let found = SHARED.alive(&key);
+        if self.sharing == Sharing::Never {
+            let facts = check()?;
+            return Ok(Library::from(self.load_new(image, kind, backend, facts)?));
+        }
+        let key = KeyParts {
+            image,
+            jit: &self.jit,
+            options: &self.options,
+            backend,
+            names: &self.names,
+        }
+        .key();
+        let found = SHARED.find(&key);
         if let Some(shared) = &found {
-            if self.may_join(shared, image, kind) {
+            // The key covers every byte: these are the bytes checked when the library was
+            // loaded, so they need no second check.
+            if self.may_join(shared) {
                 return Library {
                     inner: Arc::clone(shared),
                 }
                 .entered(kind);
             }
+        }
+        let facts = check()?;
+        if found.is_some() && self.sharing != Sharing::Always {
             // The code defines variables and the library found does not share them with this
             // load. A load that asks to share them takes the library's place for later loads
             // that ask the same; any other gets a library no later load finds.
-            if self.sharing != Sharing::Always {
-                return Ok(Library::from(self.load_new(image, kind, backend)?));
-            }
+            return Ok(Library::from(self.load_new(image, kind, backend, facts)?));
         }
-        let mut inner = self.load_new(image, kind, backend)?;
-        inner.shared_as = Some(key);
-        inner.shared_always = self.sharing == Sharing::Always;
-        let fresh = Arc::new(inner);
-        match SHARED.publish(key, &fresh, found.as_ref()) {
+        let inner = self.load_new(image, kind, backend, facts)?;
+        let retain = self.retainable_bytes(image, facts);
+        match SHARED.publish(key, inner, retain, found.as_ref()) {
+            Published::Fresh(fresh) => Ok(Library { inner: fresh }),
             // Another load of the same code finished first: its library is used, this one
             // unloaded.
-            Some(first) if self.may_join(&first, image, kind) => {
+            Published::Raced { first, fresh } if self.may_join(&first) => {
                 drop(fresh);
                 Library { inner: first }.entered(kind)
             }
-            _ => Ok(Library { inner: fresh }),
+            Published::Raced { fresh, .. } => Ok(Library { inner: fresh }),
         }
     }
 
-    /// Whether this load may share `shared`, loaded from the same `image`: when both loads asked
-    /// for [`Sharing::Always`], or when the code defines no variables (inspected once per
-    /// library, at the first load that would share it).
-    fn may_join(&self, shared: &Inner, image: &[u8], kind: ImageKind) -> bool {
-        let both_always = self.sharing == Sharing::Always && shared.shared_always;
-        both_always
-            || !*shared
-                .defines_variables
-                .get_or_init(|| defines_variables(image, kind))
+    /// The memory a library of `image` holds while kept after its last user (see `retention`),
+    /// or `None` when it may not be kept: about its image's size for code without variables;
+    /// for code with variables, loaded with [`Sharing::Always`] (whose loads share the
+    /// variables anyway), that and the variables the image holds no bytes for, when known.
+    fn retainable_bytes(&self, image: &[u8], facts: Facts) -> Option<usize> {
+        if !facts.defines_variables {
+            return Some(image.len());
+        }
+        if self.sharing != Sharing::Always {
+            return None;
+        }
+        facts
+            .uninitialized_bytes
+            .map(|bytes| bytes.saturating_add(image.len()))
     }
 
-    /// Loads `image`, of `kind`, through `backend`: always a new library.
-    fn load_new(&self, image: &[u8], kind: ImageKind, backend: Backend) -> Result<Inner> {
+    /// Whether this load may share `shared`, loaded from the same image: when both loads asked
+    /// for [`Sharing::Always`], or when the code defines no variables.
+    fn may_join(&self, shared: &Inner) -> bool {
+        (self.sharing == Sharing::Always && shared.shared_always) || !shared.defines_variables
+    }
+
+    /// Loads `image`, of `kind`, checked with `facts`, through `backend`: always a new library.
+    fn load_new(
+        &self,
+        image: &[u8],
+        kind: ImageKind,
+        backend: Backend,
+        facts: Facts,
+    ) -> Result<Inner> {
         let needs_nul = kind == ImageKind::Ptx && image.last() != Some(&0);
         let owned = (needs_nul || self.options.preserve_binary).then(|| {
             let mut owned = Vec::with_capacity(image.len() + 1);
@@ -377,9 +395,9 @@ impl LibraryLoader {
             offline_image: driver_lacks_param_info().then(|| Arc::from(image)),
             _image: owned.filter(|_| self.options.preserve_binary),
             _jit_buffers: None,
-            shared_as: None,
-            shared_always: false,
-            defines_variables: OnceLock::new(),
+            shared_always: self.sharing == Sharing::Always,
+            defines_variables: facts.defines_variables,
+            kernels: Default::default(),
         };
         // With lazy module loading (the driver's default) PTX would be compiled at the first
         // kernel lookup or launch, and a PTX the JIT rejects would load "successfully" and fail
@@ -403,7 +421,7 @@ impl From<Inner> for Library {
     /// A library of one load's own.
     fn from(inner: Inner) -> Library {
         Library {
-            inner: Arc::new(inner),
+            inner: Users::own(inner),
         }
     }
 }
@@ -418,18 +436,6 @@ impl Library {
         }
         Ok(self)
     }
-}
-
-/// Whether `image` defines device variables, which sharing would make common to every load; an
-/// image that cannot be inspected is assumed to.
-fn defines_variables(image: &[u8], kind: ImageKind) -> bool {
-    let Ok(inspection) = crate::inspect::inspect_kind(image, kind) else {
-        return true;
-    };
-    inspection.modules().iter().any(|module| match module {
-        Module::Cubin(cubin) => !cubin.variables.is_empty(),
-        Module::Ptx(ptx) => !ptx.variables.is_empty(),
-    })
 }
 
 /// Loads `library` into the current context now (`cuLibraryGetModule`), making one current if
@@ -541,22 +547,25 @@ mod tests {
     use super::*;
     use crate::sys::{self, runtime};
 
+    /// What a load checks of bytes from outside: their kind, and what the check found.
+    fn checked(bytes: &[u8], what: &str) -> Result<(ImageKind, Facts)> {
+        let what = || what.to_owned();
+        let kind = crate::image::detected(bytes, &what)?;
+        Ok((kind, crate::image::validate_loadable(bytes, kind, &what)?))
+    }
+
     #[test]
     fn only_loadable_device_code_reaches_the_driver() {
         let ptx = b"//\n.version 9.0\n.target sm_90\n.address_size 64\n";
-        assert_eq!(
-            crate::image::validate_loadable(ptx, &|| "ptx".into()).unwrap(),
-            ImageKind::Ptx
-        );
-        let garbage = crate::image::validate_loadable(b"hello, world", &|| "greeting.bin".into())
-            .unwrap_err();
+        assert_eq!(checked(ptx, "ptx").unwrap().0, ImageKind::Ptx);
+        let garbage = checked(b"hello, world", "greeting.bin").unwrap_err();
         assert!(
             matches!(&garbage, Error::NotDeviceCode { what, .. } if what == "greeting.bin"),
             "{garbage:?}"
         );
         // The NVVM container magic of LTO-IR, which needs nvJitLink before it can load.
         let ltoir = [0xed, 0x43, 0x4e, 0x7f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        let error = crate::image::validate_loadable(&ltoir, &|| "piece.ltoir".into()).unwrap_err();
+        let error = checked(&ltoir, "piece.ltoir").unwrap_err();
         assert!(
             matches!(
                 &error,
@@ -578,32 +587,62 @@ mod tests {
 
     #[test]
     fn device_code_with_variables_is_told_apart_from_code_without() {
-        use crate::compile::{Arch, Output, Program};
+        use crate::compile::{Arch, FatbinBuilder, Output, Program};
         const KERNEL: &str = r#"extern "C" __global__ void scale(float *x) { x[0] *= 2.0f; }"#;
+        // The variables, whether the code defines some, and the bytes of those a cubin holds no
+        // bytes for (uninitialized ones: what a loaded library takes beyond its image).
         let cases = [
-            ("", false),
-            ("__device__ int counter;", true),
-            ("__constant__ float table[4];", true),
-            ("__managed__ int flag;", true),
+            ("", false, 0),
+            ("__device__ int counter;", true, 4),
+            ("__device__ float table[1024];", true, 4096),
+            ("__device__ float initialized[4] = {1, 2, 3, 4};", true, 0),
+            // Constant banks are stored whole in the image, initialized or not.
+            ("__constant__ float table[4];", true, 0),
+            ("__managed__ int flag;", true, 4),
         ];
-        for (variables, defines) in cases {
-            for output in [Output::Cubin, Output::Ptx] {
-                let compiled = Program::new(format!("{variables}\n{KERNEL}"))
-                    .arch(Arch::new(9, 0))
+        let arch = Arch::new(9, 0);
+        for (variables, defines, uninitialized) in cases {
+            let compile = |output| {
+                Program::new(format!("{variables}\n{KERNEL}"))
+                    .arch(arch)
                     .output(output)
                     .compile()
-                    .expect("NVRTC compiles (run scripts/cuda-wheels and activate its venv)");
-                let kind =
-                    crate::image::validate_loadable(compiled.code(), &|| "nvrtc".into()).unwrap();
+                    .expect("NVRTC compiles (run scripts/cuda-wheels and activate its venv)")
+                    .code()
+                    .to_vec()
+            };
+            let (cubin, ptx) = (compile(Output::Cubin), compile(Output::Ptx));
+            let mut fatbin = FatbinBuilder::new().expect("nvFatbin (the CUDA wheels' venv)");
+            fatbin.add_cubin(&cubin, arch, "k.cu").unwrap();
+            fatbin.add_ptx(&ptx, arch, "k.cu").unwrap();
+            let fatbin = fatbin.finish().unwrap();
+            for (what, code) in [("cubin", &cubin), ("PTX", &ptx), ("fatbin", &fatbin)] {
+                let (kind, facts) = checked(code, what).unwrap();
+                assert_eq!(facts.defines_variables, defines, "{variables:?} as {what}");
+                // PTX declares sizes that are not read: unknown when there are variables (so
+                // a fatbin that holds PTX with variables too).
+                let size_known = !defines || what == "cubin";
                 assert_eq!(
-                    defines_variables(compiled.code(), kind),
+                    facts.uninitialized_bytes,
+                    size_known.then_some(uninitialized),
+                    "{variables:?} as {what}"
+                );
+                // Compiler output, checked less, is told apart the same way.
+                let output = crate::image::validate_compiler_output(code, kind, &|| what.into());
+                assert_eq!(
+                    output.unwrap().defines_variables,
                     defines,
-                    "{variables:?} as {output:?}"
+                    "{variables:?} as {what}, compiler output"
                 );
             }
         }
-        // What cannot be inspected is assumed to define some: it is not shared by default.
-        assert!(defines_variables(b"garbage", ImageKind::Cubin));
+        // Compiler output whose symbol table cannot be read is assumed to define some, so it is
+        // never shared by default nor kept after its last user.
+        let cubin = Program::new(KERNEL).arch(arch).compile().unwrap();
+        let header_only = &cubin.code()[..64];
+        let facts =
+            crate::image::validate_compiler_output(header_only, ImageKind::Cubin, &|| "cut".into());
+        assert!(facts.unwrap().defines_variables);
     }
 
     #[test]

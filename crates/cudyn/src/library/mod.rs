@@ -13,11 +13,13 @@
 //!
 //! Loads of the same device code with the same options share one loaded library: the second
 //! `Library::load` of an image returns a handle to the library the first made (the same
-//! [`Library::as_raw`]), so N loads cost the device and host memory of one. The library is
-//! unloaded when the last user of any of those loads is dropped (a `Library` or a clone, a
-//! [`Kernel`], a [`Global`], a handle held through cudyn's C API). What counts as "the same" is
-//! the image bytes and everything that changes the loaded result: the JIT options, the library
-//! options, the backend and, for [`LibraryLoader::load_compiled`], the name expressions.
+//! [`Library::as_raw`]), so N loads cost the device and host memory of one. When the last user
+//! of any of those loads is dropped (a `Library` or a clone, a [`Kernel`], a [`Global`], a handle
+//! held through cudyn's C API), the library is unloaded, or kept loaded a while for a later load
+//! of the same code (see [keeping released libraries](#keeping-released-libraries)). What counts
+//! as "the same" is the image bytes and everything that changes the loaded result: the JIT
+//! options, the library options, the backend and, for [`LibraryLoader::load_compiled`], the name
+//! expressions.
 //!
 //! Sharing is observable in three ways, so it is chosen per load with
 //! [`LibraryLoader::sharing`]:
@@ -33,21 +35,43 @@
 //!   failure to unload is reported once, to the drop-error hook.
 //!
 //! What it costs: a load that may share hashes the image (blake3) and looks the hash up in a
-//! process-wide table; whether the code defines variables is read from the image once per
-//! library, when a second load would share it. A load with [`Sharing::Never`] does neither.
+//! process-wide table; whether the code defines variables is read while the image is checked. A
+//! load that finds its library needs no check (the bytes are those checked before). A load with
+//! [`Sharing::Never`] hashes nothing.
+//!
+//! # Keeping released libraries
+//!
+//! Code loaded, dropped and loaded again in one process (`Program::new(source).load()?` in a
+//! function called repeatedly) would be loaded afresh each time if the last drop unloaded it. So
+//! when the last user of a shared library is dropped, cudyn keeps it loaded in a short list, and
+//! a later load of the same code with the same options takes it back at once (the same
+//! [`Library::as_raw`], no driver call). Only libraries that later loads would share are kept:
+//! never a load with [`Sharing::Never`], never code with `__device__`, `__constant__` or
+//! `__managed__` variables loaded with [`Sharing::Auto`] (the default), whose values a later
+//! load would otherwise find changed. Code with variables loaded with [`Sharing::Always`] is
+//! kept with its variables' values, as its loads share them anyway, and counts with the memory
+//! of its uninitialized variables (which its image holds no bytes for); PTX with variables,
+//! whose size cudyn does not read, is not kept.
+//!
+//! At most [`Retention::DEFAULT`] are kept, 16 libraries and 64 MiB of images (and uninitialized
+//! variables), the least recently released unloaded first. [`set_retained`] changes the limits (`set_retained(0)`
+//! turns keeping off: each library is then unloaded with its last user), as do the environment
+//! variables `CUDYN_RETAIN_LIBRARIES` (a number of libraries) and `CUDYN_RETAIN_MIB` (MiB of
+//! images) when `set_retained` was not called; [`release_retained`] unloads every kept library
+//! now, for instance before measuring device memory.
 //!
 //! # The parts
 //!
 //! [`loader`] (options, JIT logs, the checks before the driver sees any byte), `registry` (the
-//! table of shared loads), `lookup` (kernel names, C++ names, suggestions), [`global`] (device
-//! variables), and here the handle itself, unloaded when its last user is dropped.
+//! table of shared loads), `retention` (the released libraries kept loaded), `lookup` (kernel
+//! names, C++ names, suggestions), [`global`] (device variables), and here the handle itself.
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use crate::api::library::{preferred_backend, LibraryApi};
 use crate::error::{Error, Result};
-use crate::kernel::{params_from_image, Kernel};
+use crate::kernel::{params_from_image, Kernel, KernelState};
 use crate::param::ParamLayout;
 use crate::raw::{cudaLibrary_t, CUlibrary};
 use crate::sys::driver;
@@ -56,12 +80,16 @@ pub mod global;
 pub mod loader;
 mod lookup;
 mod registry;
+mod retention;
 
 pub use global::Global;
 use loader::JitArgs;
 pub use loader::{JitLog, JitOptions, LibraryLoader, LibraryOptions, Sharing};
 use lookup::Resolved;
-use registry::{Key, Registry};
+use registry::{Registry, Users};
+pub use retention::{
+    release_retained, retention, set_retained, Retention, RETAIN_LIBRARIES_ENV, RETAIN_MIB_ENV,
+};
 
 /// The loads shared by every thread of the process (see "Loading identical code once" above).
 static SHARED: Registry<Inner> = Registry::new();
@@ -84,8 +112,10 @@ impl Backend {
 }
 
 /// Device code loaded at run time: a handle shared by clones, unloaded when the last clone and
-/// the last [`Kernel`] taken from it are dropped. Loads of identical device code share one
-/// handle (see [the module documentation](self#loading-identical-code-once)).
+/// the last [`Kernel`] taken from it are dropped (or kept loaded a while for a later identical
+/// load, see [keeping released libraries](self#keeping-released-libraries)). Loads of identical
+/// device code share one handle (see [the module
+/// documentation](self#loading-identical-code-once)).
 ///
 /// ```no_run
 /// let library = cudyn::Library::from_file("device.fatbin")?;
@@ -97,7 +127,7 @@ impl Backend {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Library {
-    inner: Arc<Inner>,
+    inner: Arc<Users<Inner>>,
 }
 
 #[derive(Debug)]
@@ -116,14 +146,42 @@ struct Inner {
     _image: Option<Box<[u8]>>,
     /// The JIT option arrays and log buffers handed to the load call.
     _jit_buffers: Option<JitArgs>,
-    /// The key under which loads share this library; `None` when it is not shared.
-    shared_as: Option<Key>,
     /// Whether the load asked for [`Sharing::Always`].
     shared_always: bool,
-    /// Whether the device code defines variables (or could not be inspected), found out when a
-    /// second load would share the library: then only loads that all asked for
-    /// [`Sharing::Always`] share it. A first load does not pay for the inspection.
-    defines_variables: OnceLock<bool>,
+    /// Whether the device code defines variables: then only loads that all asked for
+    /// [`Sharing::Always`] share the library, and it is never kept after its last user.
+    defines_variables: bool,
+    /// The kernels looked up by symbol so far: a later lookup of one asks the driver nothing.
+    kernels: Mutex<Vec<Arc<KernelState>>>,
+}
+
+impl Inner {
+    /// The kernel looked up as `symbol` before, if any.
+    fn known_kernel(&self, symbol: &str) -> Option<Arc<KernelState>> {
+        self.known_kernels()
+            .iter()
+            .find(|kernel| kernel.is_named(symbol))
+            .cloned()
+    }
+
+    /// Keeps `state`, of the kernel looked up as `symbol`, unless another thread kept one of that
+    /// symbol meanwhile; the state kept.
+    fn keep_kernel(&self, state: Arc<KernelState>, symbol: &str) -> Arc<KernelState> {
+        let mut known = self.known_kernels();
+        if let Some(first) = known.iter().find(|kernel| kernel.is_named(symbol)) {
+            return Arc::clone(first);
+        }
+        known.push(Arc::clone(&state));
+        state
+    }
+
+    /// The kernels looked up so far. Nothing panics while holding the lock, so a poisoned one
+    /// still holds a consistent list.
+    fn known_kernels(&self) -> std::sync::MutexGuard<'_, Vec<Arc<KernelState>>> {
+        self.kernels
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
 }
 
 // SAFETY: a library handle is context-independent and not tied to a host thread; the driver and
@@ -133,12 +191,8 @@ unsafe impl Send for Inner {}
 unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
+    /// No user is left, and the library is not kept for later loads: unloaded.
     fn drop(&mut self) {
-        if let Some(key) = &self.shared_as {
-            // No user is left (the table's references are weak and no longer upgrade): later
-            // loads of the same code load it afresh.
-            SHARED.forget(key, self);
-        }
         if !self.owned {
             return;
         }
@@ -197,7 +251,7 @@ impl Library {
     /// [`Global`] taken from them live.
     pub unsafe fn from_raw(raw: CUlibrary, backend: Backend) -> Library {
         Library {
-            inner: Arc::new(Inner {
+            inner: Users::own(Inner {
                 raw,
                 backend,
                 owned: false,
@@ -206,9 +260,9 @@ impl Library {
                 offline_image: None,
                 _image: None,
                 _jit_buffers: None,
-                shared_as: None,
                 shared_always: false,
-                defines_variables: OnceLock::new(),
+                defines_variables: false,
+                kernels: Mutex::default(),
             }),
         }
     }
@@ -292,15 +346,21 @@ impl Library {
         }
     }
 
-    /// The kernel whose symbol is exactly `symbol`.
+    /// The kernel whose symbol is exactly `symbol`: the one looked up before, else the driver's.
     fn kernel_exact(&self, symbol: &str) -> Result<Kernel> {
+        if let Some(known) = self.inner.known_kernel(symbol) {
+            return Ok(Kernel::of(known, self.clone()));
+        }
         let c_symbol = crate::api::c_string("kernel name", symbol)?;
         // SAFETY: the library is loaded while `self` lives.
         let raw = self
             .api()
             .and_then(|api| unsafe { api.kernel(self.inner.raw, &c_symbol) })
             .map_err(|error| self.inner.log.attach(error))?;
-        Ok(Kernel::named(raw, self.clone(), symbol))
+        let state = self
+            .inner
+            .keep_kernel(KernelState::named(raw, symbol), symbol);
+        Ok(Kernel::of(state, self.clone()))
     }
 
     /// The number of kernels in the library.

@@ -1,12 +1,15 @@
 //! Loading identical device code once: a process-wide table from what was loaded (a hash of the
-//! image and of everything that changes the loaded result) to the library that load made.
+//! image and of everything that changes the loaded result) to the users of the library that load
+//! made, and the libraries released recently, kept loaded within a [`Retention`].
 //!
-//! The table holds only weak references, so it never keeps a library loaded: the library is
-//! unloaded when its last user (a [`Library`](super::Library), a [`Kernel`](crate::Kernel), a
-//! [`Global`](super::Global), a handle held through cudyn's C API) is dropped, exactly as without
-//! sharing. A load that races with that last drop cannot be handed the dying library: upgrading a
-//! weak reference fails atomically once the last strong one is gone, and the load then loads
-//! afresh.
+//! The table refers to the users of a live library weakly, so it never keeps one in use: when
+//! the last user (a [`Library`](super::Library), a [`Kernel`](crate::Kernel), a
+//! [`Global`](super::Global), a handle held through cudyn's C API) is dropped, the library is
+//! retained when it may be (code without device variables, within the limits) and unloaded
+//! otherwise. A load that races with that last drop cannot be handed the dying users: upgrading
+//! a weak reference fails atomically once the last strong one is gone; the load then takes the
+//! library back from the retained ones if it got there first, or loads afresh, and the dying
+//! library, seeing a live one under its key, is unloaded rather than retained.
 //!
 //! Loads of the same key that start together may each load; the first to finish is published and
 //! the others use it, dropping (unloading) their own copy outside the table's lock.
@@ -16,6 +19,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use super::retention::{Retained, Retention};
 use super::{Backend, JitOptions, LibraryOptions};
 
 /// What identifies a load: a blake3 hash of the image bytes and of every option that can change
@@ -83,78 +87,257 @@ impl KeyParts<'_> {
     }
 }
 
-/// Weak references to loaded values by key. `T` is the library's shared state; it calls
-/// [`Registry::forget`] when it is dropped.
+/// The loads shared by key: weak references to the users of each live value, and the values
+/// whose users are all gone but which are kept loaded for a later identical load (see
+/// [`Retained`]). `T` is the loaded value (a library's state); dropping it unloads it.
 #[derive(Debug)]
-pub(crate) struct Registry<T> {
-    entries: Mutex<Option<HashMap<Key, Weak<T>>>>,
+pub(crate) struct Registry<T: 'static> {
+    state: Mutex<State<T>>,
+}
+
+#[derive(Debug)]
+struct State<T: 'static> {
+    /// Created on first use, so that the registry can be a `static`.
+    live: Option<HashMap<Key, Weak<Users<T>>>>,
+    retained: Retained<T>,
+}
+
+/// What [`Registry::publish`] did with a fresh value.
+#[derive(Debug)]
+pub(crate) enum Published<T: 'static> {
+    /// Its users, now found under its key.
+    Fresh(Arc<Users<T>>),
+    /// Another load's live users were there first; the fresh users are in no table.
+    Raced {
+        first: Arc<Users<T>>,
+        fresh: Arc<Users<T>>,
+    },
+}
+
+#[cfg(test)]
+impl<T: std::fmt::Debug> Published<T> {
+    fn fresh(self) -> Arc<Users<T>> {
+        match self {
+            Published::Fresh(fresh) => fresh,
+            raced => panic!("published as {raced:?}"),
+        }
+    }
+
+    fn raced(self) -> (Arc<Users<T>>, Arc<Users<T>>) {
+        match self {
+            Published::Raced { first, fresh } => (first, fresh),
+            Published::Fresh(fresh) => panic!("published, no load was first: {fresh:?}"),
+        }
+    }
+}
+
+/// Every user of one loaded value: each handle holds the `Arc`. When the last handle is dropped,
+/// a shared value is retained or dropped (unloaded); an unshared one is dropped.
+#[derive(Debug)]
+pub(crate) struct Users<T: 'static> {
+    value: Arc<T>,
+    shared: Option<Shared<T>>,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Runs in `Users::drop` after the last user is gone and before the registry hears of it,
+    /// on the thread that set it: where the tests put a race.
+    static BEFORE_RELEASE: std::cell::Cell<Option<fn(Key)>> = const { std::cell::Cell::new(None) };
+}
+
+/// How a value is shared: the registry and key it was published under, and its size when the
+/// registry may retain it after its last user.
+#[derive(Debug)]
+struct Shared<T: 'static> {
+    registry: &'static Registry<T>,
+    key: Key,
+    retain: Option<usize>,
+}
+
+impl<T> std::ops::Deref for Users<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T> Users<T> {
+    /// The users of a value no other load shares.
+    pub(crate) fn own(value: T) -> Arc<Users<T>> {
+        Users::of(Arc::new(value), None)
+    }
+
+    fn of(value: Arc<T>, shared: Option<Shared<T>>) -> Arc<Users<T>> {
+        Arc::new(Users { value, shared })
+    }
+}
+
+impl<T> Drop for Users<T> {
+    fn drop(&mut self) {
+        let Some(shared) = self.shared.take() else {
+            return;
+        };
+        #[cfg(test)]
+        if let Some(race) = BEFORE_RELEASE.take() {
+            race(shared.key);
+        }
+        let users: *const Users<T> = self;
+        let dropped =
+            shared
+                .registry
+                .release(&shared.key, users, Arc::clone(&self.value), shared.retain);
+        // Dropping a value unloads it: outside the registry's lock.
+        drop(dropped);
+    }
 }
 
 impl<T> Registry<T> {
+    /// A registry that retains released values within the limits of the environment
+    /// ([`Retention::from_environment`]), read when first needed.
     pub(crate) const fn new() -> Self {
+        Self::with_limit(None)
+    }
+
+    /// A registry that retains within `limit` (`None`: the environment's, when first needed).
+    pub(crate) const fn with_limit(limit: Option<Retention>) -> Self {
         Registry {
-            entries: Mutex::new(None),
+            state: Mutex::new(State {
+                live: None,
+                retained: Retained::new(limit),
+            }),
         }
     }
 
     /// The table. Nothing panics while holding the lock, so a poisoned lock still holds a
     /// consistent table.
-    fn lock(&self) -> MutexGuard<'_, Option<HashMap<Key, Weak<T>>>> {
-        self.entries
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// The value loaded under `key`, if one is alive; a new user of it.
-    pub(crate) fn alive(&self, key: &Key) -> Option<Arc<T>> {
-        self.lock().as_ref()?.get(key)?.upgrade()
+    /// The users of the value loaded under `key`: a live one, or a retained one, which becomes
+    /// live again (a new user of it).
+    pub(crate) fn find(&'static self, key: &Key) -> Option<Arc<Users<T>>> {
+        let mut state = self.lock();
+        let State { live, retained } = &mut *state;
+        let live = live.get_or_insert_with(HashMap::new);
+        if let Some(users) = live.get(key).and_then(Weak::upgrade) {
+            return Some(users);
+        }
+        let (value, bytes) = retained.take(key)?;
+        let users = Users::of(
+            value,
+            Some(Shared {
+                registry: self,
+                key: *key,
+                retain: Some(bytes),
+            }),
+        );
+        live.insert(*key, Arc::downgrade(&users));
+        Some(users)
     }
 
-    /// Publishes `fresh`, just loaded under `key`, in place of a dead entry or of `replacing`
-    /// (a live value the caller found and may not share). When another live value is there (a
-    /// load that finished first), that value is returned instead, and the caller chooses which
-    /// to use. Whatever it drops, it drops after this returns, outside the lock (dropping a value
-    /// unloads it, which calls [`Registry::forget`]).
+    /// The users of `value`, just loaded under `key`, published in place of a dead entry or of
+    /// `replacing` (live users the caller found and may not join). `retain` is the value's size
+    /// when it may be retained after its last user, `None` when it may not (code that defines
+    /// variables). When another live value is there (a load that finished first), its users are
+    /// returned with the fresh ones, and the caller chooses which to use. Whatever it drops, it
+    /// drops after this returns, outside the lock.
     pub(crate) fn publish(
-        &self,
+        &'static self,
         key: Key,
-        fresh: &Arc<T>,
-        replacing: Option<&Arc<T>>,
-    ) -> Option<Arc<T>> {
-        let mut entries = self.lock();
-        let entries = entries.get_or_insert_with(HashMap::new);
-        let existing = entries
+        value: T,
+        retain: Option<usize>,
+        replacing: Option<&Arc<Users<T>>>,
+    ) -> Published<T> {
+        let fresh = Users::of(
+            Arc::new(value),
+            Some(Shared {
+                registry: self,
+                key,
+                retain,
+            }),
+        );
+        let mut state = self.lock();
+        let live = state.live.get_or_insert_with(HashMap::new);
+        let existing = live
             .get(&key)
             .and_then(Weak::upgrade)
             .filter(|existing| !replacing.is_some_and(|replaced| Arc::ptr_eq(existing, replaced)));
-        if existing.is_none() {
-            // The value replaced, dead or not, will see in its `forget` that the entry is not its
-            // own.
-            entries.insert(key, Arc::downgrade(fresh));
+        match existing {
+            Some(first) => Published::Raced { first, fresh },
+            None => {
+                // The users replaced, dead or not, will see in their `release` that the entry is
+                // not theirs.
+                live.insert(key, Arc::downgrade(&fresh));
+                Published::Fresh(fresh)
+            }
         }
-        existing
     }
 
-    /// Removes the entry of `key` if it still refers to `value`: called when `value` is dropped.
-    /// An entry that a later load put in its place is left alone, and so is the entry of a
-    /// value that was never published (a load that lost the race to publish and kept its own).
-    pub(crate) fn forget(&self, key: &Key, value: *const T) {
-        let mut entries = self.lock();
-        let Some(table) = entries.as_mut() else {
-            return;
+    /// Called when the last user of `value` (loaded under `key`) is gone: removes the entry of
+    /// `key` if it still refers to `users`, and retains `value` when `retain` allows and no
+    /// other live value took the key meanwhile. Returns what is to be dropped (unloaded) once the
+    /// lock is released: `value` when not retained, and what retaining it evicted.
+    fn release(
+        &self,
+        key: &Key,
+        users: *const Users<T>,
+        value: Arc<T>,
+        retain: Option<usize>,
+    ) -> Vec<Arc<T>> {
+        let mut state = self.lock();
+        let State { live, retained } = &mut *state;
+        let live = live.get_or_insert_with(HashMap::new);
+        let entry = live.get(key);
+        let replaced = entry.is_some_and(|entry| !std::ptr::eq(entry.as_ptr(), users));
+        if !replaced {
+            live.remove(key);
+        }
+        match retain {
+            // A later load of the same code loaded it afresh and uses that: keeping this copy
+            // would only hold memory.
+            Some(bytes) if !replaced => retained.keep(*key, value, bytes),
+            _ => vec![value],
+        }
+    }
+
+    /// The limits of retention.
+    pub(crate) fn limit(&self) -> Retention {
+        self.lock().retained.limit()
+    }
+
+    /// Sets the limits of retention, dropping (after the lock) the retained values beyond them;
+    /// the previous limits.
+    pub(crate) fn set_limit(&self, limit: Retention) -> Retention {
+        let (previous, evicted) = {
+            let mut state = self.lock();
+            let previous = state.retained.limit();
+            (previous, state.retained.set_limit(limit))
         };
-        if table
-            .get(key)
-            .is_some_and(|entry| std::ptr::eq(entry.as_ptr(), value))
-        {
-            table.remove(key);
-        }
+        drop(evicted);
+        previous
     }
 
-    /// How many keys the table holds, alive or dying.
+    /// Drops every retained value (after the lock); how many there were.
+    pub(crate) fn release_retained(&self) -> usize {
+        let released = self.lock().retained.take_all();
+        let count = released.len();
+        drop(released);
+        count
+    }
+
+    /// How many keys the table holds, alive or dying, and how many values it retains.
     #[cfg(test)]
-    fn len(&self) -> usize {
-        self.lock().as_ref().map_or(0, HashMap::len)
+    fn len(&self) -> (usize, usize) {
+        let state = self.lock();
+        (
+            state.live.as_ref().map_or(0, HashMap::len),
+            state.retained.len(),
+        )
     }
 }
 
@@ -164,15 +347,10 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Barrier;
 
-    /// A stand-in for a loaded library: counts its loads and unloads and, like the library's
-    /// state, forgets its entry when dropped.
+    /// A stand-in for a loaded library: counts its loads and, when dropped, its unloads.
     #[derive(Debug)]
     struct FakeLibrary {
-        key: Key,
-        registry: &'static Registry<FakeLibrary>,
         counts: &'static Counts,
-        /// Runs in `drop` after the last user is gone and before the entry is forgotten.
-        before_forget: Option<fn(Key)>,
     }
 
     #[derive(Debug)]
@@ -188,193 +366,257 @@ mod tests {
                 unloads: AtomicUsize::new(0),
             }
         }
+
+        fn loads(&self) -> usize {
+            self.loads.load(Ordering::SeqCst)
+        }
+
+        fn unloads(&self) -> usize {
+            self.unloads.load(Ordering::SeqCst)
+        }
     }
 
     impl FakeLibrary {
-        /// A fresh "load" of `key`, not yet published.
-        fn load(
-            key: Key,
-            registry: &'static Registry<FakeLibrary>,
-            counts: &'static Counts,
-        ) -> Arc<FakeLibrary> {
+        /// A fresh "load", not yet published.
+        fn load(counts: &'static Counts) -> FakeLibrary {
             counts.loads.fetch_add(1, Ordering::SeqCst);
-            Arc::new(FakeLibrary {
-                key,
-                registry,
-                counts,
-                before_forget: None,
-            })
+            FakeLibrary { counts }
         }
     }
 
     impl Drop for FakeLibrary {
         fn drop(&mut self) {
-            if let Some(race) = self.before_forget {
-                race(self.key);
-            }
-            self.registry.forget(&self.key, self);
             self.counts.unloads.fetch_add(1, Ordering::SeqCst);
         }
     }
 
-    /// The library's load path in miniature: a live entry, else a fresh load, published.
-    fn load(
-        registry: &'static Registry<FakeLibrary>,
-        counts: &'static Counts,
-        key: Key,
-    ) -> Arc<FakeLibrary> {
-        if let Some(alive) = registry.alive(&key) {
-            return alive;
+    type Fake = Arc<Users<FakeLibrary>>;
+
+    /// The size every fake library says it has, for retention.
+    const FAKE_BYTES: usize = 1000;
+
+    /// The library's load path in miniature: a live or retained entry, else a fresh load,
+    /// published, retainable.
+    fn load(registry: &'static Registry<FakeLibrary>, counts: &'static Counts, key: Key) -> Fake {
+        if let Some(found) = registry.find(&key) {
+            return found;
         }
-        let fresh = FakeLibrary::load(key, registry, counts);
-        registry.publish(key, &fresh, None).unwrap_or(fresh)
+        match registry.publish(key, FakeLibrary::load(counts), Some(FAKE_BYTES), None) {
+            Published::Fresh(fresh) => fresh,
+            Published::Raced { first, .. } => first,
+        }
     }
 
     #[test]
     fn users_share_one_load_which_is_unloaded_after_the_last_drop() {
-        static REGISTRY: Registry<FakeLibrary> = Registry::new();
+        static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::OFF));
         static COUNTS: Counts = Counts::new();
         let first = load(&REGISTRY, &COUNTS, [1; 32]);
         let second = load(&REGISTRY, &COUNTS, [1; 32]);
         let other = load(&REGISTRY, &COUNTS, [2; 32]);
         assert!(Arc::ptr_eq(&first, &second));
         assert!(!Arc::ptr_eq(&first, &other));
-        assert_eq!(COUNTS.loads.load(Ordering::SeqCst), 2);
-        assert_eq!(REGISTRY.len(), 2);
+        assert_eq!(COUNTS.loads(), 2);
+        assert_eq!(REGISTRY.len(), (2, 0));
         drop(first);
-        assert_eq!(COUNTS.unloads.load(Ordering::SeqCst), 0, "still used");
+        assert_eq!(COUNTS.unloads(), 0, "still used");
         drop(second);
-        assert_eq!(COUNTS.unloads.load(Ordering::SeqCst), 1);
-        assert_eq!(REGISTRY.len(), 1, "the unloaded entry is forgotten");
-        assert!(REGISTRY.alive(&[1; 32]).is_none());
+        assert_eq!(COUNTS.unloads(), 1);
+        assert_eq!(REGISTRY.len(), (1, 0), "the unloaded entry is forgotten");
+        assert!(REGISTRY.find(&[1; 32]).is_none());
         // A new load after the last drop loads again.
         let again = load(&REGISTRY, &COUNTS, [1; 32]);
-        assert_eq!(COUNTS.loads.load(Ordering::SeqCst), 3);
+        assert_eq!(COUNTS.loads(), 3);
         drop((again, other));
-        assert_eq!(COUNTS.unloads.load(Ordering::SeqCst), 3);
-        assert_eq!(REGISTRY.len(), 0);
+        assert_eq!(COUNTS.unloads(), 3);
+        assert_eq!(REGISTRY.len(), (0, 0));
+    }
+
+    #[test]
+    fn a_released_library_is_retained_and_taken_back_by_the_next_identical_load() {
+        static REGISTRY: Registry<FakeLibrary> =
+            Registry::with_limit(Some(Retention::new(2, 1 << 20)));
+        static COUNTS: Counts = Counts::new();
+        let first = load(&REGISTRY, &COUNTS, [1; 32]);
+        let value: *const FakeLibrary = &**first;
+        drop(first);
+        assert_eq!(COUNTS.unloads(), 0, "kept loaded after its last user");
+        assert_eq!(REGISTRY.len(), (0, 1));
+        let again = load(&REGISTRY, &COUNTS, [1; 32]);
+        assert!(
+            std::ptr::eq(&**again, value),
+            "the same library, taken back"
+        );
+        assert_eq!(COUNTS.loads(), 1);
+        assert_eq!(REGISTRY.len(), (1, 0), "live again, no longer retained");
+        // While live it is shared as any live library.
+        assert!(Arc::ptr_eq(&again, &load(&REGISTRY, &COUNTS, [1; 32])));
+        drop(again);
+        // Two more released: the limit of 2 evicts the least recently released, the first.
+        for key in [[2; 32], [3; 32]] {
+            drop(load(&REGISTRY, &COUNTS, key));
+        }
+        assert_eq!((COUNTS.loads(), COUNTS.unloads()), (3, 1));
+        assert!(REGISTRY.find(&[1; 32]).is_none(), "evicted and unloaded");
+        // Released now: unloaded, and the next load loads afresh.
+        assert_eq!(REGISTRY.release_retained(), 2);
+        assert_eq!(COUNTS.unloads(), 3);
+        assert_eq!(REGISTRY.len(), (0, 0));
+        drop(load(&REGISTRY, &COUNTS, [2; 32]));
+        assert_eq!(COUNTS.loads(), 4);
+        // Turning retention off unloads what is kept.
+        assert_eq!(
+            REGISTRY.set_limit(Retention::OFF),
+            Retention::new(2, 1 << 20)
+        );
+        assert_eq!((COUNTS.unloads(), REGISTRY.len()), (4, (0, 0)));
+        drop(load(&REGISTRY, &COUNTS, [2; 32]));
+        assert_eq!((COUNTS.loads(), COUNTS.unloads()), (5, 5));
+    }
+
+    #[test]
+    fn libraries_that_may_not_be_retained_and_unshared_ones_are_unloaded_with_their_last_user() {
+        static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::DEFAULT));
+        static COUNTS: Counts = Counts::new();
+        // Shared, but not retainable (code with variables).
+        let shared = REGISTRY
+            .publish([1; 32], FakeLibrary::load(&COUNTS), None, None)
+            .fresh();
+        assert!(Arc::ptr_eq(&REGISTRY.find(&[1; 32]).unwrap(), &shared));
+        drop(shared);
+        assert_eq!(COUNTS.unloads(), 1);
+        // Not shared at all (Sharing::Never).
+        drop(Users::own(FakeLibrary::load(&COUNTS)));
+        assert_eq!(COUNTS.unloads(), 2);
+        assert_eq!(REGISTRY.len(), (0, 0));
+        // Larger than the byte budget.
+        let large = REGISTRY
+            .publish([2; 32], FakeLibrary::load(&COUNTS), Some(65 << 20), None)
+            .fresh();
+        drop(large);
+        assert_eq!((COUNTS.unloads(), REGISTRY.len()), (3, (0, 0)));
     }
 
     #[test]
     fn a_dying_value_does_not_forget_the_entry_that_replaced_it() {
-        static REGISTRY: Registry<FakeLibrary> = Registry::new();
+        static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::DEFAULT));
         static COUNTS: Counts = Counts::new();
-        static REPLACEMENT: Mutex<Option<Arc<FakeLibrary>>> = Mutex::new(None);
+        static REPLACEMENT: Mutex<Option<Fake>> = Mutex::new(None);
         let key = [3; 32];
-        // The moment of the race: the last user is gone, so the old value is being dropped, but
-        // its drop has not reached `forget` yet; another thread loads the same key then.
+        // The moment of the race: the last user is gone, so the old value is being released,
+        // but the registry has not heard of it yet; another thread loads the same key then.
         fn load_while_dying(key: Key) {
             assert!(
-                REGISTRY.alive(&key).is_none(),
+                REGISTRY.find(&key).is_none(),
                 "a dying value is never handed out"
             );
             *REPLACEMENT.lock().unwrap() = Some(load(&REGISTRY, &COUNTS, key));
         }
-        let old = Arc::new(FakeLibrary {
-            key,
-            registry: &REGISTRY,
-            counts: &COUNTS,
-            before_forget: Some(load_while_dying),
-        });
-        assert!(REGISTRY.publish(key, &old, None).is_none());
+        let old = load(&REGISTRY, &COUNTS, key);
+        BEFORE_RELEASE.set(Some(load_while_dying));
         drop(old);
         let new = REPLACEMENT
             .lock()
             .unwrap()
             .take()
             .expect("loaded during the drop");
-        assert_eq!(COUNTS.unloads.load(Ordering::SeqCst), 1);
+        // The old one is unloaded rather than retained: a live copy took its key.
+        assert_eq!(COUNTS.unloads(), 1);
         let alive = REGISTRY
-            .alive(&key)
+            .find(&key)
             .expect("the replacement's entry survives");
         assert!(Arc::ptr_eq(&alive, &new));
         drop((alive, new));
-        assert_eq!(REGISTRY.len(), 0);
+        assert_eq!(REGISTRY.len(), (0, 1), "the replacement is retained");
+        assert_eq!(REGISTRY.release_retained(), 1);
+        assert_eq!(COUNTS.unloads(), 2);
     }
 
     #[test]
     fn a_load_that_loses_the_race_to_publish_uses_the_winner_and_unloads_its_own() {
-        static REGISTRY: Registry<FakeLibrary> = Registry::new();
+        static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::DEFAULT));
         static COUNTS: Counts = Counts::new();
         let key = [4; 32];
-        let fresh = |counts| FakeLibrary::load(key, &REGISTRY, counts);
-        let winner = fresh(&COUNTS);
-        assert!(REGISTRY.publish(key, &winner, None).is_none());
-        let loser = fresh(&COUNTS);
-        let used = REGISTRY
-            .publish(key, &loser, None)
-            .expect("the winner is alive");
+        let winner = REGISTRY
+            .publish(key, FakeLibrary::load(&COUNTS), Some(FAKE_BYTES), None)
+            .fresh();
+        let (used, loser) = REGISTRY
+            .publish(key, FakeLibrary::load(&COUNTS), Some(FAKE_BYTES), None)
+            .raced();
         assert!(Arc::ptr_eq(&used, &winner));
         drop(loser);
-        assert_eq!(
-            COUNTS.unloads.load(Ordering::SeqCst),
-            1,
-            "the loser is unloaded"
-        );
+        assert_eq!(COUNTS.unloads(), 1, "the loser is unloaded, not retained");
         assert!(
-            Arc::ptr_eq(&REGISTRY.alive(&key).unwrap(), &winner),
+            Arc::ptr_eq(&REGISTRY.find(&key).unwrap(), &winner),
             "and the winner's entry stays"
         );
         drop((used, winner));
-        assert_eq!(REGISTRY.len(), 0);
+        assert_eq!(REGISTRY.len(), (0, 1));
     }
 
     #[test]
     fn a_value_found_unshareable_is_replaced_only_while_it_is_still_the_entry() {
-        static REGISTRY: Registry<FakeLibrary> = Registry::new();
+        static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::OFF));
         static COUNTS: Counts = Counts::new();
         let key = [6; 32];
-        let fresh = || FakeLibrary::load(key, &REGISTRY, &COUNTS);
-        let found = fresh();
-        assert!(REGISTRY.publish(key, &found, None).is_none());
+        let publish =
+            |replacing| REGISTRY.publish(key, FakeLibrary::load(&COUNTS), None, replacing);
+        let found = publish(None).fresh();
         // A load that may not share `found` publishes its own in its place...
-        let replacement = fresh();
-        assert!(REGISTRY.publish(key, &replacement, Some(&found)).is_none());
-        assert!(Arc::ptr_eq(&REGISTRY.alive(&key).unwrap(), &replacement));
+        let replacement = publish(Some(&found)).fresh();
+        assert!(Arc::ptr_eq(&REGISTRY.find(&key).unwrap(), &replacement));
         // ...but not in place of what another load put there meanwhile.
-        let late = fresh();
-        let first = REGISTRY
-            .publish(key, &late, Some(&found))
-            .expect("live entry");
+        let (first, late) = publish(Some(&found)).raced();
         assert!(Arc::ptr_eq(&first, &replacement));
         // The replaced value still works for its users and, dropped, forgets nothing.
         drop((found, late, first));
-        assert!(Arc::ptr_eq(&REGISTRY.alive(&key).unwrap(), &replacement));
+        assert!(Arc::ptr_eq(&REGISTRY.find(&key).unwrap(), &replacement));
         drop(replacement);
-        assert_eq!(REGISTRY.len(), 0);
-        assert_eq!(COUNTS.unloads.load(Ordering::SeqCst), 3);
+        assert_eq!(REGISTRY.len(), (0, 0));
+        assert_eq!(COUNTS.unloads(), 3);
     }
 
     #[test]
     fn threads_racing_loads_and_drops_share_while_alive_and_unload_every_load() {
-        static REGISTRY: Registry<FakeLibrary> = Registry::new();
+        static REGISTRY: Registry<FakeLibrary> =
+            Registry::with_limit(Some(Retention::new(1, 1 << 20)));
         static COUNTS: Counts = Counts::new();
         const THREADS: usize = 8;
         const ROUNDS: usize = 2_000;
         let key = [5; 32];
         let barrier = Barrier::new(THREADS);
         std::thread::scope(|scope| {
-            for _ in 0..THREADS {
-                scope.spawn(|| {
+            for thread in 0..THREADS {
+                let barrier = &barrier;
+                scope.spawn(move || {
                     // All threads hold a handle at once: one load serves them all.
                     let held = load(&REGISTRY, &COUNTS, key);
                     barrier.wait();
                     assert!(Arc::ptr_eq(&held, &load(&REGISTRY, &COUNTS, key)));
                     barrier.wait();
                     drop(held);
-                    // Then loads and last drops race; whoever holds a handle sees it shared.
-                    for _ in 0..ROUNDS {
+                    // Then loads, last drops, retention and its release race; whoever holds a
+                    // handle sees it shared.
+                    for round in 0..ROUNDS {
                         let first = load(&REGISTRY, &COUNTS, key);
                         let second = load(&REGISTRY, &COUNTS, key);
                         assert!(Arc::ptr_eq(&first, &second));
+                        if (round + thread) % 97 == 0 {
+                            REGISTRY.release_retained();
+                        }
                     }
                 });
             }
         });
-        let loads = COUNTS.loads.load(Ordering::SeqCst);
+        REGISTRY.release_retained();
+        let loads = COUNTS.loads();
         assert!(loads >= 1);
-        assert_eq!(COUNTS.unloads.load(Ordering::SeqCst), loads);
-        assert_eq!(REGISTRY.len(), 0);
+        assert!(
+            loads < THREADS * ROUNDS,
+            "retention spares most reloads: {loads} loads"
+        );
+        assert_eq!(COUNTS.unloads(), loads);
+        assert_eq!(REGISTRY.len(), (0, 0));
     }
 
     fn parts<'a>(image: &'a [u8], jit: &'a JitOptions) -> KeyParts<'a> {

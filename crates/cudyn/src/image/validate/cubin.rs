@@ -27,9 +27,9 @@ use object::elf::{
 use object::read::elf::{FileHeader, ProgramHeader, Rel, Rela, SectionHeader, Sym};
 use object::LittleEndian as LE;
 
-use super::Refusal;
-use crate::inspect::cubin::{elf_error, header};
-use crate::inspect::info::Attributes;
+use super::{Facts, Refusal};
+use crate::inspect::cubin::{self as inspect_cubin, elf_error, header};
+use crate::inspect::info::first_damage;
 use crate::inspect::ParseError;
 
 type Header = FileHeader64<LE>;
@@ -47,9 +47,17 @@ const KNOWN_LOW_FLAGS: u32 = 0x0e;
 const MAX_ALIGN: u64 = 4096;
 
 /// Whether `data` is an executable cubin, from its ELF header alone: all that output of NVRTC or
-/// nvJitLink needs checked before a load (see `validate::compiler_output`).
-pub(super) fn check_executable(data: &[u8]) -> Result<(), Refusal> {
-    executable_header(data).map(drop)
+/// nvJitLink needs checked before a load (see `validate::compiler_output`); and whether it
+/// defines variables, from its symbol table (a table that cannot be read counts as defining
+/// some).
+pub(super) fn compiler_output(data: &[u8]) -> Result<Facts, Refusal> {
+    executable_header(data)?;
+    Ok(
+        inspect_cubin::variables(data).map_or(Facts::UNKNOWN, |variables| Facts {
+            defines_variables: variables.defined,
+            uninitialized_bytes: Some(variables.uninitialized_bytes),
+        }),
+    )
 }
 
 /// The ELF header of an executable cubin; a relocatable one needs linking first.
@@ -75,7 +83,7 @@ fn executable_header(data: &[u8]) -> Result<&Header, Refusal> {
     Ok(header)
 }
 
-pub(super) fn validate(data: &[u8]) -> Result<(), Refusal> {
+pub(super) fn validate(data: &[u8]) -> Result<Facts, Refusal> {
     let header = executable_header(data)?;
     let header_size = header.e_ehsize(LE);
     if usize::from(header_size) != size_of::<Header>() {
@@ -87,8 +95,7 @@ pub(super) fn validate(data: &[u8]) -> Result<(), Refusal> {
     }
     fixed_fields(header)?;
     segments(header, data)?;
-    sections(header, data)?;
-    Ok(())
+    Ok(sections(header, data)?)
 }
 
 /// The ELF header fields that have one value in every cubin.
@@ -136,38 +143,71 @@ fn fixed_fields(header: &Header) -> Result<(), ParseError> {
 }
 
 /// `align` is a power of two (or 0) no larger than [`MAX_ALIGN`].
-fn check_align(align: u64, place: &str) -> Result<(), ParseError> {
+fn check_align(align: u64, place: impl FnOnce() -> String) -> Result<(), ParseError> {
     if align > 1 && (!align.is_power_of_two() || align > MAX_ALIGN) {
         return Err(ParseError::new(
-            place,
+            place(),
             format!("its alignment {align} is not a power of two up to {MAX_ALIGN}"),
         ));
     }
     Ok(())
 }
 
+/// A structure of the file that owns a byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Owner {
+    ElfHeader,
+    SectionHeaders,
+    ProgramHeaders,
+    Section(usize),
+}
+
 /// The byte ranges of the file that belong to one structure each: the headers, then sections.
+/// Claims are gathered first and compared once sorted, so that a cubin of thousands of sections
+/// costs no more than sorting them (nothing, when they come in the order of their offsets).
 #[derive(Default)]
-struct Ranges(Vec<(u64, u64, String)>);
+struct Ranges(Vec<(u64, u64, Owner)>);
 
 impl Ranges {
-    /// Claims `size` bytes at `offset` for `place`; overlapping an earlier claim is damage.
-    fn claim(&mut self, offset: u64, size: u64, place: &str) -> Result<(), ParseError> {
-        if size == 0 {
-            return Ok(());
+    fn with_capacity(claims: usize) -> Ranges {
+        Ranges(Vec::with_capacity(claims))
+    }
+
+    /// Claims `size` bytes at `offset` for `owner`.
+    fn claim(&mut self, offset: u64, size: u64, owner: Owner) {
+        if size > 0 {
+            self.0.push((offset, offset.saturating_add(size), owner));
         }
-        let end = offset.saturating_add(size);
-        if let Some((_, _, other)) = self
-            .0
-            .iter()
-            .find(|(start, stop, _)| offset < *stop && *start < end)
-        {
-            return Err(ParseError::new(
-                place,
-                format!("its bytes {offset}..{end} overlap {other}"),
-            ));
+    }
+
+    /// Damage when two claims overlap: the later owner's bytes, overlapping the earlier one
+    /// (headers first, then sections in order), each named by `name`.
+    fn check(mut self, name: impl Fn(Owner) -> String) -> Result<(), ParseError> {
+        if !self.0.is_sorted() {
+            self.0.sort_unstable();
         }
-        self.0.push((offset, end, place.to_owned()));
+        let mut furthest: Option<(u64, u64, Owner)> = None;
+        for &(start, end, owner) in &self.0 {
+            if let Some(reaching) = furthest.filter(|&(_, stop, _)| start < stop) {
+                let (first, second) = if reaching.2 < owner {
+                    (reaching, (start, end, owner))
+                } else {
+                    ((start, end, owner), reaching)
+                };
+                return Err(ParseError::new(
+                    name(second.2),
+                    format!(
+                        "its bytes {}..{} overlap {}",
+                        second.0,
+                        second.1,
+                        name(first.2)
+                    ),
+                ));
+            }
+            if furthest.is_none_or(|(_, stop, _)| end > stop) {
+                furthest = Some((start, end, owner));
+            }
+        }
         Ok(())
     }
 }
@@ -184,21 +224,21 @@ fn segments(header: &Header, data: &[u8]) -> Result<(), ParseError> {
         .program_headers(LE, data)
         .map_err(elf_error("program header table"))?;
     for (index, segment) in segments.iter().enumerate() {
-        let place = format!("program header {index}");
+        let place = || format!("program header {index}");
         if segment.p_vaddr(LE) != 0 || segment.p_paddr(LE) != 0 {
             return Err(ParseError::new(
-                place,
+                place(),
                 "it has an address; a cubin's segments have none",
             ));
         }
-        check_align(segment.p_align(LE), &place)?;
+        check_align(segment.p_align(LE), place)?;
         if segment.p_type(LE) == PT_PHDR
             && (segment.p_offset(LE) != header.e_phoff(LE)
                 || segment.p_filesz(LE)
                     != u64::from(header.e_phnum(LE)) * size_of::<ProgramHeader64<LE>>() as u64)
         {
             return Err(ParseError::new(
-                place,
+                place(),
                 "it does not cover the program header table it describes",
             ));
         }
@@ -206,13 +246,13 @@ fn segments(header: &Header, data: &[u8]) -> Result<(), ParseError> {
         // The loader copies the file bytes into the memory the segment asks for.
         if segment.p_type(LE) == PT_LOAD && file_size > memory_size {
             return Err(ParseError::new(
-                format!("program header {index}"),
+                place(),
                 format!("it loads {file_size} bytes into {memory_size}"),
             ));
         }
         if segment.data(LE, data).is_err() {
             return Err(outside(
-                format!("program header {index}"),
+                place(),
                 segment.p_offset(LE),
                 segment.p_filesz(LE),
                 data.len(),
@@ -222,7 +262,21 @@ fn segments(header: &Header, data: &[u8]) -> Result<(), ParseError> {
     Ok(())
 }
 
-fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
+type Sections<'data> = object::read::elf::SectionTable<'data, Header>;
+
+/// Names section `index` in errors: `section 3 (.text.saxpy)`.
+fn section_place(sections: &Sections<'_>, index: usize) -> String {
+    let name = sections
+        .section(object::SectionIndex(index))
+        .ok()
+        .and_then(|section| sections.section_name(LE, section).ok())
+        .unwrap_or_default();
+    format!("section {index} ({})", String::from_utf8_lossy(name))
+}
+
+/// Checks the section header table, every section and the symbol table; what the cubin's
+/// variables are.
+fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
     let sections = header
         .sections(LE, data)
         .map_err(elf_error("section header table"))?;
@@ -255,18 +309,10 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
             "it is not the all-zero null section",
         ));
     }
-    let mut ranges = Ranges::default();
-    ranges.claim(0, size_of::<Header>() as u64, "the ELF header")?;
-    ranges.claim(
-        header.e_shoff(LE),
-        count as u64 * size_of::<SectionHeader64<LE>>() as u64,
-        "the section header table",
-    )?;
-    ranges.claim(
-        header.e_phoff(LE),
-        u64::from(header.e_phnum(LE)) * size_of::<ProgramHeader64<LE>>() as u64,
-        "the program header table",
-    )?;
+    // In the order compilers lay a cubin out (the header, the sections, then the tables of
+    // section and program headers), so that the claims usually need no sorting.
+    let mut ranges = Ranges::with_capacity(count + 3);
+    ranges.claim(0, size_of::<Header>() as u64, Owner::ElfHeader);
     // Section headers may all point at the same bytes; reading them over and over must not turn
     // a small image into minutes of checking.
     let mut budget = data.len().saturating_mul(READ_BUDGET_FACTOR);
@@ -277,50 +323,58 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
                 "its name lies outside the section-name string table (e_shstrndx)",
             )
         })?;
-        let place = format!("section {index} ({})", String::from_utf8_lossy(name));
+        let place = || format!("section {index} ({})", String::from_utf8_lossy(name));
         let kind = section.sh_type(LE);
-        if kind != SHT_NOBITS && section.data(LE, data).is_err() {
-            return Err(outside(
-                place,
-                section.sh_offset(LE),
-                section.sh_size(LE),
-                data.len(),
-            ));
-        }
+        let contents = if kind == SHT_NOBITS {
+            &[][..]
+        } else {
+            section.data(LE, data).map_err(|_| {
+                outside(
+                    place(),
+                    section.sh_offset(LE),
+                    section.sh_size(LE),
+                    data.len(),
+                )
+            })?
+        };
         if section.sh_offset(LE) > data.len() as u64 {
             // Even an empty section's offset is read by the driver.
-            return Err(outside(place, section.sh_offset(LE), 0, data.len()));
+            return Err(outside(place(), section.sh_offset(LE), 0, data.len()));
         }
         if index == 0 {
             continue;
         }
         if index == usize::from(header.e_shstrndx(LE)) && kind != SHT_STRTAB {
             return Err(ParseError::new(
-                place,
+                place(),
                 "it holds the section names (e_shstrndx) but is not a string table",
             ));
         }
         if section.sh_addr(LE) != 0 {
             return Err(ParseError::new(
-                place,
+                place(),
                 "it has an address; a cubin's sections have none",
             ));
         }
         let align = section.sh_addralign(LE);
-        check_align(align, &place)?;
+        check_align(align, place)?;
         if kind != SHT_NOBITS {
             if section.sh_offset(LE) % align.max(1) != 0 {
                 return Err(ParseError::new(
-                    place,
+                    place(),
                     format!(
                         "its offset {} is not {align}-byte aligned",
                         section.sh_offset(LE)
                     ),
                 ));
             }
-            ranges.claim(section.sh_offset(LE), section.sh_size(LE), &place)?;
+            ranges.claim(
+                section.sh_offset(LE),
+                section.sh_size(LE),
+                Owner::Section(index),
+            );
         }
-        links(&sections, section, symbols.len(), &place)?;
+        links(&sections, section, symbols.len(), place)?;
         let entry_size = match kind {
             SHT_SYMTAB | SHT_DYNSYM => Some(size_of::<Sym64<LE>>()),
             SHT_REL => Some(size_of::<Rel64<LE>>()),
@@ -328,14 +382,14 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
             _ => None,
         };
         if let Some(expected) = entry_size {
-            check_table(section, expected, &place)?;
+            check_table(section, expected, place)?;
         }
         // A symbol table's sh_info is the index of its first global symbol.
         if matches!(kind, SHT_SYMTAB | SHT_DYNSYM)
             && u64::from(section.sh_info(LE)) > section.sh_size(LE) / size_of::<Sym64<LE>>() as u64
         {
             return Err(ParseError::new(
-                place,
+                place(),
                 format!(
                     "its first global symbol, {}, is past its end",
                     section.sh_info(LE)
@@ -343,49 +397,62 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
             ));
         }
         if matches!(kind, SHT_REL | SHT_RELA) {
-            relocations(&sections, section, data, symbols.len(), &place)?;
+            relocations(&sections, section, data, symbols.len(), place)?;
         }
-        let contents = if kind == SHT_NOBITS {
-            &[][..]
-        } else {
-            section.data(LE, data).unwrap_or_default()
-        };
         budget = budget.checked_sub(contents.len()).ok_or_else(|| {
-            ParseError::new(
-                place.clone(),
-                "the sections overlap each other many times over",
-            )
+            ParseError::new(place(), "the sections overlap each other many times over")
         })?;
         if kind == SHT_STRTAB && contents.last().is_some_and(|&last| last != 0) {
             return Err(ParseError::new(
-                place,
+                place(),
                 "its last string is not NUL-terminated",
             ));
         }
         let mut notes = section
             .notes(LE, data)
-            .map_err(|error| ParseError::new(place.clone(), error.to_string()))?;
+            .map_err(|error| ParseError::new(place(), error.to_string()))?;
         while let Some(notes) = notes.as_mut() {
             match notes.next() {
                 Ok(Some(_)) => {}
                 Ok(None) => break,
-                Err(error) => return Err(ParseError::new(place, error.to_string())),
+                Err(error) => return Err(ParseError::new(place(), error.to_string())),
             }
         }
         if name.starts_with(b".nv.info") || name == b".nv.compat" {
-            let mut attributes = Attributes::new(contents);
-            attributes.by_ref().for_each(drop);
-            if let Some(offset) = attributes.damaged_at {
+            if let Some(offset) = first_damage(contents) {
                 return Err(ParseError::new(
-                    place,
+                    place(),
                     format!("its attribute at byte {offset} is damaged or runs past its end"),
                 ));
             }
         }
     }
+    ranges.claim(
+        header.e_shoff(LE),
+        count as u64 * size_of::<SectionHeader64<LE>>() as u64,
+        Owner::SectionHeaders,
+    );
+    ranges.claim(
+        header.e_phoff(LE),
+        u64::from(header.e_phnum(LE)) * size_of::<ProgramHeader64<LE>>() as u64,
+        Owner::ProgramHeaders,
+    );
+    ranges.check(|owner| match owner {
+        Owner::ElfHeader => "the ELF header".into(),
+        Owner::SectionHeaders => "the section header table".into(),
+        Owner::ProgramHeaders => "the program header table".into(),
+        Owner::Section(index) => section_place(&sections, index),
+    })?;
+    let mut defines_variables = false;
+    // The string table ends with a NUL (checked above, as every string table, and `links` made
+    // sure the symbol table's is one): every name starting inside it ends inside it, so a name's
+    // offset is all there is to check.
+    let names = sections
+        .section(symbols.string_section())
+        .map_or(0, |strings| strings.sh_size(LE));
     for (index, symbol) in symbols.symbols().iter().enumerate() {
         let place = || format!("symbol {index}");
-        if symbols.symbol_name(LE, symbol).is_err() {
+        if u64::from(symbol.st_name(LE)) >= names {
             return Err(ParseError::new(
                 place(),
                 "its name lies outside the symbol string table",
@@ -420,8 +487,12 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
                 ),
             ));
         }
+        defines_variables = defines_variables || inspect_cubin::is_variable(&sections, symbol);
     }
-    Ok(())
+    Ok(Facts {
+        defines_variables,
+        uninitialized_bytes: Some(inspect_cubin::uninitialized_variable_bytes(&sections)),
+    })
 }
 
 /// The sections `sh_link` and `sh_info` name exist and are of the kind the field's meaning needs:
@@ -429,10 +500,10 @@ fn sections(header: &Header, data: &[u8]) -> Result<(), ParseError> {
 /// symbol table; an `SHF_INFO_LINK` section's `sh_info` is another section, and a code
 /// section's holds its function's symbol index in its low 24 bits (the register count above).
 fn links(
-    sections: &object::read::elf::SectionTable<'_, Header>,
+    sections: &Sections<'_>,
     section: &SectionHeader64<LE>,
     symbol_count: usize,
-    place: &str,
+    place: impl Fn() -> String,
 ) -> Result<(), ParseError> {
     let count = sections.len();
     let kind_of = |index: u32| {
@@ -457,7 +528,7 @@ fn links(
     };
     if !link_ok {
         return Err(ParseError::new(
-            place,
+            place(),
             format!("its sh_link names section {link}, which is missing or of the wrong kind"),
         ));
     }
@@ -478,7 +549,7 @@ fn links(
     };
     if !info_ok {
         return Err(ParseError::new(
-            place,
+            place(),
             format!("its sh_info ({info:#x}) names no section or symbol that exists"),
         ));
     }
@@ -489,12 +560,12 @@ fn links(
 fn check_table(
     section: &SectionHeader64<LE>,
     expected: usize,
-    place: &str,
+    place: impl FnOnce() -> String,
 ) -> Result<(), ParseError> {
     let entry_size = section.sh_entsize(LE);
     if entry_size != expected as u64 || !section.sh_size(LE).is_multiple_of(expected as u64) {
         return Err(ParseError::new(
-            place,
+            place(),
             format!(
                 "its entries are {entry_size} bytes and it holds {} bytes; a table of this type \
                  has entries of {expected} bytes",
@@ -507,18 +578,18 @@ fn check_table(
 
 /// Every relocation names an existing symbol and a place inside the section it applies to.
 fn relocations(
-    sections: &object::read::elf::SectionTable<'_, Header>,
+    sections: &Sections<'_>,
     section: &SectionHeader64<LE>,
     data: &[u8],
     symbol_count: usize,
-    place: &str,
+    place: impl Fn() -> String,
 ) -> Result<(), ParseError> {
     let target = usize::try_from(section.sh_info(LE))
         .ok()
         .and_then(|index| sections.section(object::SectionIndex(index)).ok())
         .ok_or_else(|| {
             ParseError::new(
-                place,
+                place(),
                 format!(
                     "it applies to section {}, which does not exist",
                     section.sh_info(LE)
@@ -526,32 +597,67 @@ fn relocations(
             )
         })?;
     let target_size = target.sh_size(LE);
-    let entries: Vec<(u64, u32)> = match section.rel(LE, data).ok().flatten() {
-        Some((rel, _)) => rel.iter().map(|r| (r.r_offset(LE), r.r_sym(LE))).collect(),
-        None => section
-            .rela(LE, data)
-            .ok()
-            .flatten()
-            .map(|(rela, _)| {
-                rela.iter()
-                    .map(|r| (r.r_offset(LE), r.r_sym(LE, false)))
-                    .collect()
-            })
-            .unwrap_or_default(),
-    };
-    for (index, (offset, symbol)) in entries.into_iter().enumerate() {
+    let check = |index: usize, offset: u64, symbol: u32| {
         if usize::try_from(symbol).map_or(true, |symbol| symbol >= symbol_count.max(1)) {
             return Err(ParseError::new(
-                format!("{place}, relocation {index}"),
+                format!("{}, relocation {index}", place()),
                 format!("it names symbol {symbol} of {symbol_count}"),
             ));
         }
         if offset >= target_size {
             return Err(ParseError::new(
-                format!("{place}, relocation {index}"),
+                format!("{}, relocation {index}", place()),
                 format!("it patches byte {offset} of a section of {target_size} bytes"),
             ));
         }
+        Ok(())
+    };
+    if let Some((rel, _)) = section.rel(LE, data).ok().flatten() {
+        for (index, entry) in rel.iter().enumerate() {
+            check(index, entry.r_offset(LE), entry.r_sym(LE))?;
+        }
+    } else if let Some((rela, _)) = section.rela(LE, data).ok().flatten() {
+        for (index, entry) in rela.iter().enumerate() {
+            check(index, entry.r_offset(LE), entry.r_sym(LE, false))?;
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(owner: Owner) -> String {
+        format!("{owner:?}")
+    }
+
+    #[test]
+    fn claims_that_only_touch_pass_and_any_overlap_is_named_by_its_later_owner() {
+        let mut touching = Ranges::default();
+        touching.claim(0, 64, Owner::ElfHeader);
+        touching.claim(128, 0, Owner::Section(1));
+        touching.claim(64, 64, Owner::Section(2));
+        touching.claim(128, 8, Owner::SectionHeaders);
+        assert!(touching.check(name).is_ok());
+
+        // A long section covering one that starts far after it, past another in between: the
+        // overlap is found although the two are not neighbours once sorted.
+        let mut covering = Ranges::default();
+        covering.claim(0, 64, Owner::ElfHeader);
+        covering.claim(64, 1000, Owner::Section(1));
+        covering.claim(2000, 8, Owner::SectionHeaders);
+        covering.claim(500, 16, Owner::Section(3));
+        let error = covering.check(name).unwrap_err();
+        assert_eq!(error.place, "Section(3)");
+        assert_eq!(error.problem, "its bytes 500..516 overlap Section(1)");
+
+        // Claimed later but starting earlier: still the later owner is the one named.
+        let mut earlier = Ranges::default();
+        earlier.claim(100, 50, Owner::SectionHeaders);
+        earlier.claim(90, 20, Owner::Section(4));
+        let error = earlier.check(name).unwrap_err();
+        assert_eq!(error.place, "Section(4)");
+        assert!(error.problem.contains("overlap SectionHeaders"), "{error}");
+    }
 }

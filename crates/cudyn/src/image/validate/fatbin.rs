@@ -4,21 +4,44 @@
 //! Identifiers and ptxas options must lie inside their entry header, and PTX must end with a NUL
 //! (the driver reads it as a C string). An entry of a kind cudyn does not know is checked as the
 //! cubin or PTX it holds. Entries whose code cannot be checked are refused: obfuscated cubins or
-//! PTX, and entries of an unknown kind holding neither. LTO-IR entries are only checked to lie inside the fatbin: the driver
-//! does not load them.
+//! PTX, and entries of an unknown kind holding neither. LTO-IR entries are only checked to lie
+//! inside the fatbin: the driver does not load them.
+//!
+//! Decompressing an entry costs far more than the rest of the check (about 15 µs for 4 KiB of
+//! zstd-compressed PTX), so a compressed entry found whole is remembered for the life of the
+//! process by a blake3 hash of everything its check reads (its kind, flags, sizes and payload):
+//! the same fatbin loaded again, or another holding the same entry, is not decompressed again.
+//! Any change to those bytes changes the hash, and the entry is checked afresh.
 
-use super::{cubin, ptx, Refusal};
-use crate::inspect::fatbin::{self, EntryKind};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::{cubin, ptx, Facts, Refusal};
+use crate::inspect::fatbin::{self, Compression, EntryKind, RawEntry};
 use crate::inspect::ParseError;
 use object::LittleEndian as LE;
 
-pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
+/// Compressed entries found whole, by [`entry_key`]; emptied when it reaches
+/// [`MAX_REMEMBERED`].
+static CHECKED: Mutex<Option<HashMap<[u8; 32], Facts>>> = Mutex::new(None);
+
+/// Entries remembered at most: 1024 keys and facts are about 40 KiB.
+const MAX_REMEMBERED: usize = 1024;
+
+#[cfg(test)]
+thread_local! {
+    /// Entries this thread decompressed to check them: what the tests count.
+    static DECOMPRESSED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+pub(super) fn validate(bytes: &[u8]) -> Result<Facts, Refusal> {
     let mut count = 0;
+    let mut facts: Option<Facts> = None;
     for (index, raw) in fatbin::entries(bytes)?.enumerate() {
         let raw = raw?;
         count += 1;
-        let place = raw.place(index);
-        let refuse = |problem: String| Refusal::Malformed(ParseError::new(place.clone(), problem));
+        let place = || raw.place(index);
+        let refuse = |problem: String| Refusal::Malformed(ParseError::new(place(), problem));
         // The identifier's offset is followed even when its length is 0: it must lie inside
         // the header whatever the length says.
         let header = &raw.header;
@@ -40,6 +63,15 @@ pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
                     .into(),
             ));
         }
+        let key = (compression != Compression::None).then(|| entry_key(&raw));
+        if let Some(known) = key.as_ref().and_then(recall) {
+            facts = Some(facts.map_or(known, |facts| facts.either(known)));
+            continue;
+        }
+        #[cfg(test)]
+        if key.is_some() {
+            DECOMPRESSED.set(DECOMPRESSED.get() + 1);
+        }
         let code = raw
             .code()
             .map_err(|problem| refuse(format!("{compression:?} payload: {problem}")))?;
@@ -57,18 +89,132 @@ pub(super) fn validate(bytes: &[u8]) -> Result<(), Refusal> {
                 )))
             }
         };
-        checked.map_err(|refusal| refusal.inside(&place))?;
+        let checked = checked.map_err(|refusal| refusal.inside(&place()))?;
+        if let Some(key) = key {
+            remember(key, checked);
+        }
+        facts = Some(facts.map_or(checked, |facts| facts.either(checked)));
     }
     if count == 0 {
         return Err(ParseError::new("fatbin header", "it holds no entries").into());
     }
-    Ok(())
+    // Only LTO-IR entries, which the driver does not load: no code, no variables.
+    Ok(facts.unwrap_or(Facts::NO_VARIABLES))
+}
+
+/// The hash of everything the check of a compressed entry's code reads: its kind, its flags
+/// (the compression), its sizes and its whole payload.
+fn entry_key(raw: &RawEntry<'_>) -> [u8; 32] {
+    let header = raw.header;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"cudyn fatbin entry checked 1\0");
+    hasher.update(&header.kind.get(LE).to_le_bytes());
+    hasher.update(&header.flags.get(LE).to_le_bytes());
+    hasher.update(&header.compressed_size.get(LE).to_le_bytes());
+    hasher.update(&header.decompressed_size.get(LE).to_le_bytes());
+    hasher.update(&(raw.payload.len() as u64).to_le_bytes());
+    hasher.update(raw.payload);
+    *hasher.finalize().as_bytes()
+}
+
+fn checked_entries() -> std::sync::MutexGuard<'static, Option<HashMap<[u8; 32], Facts>>> {
+    // Nothing panics while holding the lock: a poisoned one still holds a consistent table.
+    CHECKED.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+/// What the check of the entry of `key` found, when it was found whole before.
+fn recall(key: &[u8; 32]) -> Option<Facts> {
+    checked_entries().as_ref()?.get(key).copied()
+}
+
+fn remember(key: [u8; 32], facts: Facts) {
+    let mut checked = checked_entries();
+    let table = checked.get_or_insert_with(HashMap::new);
+    if table.len() >= MAX_REMEMBERED {
+        table.clear();
+    }
+    table.insert(key, facts);
 }
 
 /// An entry's PTX: the driver reads it as a C string, so it must end with a NUL.
-fn validate_ptx(code: &[u8]) -> Result<(), Refusal> {
+fn validate_ptx(code: &[u8]) -> Result<Facts, Refusal> {
     if code.last() != Some(&0) {
         return Err(ParseError::new("PTX text", "it does not end with a NUL").into());
     }
     ptx::validate(code).map_err(Refusal::Malformed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{Arch, FatbinBuilder, Output, Program};
+
+    /// A fatbin of a cubin and PTX as nvFatbin writes it (the PTX zstd-compressed), and the
+    /// offset of its first compressed entry.
+    fn compressed_fatbin() -> (Vec<u8>, usize) {
+        let arch = Arch::new(9, 0);
+        let source = "// validate::fatbin tests\n__device__ int flag;\n\
+                      extern \"C\" __global__ void k(int *x) { x[0] = flag; }";
+        let compile = |output| {
+            Program::new(source)
+                .arch(arch)
+                .output(output)
+                .compile()
+                .expect("NVRTC compiles (run the tests with the CUDA wheels' venv)")
+        };
+        let mut fatbin = FatbinBuilder::new().expect("nvFatbin (the CUDA wheels' venv)");
+        fatbin
+            .add_cubin(compile(Output::Cubin).code(), arch, "k.cu")
+            .unwrap();
+        fatbin
+            .add_ptx(compile(Output::Ptx).code(), arch, "k.cu")
+            .unwrap();
+        let fatbin = fatbin.finish().unwrap();
+        let compressed = fatbin::entries(&fatbin)
+            .unwrap()
+            .map(Result::unwrap)
+            .find(|raw| raw.header.compression() != Ok(Compression::None))
+            .expect("nvFatbin compresses the PTX entry")
+            .offset;
+        (fatbin, compressed)
+    }
+
+    fn decompressions(check: impl FnOnce()) -> usize {
+        let before = DECOMPRESSED.get();
+        check();
+        DECOMPRESSED.get() - before
+    }
+
+    #[test]
+    fn a_compressed_entry_found_whole_is_not_decompressed_again_but_any_change_is_checked() {
+        let (fatbin, entry) = compressed_fatbin();
+        let mut facts = None;
+        let first = decompressions(|| facts = Some(validate(&fatbin).unwrap()));
+        assert!(first >= 1, "the first check decompresses");
+        assert!(facts.unwrap().defines_variables);
+        let again = decompressions(|| assert_eq!(validate(&fatbin).ok(), facts));
+        assert_eq!(again, 0, "the same entry is remembered");
+
+        // Payload bytes changed: checked afresh (and refused or found whole on its own).
+        let header_size = u32::from_le_bytes(fatbin[entry + 4..entry + 8].try_into().unwrap());
+        let mut changed = fatbin.clone();
+        changed[entry + header_size as usize + 20] ^= 0x40;
+        assert_eq!(decompressions(|| drop(validate(&changed))), 1);
+        // A declared size one larger: checked afresh, and refused.
+        let mut larger = fatbin.clone();
+        let size_at = entry + 56;
+        let size = u64::from_le_bytes(larger[size_at..size_at + 8].try_into().unwrap());
+        larger[size_at..size_at + 8].copy_from_slice(&(size + 1).to_le_bytes());
+        let mut refusal = None;
+        assert_eq!(decompressions(|| refusal = validate(&larger).err()), 1);
+        assert!(
+            matches!(&refusal, Some(Refusal::Malformed(error)) if error.to_string().contains("decompressed")),
+            "{refusal:?}"
+        );
+        // And the whole fatbin still is remembered as it was.
+        assert_eq!(
+            decompressions(|| assert_eq!(validate(&fatbin).ok(), facts)),
+            0
+        );
+    }
 }

@@ -10,6 +10,43 @@ use crate::error::Error;
 use crate::image::ImageKind;
 use crate::inspect::ParseError;
 
+/// What the check of an image found out on the way, for the loader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Facts {
+    /// Whether the code defines device variables (`__device__`, `__constant__`, `__managed__`),
+    /// which loads sharing a library would share.
+    pub(crate) defines_variables: bool,
+    /// The device memory its variables take beyond the image's own bytes (uninitialized ones),
+    /// when known: always for a cubin, 0 for code without variables, unknown for PTX variables.
+    pub(crate) uninitialized_bytes: Option<usize>,
+}
+
+impl Facts {
+    /// Code without variables.
+    pub(crate) const NO_VARIABLES: Facts = Facts {
+        defines_variables: false,
+        uninitialized_bytes: Some(0),
+    };
+
+    /// What is known of code that may define variables of unknown size.
+    pub(crate) const UNKNOWN: Facts = Facts {
+        defines_variables: true,
+        uninitialized_bytes: None,
+    };
+
+    /// The facts of an image of which one of two parts is loaded (the entries of a fatbin): the
+    /// variables of either, at most the larger size.
+    fn either(self, other: Facts) -> Facts {
+        Facts {
+            defines_variables: self.defines_variables || other.defines_variables,
+            uninitialized_bytes: self
+                .uninitialized_bytes
+                .zip(other.uninitialized_bytes)
+                .map(|(one, other)| one.max(other)),
+        }
+    }
+}
+
 /// Why an image of a loadable kind is refused.
 #[derive(Debug)]
 pub(crate) enum Refusal {
@@ -43,12 +80,12 @@ impl Refusal {
 }
 
 /// Checks `bytes` of a loadable `kind`; kinds the driver cannot load are refused before this.
-pub(crate) fn image(bytes: &[u8], kind: ImageKind) -> Result<(), Refusal> {
+pub(crate) fn image(bytes: &[u8], kind: ImageKind) -> Result<Facts, Refusal> {
     match kind {
         ImageKind::Cubin => cubin::validate(bytes),
         ImageKind::Fatbin => fatbin::validate(bytes),
         ImageKind::Ptx => ptx::validate(bytes).map_err(Refusal::Malformed),
-        ImageKind::LtoIr | ImageKind::HostBinary | ImageKind::Archive => Ok(()),
+        ImageKind::LtoIr | ImageKind::HostBinary | ImageKind::Archive => Ok(Facts::UNKNOWN),
     }
 }
 
@@ -58,9 +95,9 @@ pub(crate) fn image(bytes: &[u8], kind: ImageKind) -> Result<(), Refusal> {
 /// by the compiler, not by whoever handed cudyn the bytes, and the full walk of [`image`] costs
 /// a new process tens of microseconds, as much as the load itself. Other kinds get the full
 /// check.
-pub(crate) fn compiler_output(bytes: &[u8], kind: ImageKind) -> Result<(), Refusal> {
+pub(crate) fn compiler_output(bytes: &[u8], kind: ImageKind) -> Result<Facts, Refusal> {
     match kind {
-        ImageKind::Cubin => cubin::check_executable(bytes),
+        ImageKind::Cubin => cubin::compiler_output(bytes),
         _ => image(bytes, kind),
     }
 }

@@ -1,0 +1,185 @@
+//! Host-side cost of loading device code: what cudyn does on the CPU for each
+//! `Library::loader().load(image)` besides the driver's own `cudaLibraryLoadData`, timed without
+//! a GPU on the images the `load` rows of `cudyn-bench` load (the kernels of
+//! `crates/cudyn-bench/kernels/peers.cu` compiled by NVRTC for sm_90: a cubin, PTX, and a fatbin
+//! of the two built by nvFatbin).
+//!
+//! Per image, medians over many rounds (each round times a batch of calls and divides, so that the
+//! clock's own cost does not count), the kinds interleaved:
+//!
+//! - **detect**: `Image::detect`, the kind from the headers;
+//! - **check**: `Image::new` + `Image::validate`, the whole check every load of bytes from outside
+//!   makes before the driver sees them (`validate_loadable` inside the loader: the same calls);
+//!   **first check** is the first of them in the process, timed once (cold caches included): a
+//!   fatbin's compressed entries are decompressed then, and remembered as checked for later loads
+//!   of the same bytes, so a last line times the check of fatbins new to the process (each with
+//!   PTX of its own, told apart by an empty kernel);
+//! - **key**: blake3 of the image, the bulk of the key under which a load that may share
+//!   (`Sharing::Auto` or `Always`) looks for a library loaded already; a load with
+//!   `Sharing::Never` does not hash;
+//! - **inspect**: `Image::inspect`, for scale only: a load reads the image this far only when a
+//!   second load would share the library and must know whether it defines variables.
+//!
+//! Run: `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (NVRTC and nvFatbin from the CUDA
+//! wheels, or a CUDA toolkit), then `cargo run --release -p cudyn --example bench_load_host`;
+//! arguments (`cubin`, `ptx`, `fatbin`) time only those images, e.g. under a profiler. It needs
+//! no GPU and no driver.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use cudyn::compile::{Arch, FatbinBuilder, Output, Program};
+use cudyn::{Image, Result};
+
+const SOURCE: &str = include_str!("../../cudyn-bench/kernels/peers.cu");
+
+/// One piece of a load's host-side work, on an image.
+type Step = fn(&[u8]) -> Result<()>;
+
+/// Fatbins new to the process whose check is timed.
+const NEW_FATBINS: usize = 101;
+
+/// Rounds per figure, and calls per round.
+const ROUNDS: usize = 501;
+const BATCH: usize = 16;
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let wanted: Vec<String> = std::env::args().skip(1).collect();
+    let images: Vec<_> = images()?
+        .into_iter()
+        .filter(|(name, _)| wanted.is_empty() || wanted.iter().any(|w| w == name))
+        .collect();
+    let steps: [(&str, Step); 4] = [
+        ("detect", |image| Image::detect(image).map(drop)),
+        ("check", |image| Image::new(image)?.validate()),
+        ("key", |image| {
+            black_box(blake3::hash(image));
+            Ok(())
+        }),
+        ("inspect", |image| Image::new(image)?.inspect().map(drop)),
+    ];
+    // Every call once: a failure is reported before any figure. The first check is timed.
+    let mut first_checks = Vec::new();
+    for (_, image) in &images {
+        for (name, step) in &steps {
+            let start = Instant::now();
+            step(image)?;
+            if *name == "check" {
+                first_checks.push(start.elapsed());
+            }
+        }
+    }
+    let mut samples = vec![vec![Vec::with_capacity(ROUNDS); steps.len()]; images.len()];
+    for _ in 0..ROUNDS {
+        for (image_samples, (_, image)) in samples.iter_mut().zip(&images) {
+            for (step_samples, (_, step)) in image_samples.iter_mut().zip(&steps) {
+                let start = Instant::now();
+                for _ in 0..BATCH {
+                    step(black_box(image))?;
+                }
+                step_samples.push(start.elapsed() / BATCH as u32);
+            }
+        }
+    }
+    println!(
+        "{:<8} {:>7} {:>12}{}",
+        "image",
+        "bytes",
+        "first check",
+        steps
+            .iter()
+            .map(|(name, _)| format!("{name:>10}"))
+            .collect::<String>()
+    );
+    for (((name, image), image_samples), first) in images.iter().zip(samples).zip(first_checks) {
+        let figures: String = image_samples
+            .into_iter()
+            .map(|step_samples| format!("{:>8.2}us", micros(median(step_samples))))
+            .collect();
+        println!(
+            "{name:<8} {:>7} {:>10.2}us{figures}",
+            image.len(),
+            micros(first)
+        );
+    }
+    println!(
+        "medians of {ROUNDS} rounds of {BATCH} calls; check = what every load of outside bytes \
+         runs before the driver"
+    );
+    if wanted.is_empty() || wanted.iter().any(|w| w == "fatbin") {
+        let fresh = new_fatbins()?;
+        let mut checks = Vec::with_capacity(fresh.len());
+        for fatbin in &fresh {
+            let start = Instant::now();
+            Image::new(&fatbin[..])?.validate()?;
+            checks.push(start.elapsed());
+        }
+        println!(
+            "fatbin new to the process: check {:.2}us (median of {} fatbins with PTX of their own)",
+            micros(median(checks)),
+            fresh.len()
+        );
+    }
+    Ok(())
+}
+
+/// Fatbins new to the process, each of the cubin of the `load` rows and PTX with an empty kernel
+/// of its own (nvFatbin drops comments).
+fn new_fatbins() -> Result<Vec<Vec<u8>>> {
+    let arch = Arch::new(9, 0);
+    let cubin = Program::new(SOURCE).arch(arch).compile()?;
+    let ptx = Program::new(SOURCE)
+        .arch(arch)
+        .output(Output::Ptx)
+        .compile()?;
+    let text = ptx.code().strip_suffix(b"\0").unwrap_or(ptx.code());
+    (0..NEW_FATBINS)
+        .map(|round| {
+            let mut variant = text.to_vec();
+            let entry = format!(".visible .entry bench_load_host_{round}()\n{{\n\tret;\n}}\n\0");
+            variant.extend_from_slice(entry.as_bytes());
+            fatbin(cubin.code(), &variant)
+        })
+        .collect()
+}
+
+/// A fatbin of `cubin` and `ptx` for sm_90, as nvFatbin builds it (the PTX compressed).
+fn fatbin(cubin: &[u8], ptx: &[u8]) -> Result<Vec<u8>> {
+    let arch = Arch::new(9, 0);
+    let mut fatbin = FatbinBuilder::new()?;
+    fatbin
+        .add_cubin(cubin, arch, "peers.cu")?
+        .add_ptx(ptx, arch, "peers.cu")?;
+    fatbin.finish()
+}
+
+/// The images of the `load` rows: peers.cu as a cubin, as PTX, and as a fatbin of the two.
+fn images() -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let arch = Arch::new(9, 0);
+    let compile = |output| -> Result<Vec<u8>> {
+        let compiled = Program::new(SOURCE).arch(arch).output(output).compile()?;
+        Ok(compiled.code().to_vec())
+    };
+    let (cubin, ptx) = (compile(Output::Cubin)?, compile(Output::Ptx)?);
+    let fatbin = fatbin(&cubin, &ptx)?;
+    Ok(vec![("cubin", cubin), ("ptx", ptx), ("fatbin", fatbin)])
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}
