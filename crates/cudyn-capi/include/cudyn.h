@@ -113,8 +113,9 @@ typedef struct cudyn_buffer cudyn_buffer;
 typedef struct cudyn_kernel cudyn_kernel;
 
 /**
- * Device code loaded by cudyn: a reference to a loaded library. The library is unloaded when
- * its last handle is unloaded and the last kernel taken from it is released.
+ * Device code loaded by cudyn: a reference to a loaded library. The library is released when
+ * its last handle is unloaded and the last kernel taken from it is released (then unloaded, or
+ * kept for a later identical load within cudyn's retention limits).
  */
 typedef struct cudyn_library cudyn_library;
 

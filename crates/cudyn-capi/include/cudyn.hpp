@@ -299,7 +299,8 @@ struct CompileOptions {
     std::vector<std::string> name_expressions;  // "saxpy<float>": usable as kernel names
 };
 
-// Device code loaded by cudyn, unloaded when this and every Kernel from it are gone.
+// Device code loaded by cudyn, released when this and every Kernel from it are gone (then
+// unloaded, or kept for a later identical load within cudyn's retention limits).
 class Library {
 public:
     static Library load_file(const std::string &path,

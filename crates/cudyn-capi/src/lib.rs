@@ -19,8 +19,9 @@
 //! - **No panic crosses into C.** Every entry point runs its body under `catch_unwind`; a panic
 //!   (a bug in cudyn) becomes `CUDYN_ERROR_INTERNAL` with its message.
 //! - **Ownership is reference counting.** Every handle holds a reference: a kernel keeps its
-//!   library loaded after `cudyn_library_unload`, and the library is unloaded when the last
-//!   handle is gone. A kernel wrapped from a foreign `cudaKernel_t`/`CUkernel` is borrowed and
+//!   library loaded after `cudyn_library_unload`, and the library is released when the last
+//!   handle is gone (then unloaded, or kept loaded for a later identical load within cudyn's
+//!   retention limits: `CUDYN_RETAIN_LIBRARIES=0` turns keeping off). A kernel wrapped from a foreign `cudaKernel_t`/`CUkernel` is borrowed and
 //!   never unloaded by cudyn.
 //! - **Threads.** Every function may be called from any thread; devices are per thread
 //!   (`cudyn_set_device`), as in the CUDA runtime.

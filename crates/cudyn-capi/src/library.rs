@@ -7,8 +7,9 @@ use cudyn::{Arch, Backend, JitOptions, Library, LibraryLoader, LibraryOptions, P
 use crate::handles::{bytes_arg, entry_returning, text_arg, text_array_arg, Registry};
 use crate::status::{cudyn_status, entry, Failure};
 
-/// Device code loaded by cudyn: a reference to a loaded library. The library is unloaded when
-/// its last handle is unloaded and the last kernel taken from it is released.
+/// Device code loaded by cudyn: a reference to a loaded library. The library is released when
+/// its last handle is unloaded and the last kernel taken from it is released (then unloaded, or
+/// kept for a later identical load within cudyn's retention limits).
 #[allow(non_camel_case_types)]
 #[derive(Debug)]
 pub struct cudyn_library {
