@@ -5,9 +5,9 @@
 //!    `cudaLaunchKernel`, each followed by synchronize and a check of the result. (GPU)
 //! 2. A call-heavy kernel split over two sources: linked with LTO, built as one source, and linked
 //!    without LTO; kernel time measured with events. (GPU)
-//! 3. Compiling 8 sources in parallel (`compile_all`: worker processes of a warm compile server)
-//!    against one after another, both warm. (CPU only: runs anywhere; bench_parallel_compile.rs
-//!    measures fresh, cold processes)
+//! 3. Compiling 8 sources in parallel (`compile_all`: the worker processes of cudyn's compile
+//!    server) against one after another, both warm. (CPU only: runs anywhere;
+//!    bench_parallel_compile.rs measures fresh, cold processes)
 //!
 //! Run: `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (or have the CUDA toolkit), then
 //! `cargo run --release -p cudyn --example bench_compile`. The GPU parts say why they are skipped

@@ -1,7 +1,7 @@
-//! Benchmark: a batch of different sources compiled by `cudyn::compile_all` (worker processes of
-//! a warm compile server) against the same sources compiled one after another in one process,
-//! each run in a fresh process, cold: NVRTC's start-up, the compile server's start and its
-//! workers' are all counted. Needs no GPU.
+//! Benchmark: a batch of different sources compiled by `cudyn::compile_all` (the worker processes
+//! of cudyn's compile server) against the same sources compiled one after another in one process,
+//! each run in a fresh process, cold: NVRTC's start-up and the starts of the compile server and
+//! its workers are all counted. Needs no GPU.
 //!
 //! Run: `cargo build --release -p cudyn-cli --example bench_parallel_compile` (or build both with
 //! the same profile), `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (or have the CUDA toolkit),

@@ -322,8 +322,8 @@ pub(super) fn work_on_standard_streams() -> i32 {
     }
 }
 
-/// The batch's pipes, taken over from standard input and output, which become /dev/null: the
-/// workers then hold no copy of them.
+/// The batch's pipes, taken over from standard input and output, which become /dev/null: nothing
+/// this process prints by accident can then break into the frames on the pipes.
 fn take_standard_streams() -> io::Result<(File, File)> {
     let from_batch = File::from(io::stdin().as_fd().try_clone_to_owned()?);
     let to_batch = File::from(io::stdout().as_fd().try_clone_to_owned()?);
