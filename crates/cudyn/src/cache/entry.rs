@@ -1,17 +1,21 @@
 //! One cache entry, one file: a manifest and the device code, sealed by a checksum.
 //!
-//! Layout: the magic `CUDYNKC1`, the manifest's length (u64, little-endian), the manifest, the
-//! code's length, the code, then the blake3 hash of everything before it (32 bytes). A file whose
-//! length, checksum or manifest does not check out is never loaded.
+//! Layout: the magic `CUDYNKC2`, the manifest's length (u64, little-endian), the manifest, the
+//! code's length, the code, then the checksum (32 bytes): the blake3 hash of everything before
+//! it with the code replaced by its own blake3 hash. Checking it hashes the code once and leaves
+//! the code's hash known, which is what the process-wide library registry keys a load on, so a
+//! load of the entry's code need not hash it again. A file whose length, checksum or manifest
+//! does not check out is never loaded.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::key::Key;
 use crate::compile::{Arch, Output};
-use crate::image::ImageKind;
+use crate::image::{Checked, Digest, Facts, ImageKind};
 use crate::param::ParamLayout;
 
-const MAGIC: &[u8; 8] = b"CUDYNKC1";
+const MAGIC: &[u8; 8] = b"CUDYNKC2";
 const CHECKSUM: usize = 32;
 
 /// A kernel of the cached code, with its parameters' layout when the code records it.
@@ -38,7 +42,10 @@ pub(crate) struct Entry {
     pub toolchain: Vec<String>,
     pub kernels: Vec<KernelRecord>,
     pub created: SystemTime,
-    pub code: Vec<u8>,
+    pub code: Arc<[u8]>,
+    /// What the check before a load found in the code, when it passed, with the code's digest
+    /// (always the digest of `code`).
+    pub checked: Option<Checked>,
 }
 
 impl Entry {
@@ -69,11 +76,7 @@ impl Entry {
 
     /// The kind of image the code is.
     pub fn image_kind(&self) -> ImageKind {
-        match self.output {
-            Output::Cubin => ImageKind::Cubin,
-            Output::Ptx => ImageKind::Ptx,
-            Output::LtoIr => ImageKind::LtoIr,
-        }
+        ImageKind::of_output(self.output)
     }
 
     /// The file's bytes.
@@ -107,26 +110,46 @@ impl Entry {
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
         manifest.u64(created.as_secs());
+        match self.checked {
+            Some(Checked { facts, .. }) => {
+                manifest.u64(1);
+                manifest.u64(u64::from(facts.defines_variables));
+                let unknown = u64::MAX;
+                manifest.u64(
+                    facts
+                        .uninitialized_bytes
+                        .map_or(unknown, |bytes| bytes as u64),
+                );
+            }
+            None => manifest.u64(0),
+        }
+        let digest = self.checked.map_or_else(
+            || crate::image::digest(&self.code),
+            |checked| checked.digest,
+        );
         let mut file = Writer::default();
         file.0.extend_from_slice(MAGIC);
         file.bytes(&manifest.0);
+        let code_at = file.0.len() + 8;
         file.bytes(&self.code);
-        let checksum = blake3::hash(&file.0);
-        file.0.extend_from_slice(checksum.as_bytes());
+        let checksum = checksum(&file.0[..code_at], &digest);
+        file.0.extend_from_slice(&checksum);
         file.0
     }
 
     /// The entry in `bytes`, or `None` when they are not a whole, intact entry.
     pub fn decode(bytes: &[u8]) -> Option<Entry> {
         let sealed_len = bytes.len().checked_sub(CHECKSUM)?;
-        let (sealed, checksum) = bytes.split_at(sealed_len);
-        if blake3::hash(sealed).as_bytes() != checksum {
-            return None;
-        }
+        let (sealed, sealed_with) = bytes.split_at(sealed_len);
         let mut file = Reader(sealed.strip_prefix(MAGIC)?);
         let mut manifest = Reader(file.bytes()?);
-        let code = file.bytes()?.to_vec();
+        let code_at = sealed.len() - file.0.len() + 8;
+        let code = file.bytes()?;
         if !file.0.is_empty() {
+            return None;
+        }
+        let digest = crate::image::digest(code);
+        if checksum(&sealed[..code_at], &digest) != sealed_with {
             return None;
         }
         let key = Key(manifest.bytes()?.try_into().ok()?);
@@ -154,6 +177,20 @@ impl Entry {
             })
         })?;
         let created = SystemTime::UNIX_EPOCH + Duration::from_secs(manifest.u64()?);
+        let checked = match manifest.u64()? {
+            0 => None,
+            1 => Some(Checked {
+                facts: Facts {
+                    defines_variables: manifest.u64()? != 0,
+                    uninitialized_bytes: match manifest.u64()? {
+                        u64::MAX => None,
+                        bytes => Some(usize::try_from(bytes).ok()?),
+                    },
+                },
+                digest,
+            }),
+            _ => return None,
+        };
         if !manifest.0.is_empty() {
             return None;
         }
@@ -167,9 +204,17 @@ impl Entry {
             toolchain,
             kernels,
             created,
-            code,
+            code: code.into(),
+            checked,
         })
     }
+}
+
+/// The checksum of an entry whose bytes up to its code are `head` and whose code has `digest`.
+fn checksum(head: &[u8], digest: &Digest) -> [u8; CHECKSUM] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(head).update(digest);
+    *hasher.finalize().as_bytes()
 }
 
 #[derive(Default)]
@@ -247,6 +292,7 @@ pub(crate) mod tests {
             }],
             created: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             code: (0..code_len).map(|i| i as u8).collect(),
+            checked: None,
         }
     }
 
@@ -254,6 +300,33 @@ pub(crate) mod tests {
     fn an_entry_round_trips() {
         let entry = sample(Key([7; 32]), 300);
         assert_eq!(Entry::decode(&entry.encode()), Some(entry));
+    }
+
+    #[test]
+    fn what_the_check_found_round_trips_with_the_digest_of_the_code_read() {
+        let mut entry = sample(Key([7; 32]), 300);
+        let digest = crate::image::digest(&entry.code);
+        for facts in [
+            Facts::NO_VARIABLES,
+            Facts::UNKNOWN,
+            Facts {
+                defines_variables: true,
+                uninitialized_bytes: Some(1 << 20),
+            },
+        ] {
+            entry.checked = Some(Checked { facts, digest });
+            assert_eq!(Entry::decode(&entry.encode()), Some(entry.clone()));
+        }
+    }
+
+    #[test]
+    fn the_checksum_covers_the_code_through_its_digest() {
+        let entry = sample(Key([7; 32]), 300);
+        let mut bytes = entry.encode();
+        // The code ends 32 bytes (the checksum) before the end of the file.
+        let last_code_byte = bytes.len() - CHECKSUM - 1;
+        bytes[last_code_byte] ^= 1;
+        assert_eq!(Entry::decode(&bytes), None);
     }
 
     #[test]

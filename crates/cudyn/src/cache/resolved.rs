@@ -110,8 +110,9 @@ pub(crate) fn fingerprint(
 
 /// The file of the toolchain remembered under `fingerprint` in the cache folder `dir`.
 fn path_of(dir: &Path, fingerprint: &Key) -> PathBuf {
-    dir.join("compilers")
-        .join(format!("toolchain-{}", fingerprint.hex()))
+    let mut name = String::from("toolchain-");
+    name.push_str(&fingerprint.hex());
+    dir.join("compilers").join(name)
 }
 
 /// The toolchain remembered under `fingerprint`, when every file it was read from is unchanged.
@@ -240,7 +241,10 @@ const CHECKSUM_LINE: usize = "checksum ".len() + 64 + 1;
 
 /// The last line: the blake3 hash of everything before it.
 fn checksum_line(body: &[u8]) -> String {
-    format!("checksum {}\n", blake3::hash(body).to_hex())
+    let mut line = String::from("checksum ");
+    line.push_str(&super::key::hex(blake3::hash(body).as_bytes()));
+    line.push('\n');
+    line
 }
 
 /// The `N` words of a line `<what> <word>...`, the last one the rest of the line.

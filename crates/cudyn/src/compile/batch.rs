@@ -252,10 +252,12 @@ fn compile_on_workers(
         let index = pending.index;
         let program = &programs[index];
         results[index] = Some(match outcome {
-            Outcome::Compiled(compiled) => match check(&compiled, program, pending.arch) {
+            Outcome::Compiled(mut compiled) => match check(&compiled, program, pending.arch) {
                 Ok(()) => {
                     if let Some((cache, miss)) = pending.miss {
-                        miss.store(cache, &compiled, |keyed| same_nvrtc(keyed, &server.nvrtc));
+                        miss.store(cache, &mut compiled, |keyed| {
+                            same_nvrtc(keyed, &server.nvrtc)
+                        });
                     }
                     Ok(compiled)
                 }

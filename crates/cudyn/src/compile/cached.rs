@@ -12,6 +12,7 @@ use crate::cache::entry::Entry;
 use crate::cache::resolved::{self, ResolvedCompiler};
 use crate::cache::{key, Cache, Key, KeyHasher};
 use crate::error::Result;
+use crate::image::{Checked, ImageKind};
 use crate::sys;
 use crate::sys::locate::{Component, CudaHeaders};
 
@@ -135,8 +136,8 @@ pub(super) fn compile_miss(
     arch: Arch,
     miss: Miss,
 ) -> Result<Compiled> {
-    let compiled = program.compile_uncached(Ok(arch), &miss.defaults)?;
-    miss.store(cache, &compiled, |keyed| confirm_compiler(cache, keyed));
+    let mut compiled = program.compile_uncached(Ok(arch), &miss.defaults)?;
+    miss.store(cache, &mut compiled, |keyed| confirm_compiler(cache, keyed));
     Ok(compiled)
 }
 
@@ -161,11 +162,11 @@ pub(super) struct Miss {
 
 impl Miss {
     /// Stores `compiled` under the key when `confirm` says it was made by the compiler the key
-    /// names.
+    /// names, with what the check before a load finds in it, which `compiled` then carries too.
     pub(super) fn store(
         self,
         cache: &Cache,
-        compiled: &Compiled,
+        compiled: &mut Compiled,
         confirm: impl FnOnce(&ResolvedCompiler) -> bool,
     ) {
         let Some((key, compiler)) = self.keyed else {
@@ -174,6 +175,8 @@ impl Miss {
         if !confirm(&compiler) {
             return;
         }
+        let kind = ImageKind::of_output(compiled.output);
+        compiled.checked = Checked::compiler_output(&compiled.code, kind);
         cache.store(Entry {
             key,
             output: compiled.output,
@@ -184,7 +187,8 @@ impl Miss {
             toolchain: vec![format!("NVRTC {}", compiler.version)],
             kernels: Entry::kernels_of(&compiled.code),
             created: SystemTime::now(),
-            code: compiled.code.clone(),
+            code: Arc::clone(&compiled.code),
+            checked: compiled.checked,
         });
     }
 }
@@ -214,9 +218,10 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
             name: program.name.clone(),
             output: entry.output,
             arch: entry.arch,
-            code: entry.code.clone(),
+            code: Arc::clone(&entry.code),
             log: entry.log.clone(),
             lowered_names: entry.lowered_names.clone(),
+            checked: entry.checked,
         }));
     }
     Ok(Lookup::Miss(Miss {
@@ -280,4 +285,67 @@ pub(super) fn link_hasher(options: &[String], ptx: bool) -> Option<KeyHasher> {
     hasher.fields(options);
     add_driver_for_ptx(&mut hasher, if ptx { Output::Ptx } else { Output::Cubin });
     Some(hasher)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use crate::image::Facts;
+    use crate::Library;
+
+    /// A kernel and a variable with no initializer: facts a load must get right.
+    const SOURCE: &str = "__device__ int table[1000];\n\
+                          extern \"C\" __global__ void fill(int v) { table[threadIdx.x] = v; }\n";
+
+    fn program() -> Program {
+        Program::new(SOURCE).arch(Arch::new(9, 0))
+    }
+
+    /// What the check before a load finds in `code`, as if it had never been checked.
+    fn found_in(code: &[u8]) -> Checked {
+        let facts = crate::image::validate_compiler_output(code, ImageKind::Cubin, &String::new);
+        Checked {
+            facts: facts.unwrap(),
+            digest: crate::image::digest(code),
+        }
+    }
+
+    #[test]
+    fn results_stored_and_read_back_carry_what_the_check_before_a_load_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let stored = program()
+            .compile_in(&Cache::open(dir.path()).unwrap())
+            .unwrap();
+        let expected = found_in(stored.code());
+        assert_eq!(
+            expected.facts,
+            Facts {
+                defines_variables: true,
+                uninitialized_bytes: Some(4000),
+            }
+        );
+        assert_eq!(stored.checked, Some(expected));
+        // A new cache of the same folder: read from disk, not memory.
+        let cache = Cache::open(dir.path()).unwrap();
+        let read = program().compile_in(&cache).unwrap();
+        assert_eq!(cache.stats().unwrap().disk_hits, 1);
+        assert_eq!(read, stored);
+        assert_eq!(read.checked, Some(expected));
+    }
+
+    #[test]
+    fn a_cached_relocatable_cubin_carries_nothing_and_its_load_is_still_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let relocatable = || program().relocatable(true);
+        relocatable()
+            .compile_in(&Cache::open(dir.path()).unwrap())
+            .unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let read = relocatable().compile_in(&cache).unwrap();
+        assert_eq!(cache.stats().unwrap().disk_hits, 1);
+        assert_eq!(read.checked, None);
+        let refused = Library::loader().load_compiled(&read).unwrap_err();
+        assert!(matches!(refused, Error::NeedsLinking { .. }), "{refused:?}");
+    }
 }

@@ -1,6 +1,9 @@
 //! What NVRTC produces: the kinds of output, and a compiled program.
 
+use std::sync::Arc;
+
 use super::target::Arch;
+use crate::image::Checked;
 
 /// The kind of device code a [`Program`](super::Program) produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -30,15 +33,47 @@ impl Output {
 }
 
 /// What compiling a [`Program`](super::Program) produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Cloning it is cheap: the code is shared, with the compile cache's copy too.
+#[derive(Debug, Clone)]
 pub struct Compiled {
     pub(super) name: String,
     pub(super) output: Output,
     pub(super) arch: Arch,
-    pub(super) code: Vec<u8>,
+    pub(super) code: Arc<[u8]>,
     pub(super) log: String,
     pub(super) lowered_names: Vec<(String, String)>,
+    /// What the check before a load found in the code, when it was checked as it was stored in
+    /// (or read from) the compile cache: a load of it need not check or hash it again.
+    pub(crate) checked: Option<Checked>,
 }
+
+/// Two results are equal when everything they give is: whether the code was checked already
+/// is the loader's business.
+impl PartialEq for Compiled {
+    fn eq(&self, other: &Compiled) -> bool {
+        let Compiled {
+            name,
+            output,
+            arch,
+            code,
+            log,
+            lowered_names,
+            checked: _,
+        } = self;
+        (name, output, arch, code, log, lowered_names)
+            == (
+                &other.name,
+                &other.output,
+                &other.arch,
+                &other.code,
+                &other.log,
+                &other.lowered_names,
+            )
+    }
+}
+
+impl Eq for Compiled {}
 
 impl Compiled {
     /// The program's name.
@@ -61,9 +96,10 @@ impl Compiled {
         &self.code
     }
 
-    /// The device code, owned.
+    /// The device code, owned (a copy when the code is shared, as it is with the compile
+    /// cache).
     pub fn into_code(self) -> Vec<u8> {
-        self.code
+        self.code.to_vec()
     }
 
     /// NVRTC's log: warnings and remarks; empty when it had nothing to say.

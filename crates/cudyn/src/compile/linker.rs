@@ -276,7 +276,7 @@ impl<'a> Linker<'a> {
             return Ok(Linked {
                 arch: entry.arch,
                 output: entry.output,
-                code: entry.code.clone(),
+                code: entry.code.to_vec(),
                 info_log: entry.log.clone(),
             });
         }
@@ -308,7 +308,8 @@ impl<'a> Linker<'a> {
                 toolchain: vec![format!("nvJitLink {}", sys::nvjitlink()?.version)],
                 kernels: Entry::kernels_of(&linked.code),
                 created: std::time::SystemTime::now(),
-                code: linked.code.clone(),
+                code: linked.code.as_slice().into(),
+                checked: None,
             });
         }
         Ok(linked)

@@ -411,9 +411,10 @@ impl Program {
             name: self.name.clone(),
             output: self.output,
             arch,
-            code,
+            code: code.into(),
             log,
             lowered_names,
+            checked: None,
         })
     }
 }

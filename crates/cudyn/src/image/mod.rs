@@ -50,6 +50,16 @@ pub enum ImageKind {
 }
 
 impl ImageKind {
+    /// The kind of image a compile or link of `output` gives.
+    pub(crate) fn of_output(output: crate::compile::Output) -> ImageKind {
+        use crate::compile::Output;
+        match output {
+            Output::Cubin => ImageKind::Cubin,
+            Output::Ptx => ImageKind::Ptx,
+            Output::LtoIr => ImageKind::LtoIr,
+        }
+    }
+
     /// Whether `cuLibraryLoadData` / `cudaLibraryLoadData` accept this kind as it is.
     ///
     /// LTO-IR must be linked with nvJitLink first; a host binary's embedded fatbins can be
@@ -204,6 +214,40 @@ impl Image<'static> {
         Ok(Image {
             bytes: Cow::Owned(bytes),
             kind,
+        })
+    }
+}
+
+/// The blake3 hash of an image's bytes: what the process-wide library registry knows a load by.
+pub(crate) type Digest = [u8; 32];
+
+/// The [`Digest`] of `bytes`.
+pub(crate) fn digest(bytes: &[u8]) -> Digest {
+    *blake3::hash(bytes).as_bytes()
+}
+
+/// What the check before a load found in code cudyn made itself, with the code's digest.
+///
+/// Remembered with the code, in a compile-cache entry and the [`Compiled`](crate::compile::Compiled)
+/// it gives, so that loading those bytes again needs no second walk of them and no second hash:
+/// in a new process whose disk cache holds the code, that walk and that hash touched as much code
+/// for the first time as the rest of the load. It is trusted because the bytes it describes are
+/// the ones it was found in: an entry whose checksum fails is never read, and a `Compiled` hands
+/// out no mutable access to its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Checked {
+    pub(crate) facts: Facts,
+    pub(crate) digest: Digest,
+}
+
+impl Checked {
+    /// `bytes` of `output`, checked as compiler output; `None` when the check refuses them
+    /// (a relocatable cubin, LTO-IR): a load then checks them again and says why.
+    pub(crate) fn compiler_output(bytes: &[u8], kind: ImageKind) -> Option<Checked> {
+        let facts = validate_compiler_output(bytes, kind, &String::new).ok()?;
+        Some(Checked {
+            facts,
+            digest: digest(bytes),
         })
     }
 }

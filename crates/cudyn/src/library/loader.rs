@@ -11,7 +11,7 @@ use crate::api::library::{LibraryApi, LoadOptions};
 use crate::compile::{setters, Compiled};
 use crate::context;
 use crate::error::{Error, Result};
-use crate::image::{Facts, ImageKind};
+use crate::image::{Checked, Facts, ImageKind};
 use crate::sys::driver;
 
 /// Options for the JIT compiler, used when the library holds PTX that must be compiled for the
@@ -177,9 +177,12 @@ pub struct LibraryLoader {
 enum Checks {
     /// Everything (`Image::validate`): bytes from anywhere.
     Whole,
-    /// What NVRTC's or nvJitLink's output needs (`Compiled`, fresh or from the checksummed
-    /// compile cache): its kind, and that a cubin is not relocatable.
+    /// What NVRTC's or nvJitLink's output needs (a `Compiled` not checked yet): its kind, and
+    /// that a cubin is not relocatable.
     CompilerOutput,
+    /// Nothing more: compiler output checked when it was made, with what that check found
+    /// (a `Compiled` from the compile cache, or stored in it).
+    Done(Checked),
 }
 
 impl LibraryLoader {
@@ -234,11 +237,10 @@ impl LibraryLoader {
             ..self.clone()
         };
         let code = compiled.code();
-        loader.load_checked(
-            code,
-            &|| crate::image::bytes_given(code),
-            Checks::CompilerOutput,
-        )
+        let checks = compiled
+            .checked
+            .map_or(Checks::CompilerOutput, Checks::Done);
+        loader.load_checked(code, &|| crate::image::bytes_given(code), checks)
     }
 
     /// Loads a .fatbin, .cubin or .ptx file.
@@ -280,14 +282,19 @@ impl LibraryLoader {
         let check = || match checks {
             Checks::Whole => crate::image::validate_loadable(image, kind, what),
             Checks::CompilerOutput => crate::image::validate_compiler_output(image, kind, what),
+            Checks::Done(checked) => Ok(checked.facts),
         };
         let backend = self.backend.unwrap_or_else(Backend::preferred);
         if self.sharing == Sharing::Never {
             let facts = check()?;
             return Ok(Library::from(self.load_new(image, kind, backend, facts)?));
         }
+        let digest = match checks {
+            Checks::Done(checked) => checked.digest,
+            Checks::Whole | Checks::CompilerOutput => crate::image::digest(image),
+        };
         let key = KeyParts {
-            image,
+            image: digest,
             jit: &self.jit,
             options: &self.options,
             backend,

@@ -16,11 +16,12 @@
 //!
 //! The table only finds; whether a load may join what it found is the loader's decision.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::retention::{Retained, Retention};
 use super::{Backend, JitOptions, LibraryOptions};
+use crate::image::Digest;
 
 /// What identifies a load: a blake3 hash of the image bytes and of every option that can change
 /// what the driver makes of them.
@@ -29,7 +30,8 @@ pub(crate) type Key = [u8; 32];
 /// Everything that goes into a [`Key`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct KeyParts<'a> {
-    pub(crate) image: &'a [u8],
+    /// The image's bytes, by their digest.
+    pub(crate) image: Digest,
     pub(crate) jit: &'a JitOptions,
     pub(crate) options: &'a LibraryOptions,
     pub(crate) backend: Backend,
@@ -43,7 +45,7 @@ impl KeyParts<'_> {
     /// different sets of parts never produce the same byte stream.
     pub(crate) fn key(&self) -> Key {
         let mut hasher = blake3::Hasher::new();
-        hasher.update(b"cudyn library registry 1\0");
+        hasher.update(b"cudyn library registry 2\0");
         let bytes = |hasher: &mut blake3::Hasher, bytes: &[u8]| {
             hasher.update(&(bytes.len() as u64).to_le_bytes());
             hasher.update(bytes);
@@ -53,7 +55,7 @@ impl KeyParts<'_> {
             hasher.update(&[u8::from(value.is_some())]);
             hasher.update(&value.unwrap_or(0).to_le_bytes());
         };
-        bytes(&mut hasher, self.image);
+        hasher.update(&self.image);
         // Destructured so that a new option cannot be forgotten here: it fails to compile.
         let JitOptions {
             optimization_level,
@@ -97,8 +99,9 @@ pub(crate) struct Registry<T: 'static> {
 
 #[derive(Debug)]
 struct State<T: 'static> {
-    /// Created on first use, so that the registry can be a `static`.
-    live: Option<HashMap<Key, Weak<Users<T>>>>,
+    /// Ordered rather than hashed: a hash map's random seed would cost a process's first load
+    /// a system call for randomness, and keys are hashes already.
+    live: BTreeMap<Key, Weak<Users<T>>>,
     retained: Retained<T>,
 }
 
@@ -204,7 +207,7 @@ impl<T> Registry<T> {
     pub(crate) const fn with_limit(limit: Option<Retention>) -> Self {
         Registry {
             state: Mutex::new(State {
-                live: None,
+                live: BTreeMap::new(),
                 retained: Retained::new(limit),
             }),
         }
@@ -223,7 +226,6 @@ impl<T> Registry<T> {
     pub(crate) fn find(&'static self, key: &Key) -> Option<Arc<Users<T>>> {
         let mut state = self.lock();
         let State { live, retained } = &mut *state;
-        let live = live.get_or_insert_with(HashMap::new);
         if let Some(users) = live.get(key).and_then(Weak::upgrade) {
             return Some(users);
         }
@@ -262,8 +264,8 @@ impl<T> Registry<T> {
             }),
         );
         let mut state = self.lock();
-        let live = state.live.get_or_insert_with(HashMap::new);
-        let existing = live
+        let existing = state
+            .live
             .get(&key)
             .and_then(Weak::upgrade)
             .filter(|existing| !replacing.is_some_and(|replaced| Arc::ptr_eq(existing, replaced)));
@@ -272,7 +274,7 @@ impl<T> Registry<T> {
             None => {
                 // The users replaced, dead or not, will see in their `release` that the entry is
                 // not theirs.
-                live.insert(key, Arc::downgrade(&fresh));
+                state.live.insert(key, Arc::downgrade(&fresh));
                 Published::Fresh(fresh)
             }
         }
@@ -291,7 +293,6 @@ impl<T> Registry<T> {
     ) -> Vec<Arc<T>> {
         let mut state = self.lock();
         let State { live, retained } = &mut *state;
-        let live = live.get_or_insert_with(HashMap::new);
         let entry = live.get(key);
         let replaced = entry.is_some_and(|entry| !std::ptr::eq(entry.as_ptr(), users));
         if !replaced {
@@ -334,10 +335,7 @@ impl<T> Registry<T> {
     #[cfg(test)]
     fn len(&self) -> (usize, usize) {
         let state = self.lock();
-        (
-            state.live.as_ref().map_or(0, HashMap::len),
-            state.retained.len(),
-        )
+        (state.live.len(), state.retained.len())
     }
 }
 
@@ -619,12 +617,12 @@ mod tests {
         assert_eq!(REGISTRY.len(), (0, 0));
     }
 
-    fn parts<'a>(image: &'a [u8], jit: &'a JitOptions) -> KeyParts<'a> {
+    fn parts<'a>(image: &[u8], jit: &'a JitOptions) -> KeyParts<'a> {
         const OPTIONS: LibraryOptions = LibraryOptions {
             preserve_binary: false,
         };
         KeyParts {
-            image,
+            image: crate::image::digest(image),
             jit,
             options: &OPTIONS,
             backend: Backend::Runtime,

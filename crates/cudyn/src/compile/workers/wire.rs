@@ -557,9 +557,10 @@ pub(super) fn decode_outcome(message: &[u8]) -> Result<(u64, Outcome), Malformed
             name: reader.text()?,
             output: reader.output()?,
             arch: reader.arch()?,
-            code: reader.bytes()?,
+            code: reader.bytes()?.into(),
             log: reader.text()?,
             lowered_names: reader.pairs()?,
+            checked: None,
         }),
         1 => {
             let call = reader.text()?;
@@ -689,9 +690,10 @@ mod tests {
             name: "k.cu".into(),
             output: Output::Ptx,
             arch: Arch::new(8, 6),
-            code: vec![1, 2, 3],
+            code: vec![1, 2, 3].into(),
             log: "warning".into(),
             lowered_names: vec![("k<int>".into(), "_Z1kIiEvv".into())],
+            checked: None,
         };
         let (id, outcome) =
             decode_outcome(&encode_outcome(3, &Outcome::Compiled(compiled.clone()))).unwrap();
