@@ -48,8 +48,10 @@
 //! outcomes too; files modified in the last two seconds are never trusted this way.
 //!
 //! **Entries** are one file each, the code and a manifest (kind, architecture, kernels with
-//! their parameter layouts, lowered names, toolchain, creation time) sealed by a blake3 checksum,
-//! verified on every read (length, checksum, manifest); a damaged one is a miss and is rewritten. **Writes** are atomic and safe between threads, processes and hosts under the
+//! their parameter layouts, lowered names, toolchain, creation time, and what cudyn's check
+//! before a load found in the code) sealed by a blake3 checksum, verified on every read (length,
+//! checksum, manifest); a damaged one is a miss and is rewritten. The code of a hit is therefore
+//! loaded without being checked or hashed again. **Writes** are atomic and safe between threads, processes and hosts under the
 //! file-system assumptions of [`store`]. **The folder** must belong to the user and be writable by
 //! no one else; otherwise it is refused with a warning (printed once) and cudyn compiles without
 //! the cache.
