@@ -16,6 +16,10 @@ use crate::image::{Checked, Digest, Facts, ImageKind};
 use crate::param::ParamLayout;
 
 const MAGIC: &[u8; 8] = b"CUDYNKC2";
+
+/// Who found what an entry says of its code's check: the facts are trusted by this same cudyn
+/// only, so that a release whose check finds more, or refuses more, checks older entries again.
+const CHECKED_BY: &str = concat!("cudyn ", env!("CARGO_PKG_VERSION"));
 const CHECKSUM: usize = 32;
 
 /// A kernel of the cached code, with its parameters' layout when the code records it.
@@ -113,6 +117,7 @@ impl Entry {
         match self.checked {
             Some(Checked { facts, .. }) => {
                 manifest.u64(1);
+                manifest.text(CHECKED_BY);
                 manifest.u64(u64::from(facts.defines_variables));
                 let unknown = u64::MAX;
                 manifest.u64(
@@ -179,16 +184,17 @@ impl Entry {
         let created = SystemTime::UNIX_EPOCH + Duration::from_secs(manifest.u64()?);
         let checked = match manifest.u64()? {
             0 => None,
-            1 => Some(Checked {
-                facts: Facts {
+            1 => {
+                let checked_by = manifest.text()?;
+                let facts = Facts {
                     defines_variables: manifest.u64()? != 0,
                     uninitialized_bytes: match manifest.u64()? {
                         u64::MAX => None,
                         bytes => Some(usize::try_from(bytes).ok()?),
                     },
-                },
-                digest,
-            }),
+                };
+                (checked_by == CHECKED_BY).then_some(Checked { facts, digest })
+            }
             _ => return None,
         };
         if !manifest.0.is_empty() {
@@ -317,6 +323,30 @@ pub(crate) mod tests {
             entry.checked = Some(Checked { facts, digest });
             assert_eq!(Entry::decode(&entry.encode()), Some(entry.clone()));
         }
+    }
+
+    #[test]
+    fn what_another_cudyn_found_is_not_trusted_and_the_entry_still_reads() {
+        let mut entry = sample(Key([7; 32]), 300);
+        entry.checked = Some(Checked {
+            facts: Facts::NO_VARIABLES,
+            digest: crate::image::digest(&entry.code),
+        });
+        let bytes = entry.encode();
+        // The same entry as a cudyn of another version wrote it, sealed again.
+        let ours = CHECKED_BY.as_bytes();
+        let at = bytes
+            .windows(ours.len())
+            .position(|window| window == ours)
+            .unwrap();
+        let mut theirs = bytes[..bytes.len() - CHECKSUM].to_vec();
+        theirs[at + ours.len() - 1] ^= 1;
+        let code_at = theirs.len() - entry.code.len();
+        let checksum = checksum(&theirs[..code_at], &crate::image::digest(&entry.code));
+        theirs.extend_from_slice(&checksum);
+        let read = Entry::decode(&theirs).expect("a whole entry");
+        assert_eq!(read.checked, None);
+        assert_eq!(read.code, entry.code);
     }
 
     #[test]
