@@ -233,7 +233,8 @@ pub(crate) fn digest(bytes: &[u8]) -> Digest {
 /// in a new process whose disk cache holds the code, that walk and that hash touched as much code
 /// for the first time as the rest of the load. It is trusted because the bytes it describes are
 /// the ones it was found in: an entry whose checksum fails is never read, and a `Compiled` hands
-/// out no mutable access to its code.
+/// out no mutable access to its code; and an entry's is trusted only by the cudyn version that
+/// wrote it, so that a release whose check changes checks older entries' code again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Checked {
     pub(crate) facts: Facts,
