@@ -18,14 +18,15 @@ The cache is the one every compile uses: $CUDYN_CACHE_DIR, else $XDG_CACHE_HOME/
 Exit status:
   0  success
   1  the cache is turned off or refused, could not be read or changed; `verify` found damaged
-     entries (it removed them); `clear` without --yes where it cannot ask
+     entries (it removed them; entries of an older cudyn's format are removed too, but are no
+     failure); `clear` without --yes where it cannot ask
   2  usage error (bad subcommand, option or value)
 
 Examples:
   cudyn cache path                       # the folder of the entries
   cudyn cache stats --json
   cudyn cache list                       # key, kind, arch, kernels, size, age, newest use first
-  cudyn cache verify                     # read every entry; remove the damaged ones
+  cudyn cache verify                     # read every entry; remove damaged and outdated ones
   cudyn cache prune --max-bytes 200M     # evict least recently used entries down to 200 MiB
   cudyn cache clear --yes
   cudyn cache list --json | jq -r '.[].key'";
@@ -244,16 +245,27 @@ fn print_verify(report: &VerifyReport, json: bool) {
     if json {
         output::print_json(
             "cache verify",
-            &serde_json::json!({ "checked": report.checked, "removed": report.removed }),
+            &serde_json::json!({
+                "checked": report.checked,
+                "removed": report.removed,
+                "outdated": report.outdated,
+            }),
         );
         return;
     }
     let mut lines = vec![format!(
-        "checked {} entries: {} damaged, removed\n",
+        "checked {} entries: {} damaged, {} of an older cudyn's format; both removed\n",
         report.checked,
-        report.removed.len()
+        report.removed.len(),
+        report.outdated.len()
     )];
     lines.extend(report.removed.iter().map(|key| format!("  {key}\n")));
+    lines.extend(
+        report
+            .outdated
+            .iter()
+            .map(|key| format!("  {key} (older format)\n")),
+    );
     output::print_text(lines);
 }
 

@@ -207,7 +207,7 @@ fn compile_with_no_cache_stores_nothing() {
 }
 
 #[test]
-fn verify_removes_a_truncated_entry_and_says_so() {
+fn verify_removes_damaged_and_outdated_entries_and_says_so() {
     let scratch = Scratch::new();
     scratch.compile("scale");
     let clean = scratch.json(&["verify"]);
@@ -231,7 +231,24 @@ fn verify_removes_a_truncated_entry_and_says_so() {
     assert_eq!(run.status.code(), Some(1), "{run:?}");
     let report: Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(report["removed"], serde_json::json!([key]), "{report}");
+    assert_eq!(report["outdated"], serde_json::json!([]), "{report}");
     assert_eq!(entries(&scratch.json(&["list"])).len(), 0);
+
+    // An entry of an older cudyn's format is removed too, and is no failure.
+    scratch.compile("scale");
+    let mut older = std::fs::read(&entry_file).unwrap();
+    assert!(older.starts_with(b"CUDYNKC"), "the entry's magic moved");
+    older[7] = b'1';
+    std::fs::write(&entry_file, &older).unwrap();
+    let run = scratch.cudyn(&["cache", "verify"]);
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        text.contains("0 damaged, 1 of an older cudyn's format"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("{key} (older format)")), "{text}");
+    assert!(!entry_file.exists());
 }
 
 #[test]

@@ -161,6 +161,27 @@ fn truncated_and_flipped_entries_are_recompiled_and_rewritten_never_loaded() {
 }
 
 #[test]
+fn verify_removes_an_older_format_s_entry_as_outdated_not_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    program("outdated")
+        .compile_in(&Cache::open(dir.path()).unwrap())
+        .unwrap();
+    let [path] = entry_files(dir.path()).try_into().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.starts_with(b"CUDYNKC"), "the entry's magic moved");
+    bytes[7] = b'1';
+    std::fs::write(&path, &bytes).unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let report = cache.verify().unwrap();
+    let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+    assert_eq!(report.checked, 1);
+    assert_eq!(report.removed, Vec::<String>::new());
+    assert_eq!(report.outdated, vec![stem]);
+    assert_eq!(stats(&cache).corrupt, 0);
+    assert!(entry_files(dir.path()).is_empty());
+}
+
+#[test]
 fn threads_compiling_one_key_at_once_leave_one_valid_entry() {
     const THREADS: usize = 8;
     let dir = tempfile::tempdir().unwrap();

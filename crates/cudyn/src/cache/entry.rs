@@ -17,6 +17,9 @@ use crate::param::ParamLayout;
 
 const MAGIC: &[u8; 8] = b"CUDYNKC2";
 
+/// What every format of entry file starts with, the format's number following.
+const MAGIC_FAMILY: &[u8; 7] = b"CUDYNKC";
+
 /// Who found what an entry says of its code's check: the facts are trusted by this same cudyn
 /// only, so that a release whose check finds more, or refuses more, checks older entries again.
 const CHECKED_BY: &str = concat!("cudyn ", env!("CARGO_PKG_VERSION"));
@@ -140,6 +143,12 @@ impl Entry {
         let checksum = checksum(&file.0[..code_at], &digest);
         file.0.extend_from_slice(&checksum);
         file.0
+    }
+
+    /// Whether `bytes` are an entry file of another format than this cudyn's (another version's
+    /// file, never a hit here: its key has another schema) rather than a damaged one.
+    pub fn is_other_format(bytes: &[u8]) -> bool {
+        bytes.len() >= MAGIC.len() && bytes.starts_with(MAGIC_FAMILY) && !bytes.starts_with(MAGIC)
     }
 
     /// The entry in `bytes`, or `None` when they are not a whole, intact entry.
@@ -300,6 +309,18 @@ pub(crate) mod tests {
             code: (0..code_len).map(|i| i as u8).collect(),
             checked: None,
         }
+    }
+
+    #[test]
+    fn a_file_of_another_format_is_told_from_a_damaged_one() {
+        let bytes = sample(Key([7; 32]), 30).encode();
+        assert!(!Entry::is_other_format(&bytes));
+        let mut older = bytes.clone();
+        older[7] = b'1';
+        assert!(Entry::is_other_format(&older));
+        assert_eq!(Entry::decode(&older), None);
+        assert!(!Entry::is_other_format(&bytes[..7]));
+        assert!(!Entry::is_other_format(b"garbage of some length"));
     }
 
     #[test]

@@ -192,6 +192,9 @@ pub struct VerifyReport {
     pub checked: usize,
     /// The keys (or file names) of damaged entries, removed.
     pub removed: Vec<String>,
+    /// The keys of entries in another cudyn version's file format, removed: no lookup of this
+    /// version can hit them (its keys have another schema), so they only took space.
+    pub outdated: Vec<String>,
 }
 
 /// What [`Cache::prune`] removed.
@@ -302,23 +305,32 @@ impl Cache {
             .collect())
     }
 
-    /// Reads and checks every entry; damaged ones are removed.
+    /// Reads and checks every entry; damaged ones, and those of another version's format, are
+    /// removed.
     pub fn verify(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport {
             checked: 0,
             removed: Vec::new(),
+            outdated: Vec::new(),
         };
         for file in evict::list(&self.dir)? {
             report.checked += 1;
-            let intact = std::fs::read(&file.path)
-                .ok()
-                .and_then(|bytes| Entry::decode(&bytes))
+            let bytes = std::fs::read(&file.path).ok();
+            let intact = bytes
+                .as_deref()
+                .and_then(Entry::decode)
                 .is_some_and(|entry| Some(entry.key) == key_of_file(&file.path));
-            if !intact {
-                let _ = std::fs::remove_file(&file.path);
+            if intact {
+                continue;
+            }
+            let _ = std::fs::remove_file(&file.path);
+            let stem = file.path.file_stem().unwrap_or_default();
+            let stem = stem.to_string_lossy().into_owned();
+            if bytes.as_deref().is_some_and(Entry::is_other_format) {
+                report.outdated.push(stem);
+            } else {
                 bump(&self.counters.corrupt, 1);
-                let stem = file.path.file_stem().unwrap_or_default();
-                report.removed.push(stem.to_string_lossy().into_owned());
+                report.removed.push(stem);
             }
         }
         Ok(report)
