@@ -29,6 +29,10 @@
 //! the kernel lookup. (b): the file read; the load; the lookup), with the page faults the whole
 //! start took (`getrusage`, read outside the clock), to show where a new process's time goes.
 //!
+//! - (f) the floor under (e): the same files read, checked and hashed by a few lines of `std` and
+//!   `blake3` ([`cache_floor`]), in a new process without a context: what any cache that checks
+//!   what cudyn's checks must do. (e) minus (f) is what cudyn's own code costs a new process.
+//!
 //! Targets: (a) <= 1 ms and <= 2x (b); (d) <= 5 µs. scripts/bench_cupy_cache.py measures CuPy's
 //! warm disk-cache start on the same source, the same way.
 //!
@@ -36,6 +40,7 @@
 //! CUDA toolkit), then `cargo run --release -p cudyn --example bench_cache`. The caches it uses
 //! are temporary folders; the user's cache is never touched.
 
+mod cache_floor;
 #[macro_use]
 #[path = "../tests/raw_runtime/mod.rs"]
 mod raw_runtime;
@@ -56,6 +61,8 @@ const SOURCE_ENV: &str = "CUDYN_BENCH_CACHE_SOURCE";
 const CUBIN_ENV: &str = "CUDYN_BENCH_CACHE_CUBIN";
 /// The architecture (e.g. `sm_90`) of (e), which asks no GPU.
 const ARCH_ENV: &str = "CUDYN_BENCH_CACHE_ARCH";
+/// The warm cache's files, for (f) ([`cache_floor::Files::to_env`]).
+const FLOOR_ENV: &str = "CUDYN_BENCH_CACHE_FLOOR";
 
 /// Process starts per measurement.
 const STARTS: usize = 11;
@@ -80,10 +87,19 @@ enum Mode {
     Repeat,
     /// (e) source to code from the warm disk cache, no GPU work.
     Hit,
+    /// (f) what (e) must do at least, by hand (see [`cache_floor`]).
+    Floor,
 }
 
 impl Mode {
-    const ALL: [Mode; 5] = [Mode::Warm, Mode::Raw, Mode::Cold, Mode::Repeat, Mode::Hit];
+    const ALL: [Mode; 6] = [
+        Mode::Warm,
+        Mode::Raw,
+        Mode::Cold,
+        Mode::Repeat,
+        Mode::Hit,
+        Mode::Floor,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -92,6 +108,7 @@ impl Mode {
             Mode::Cold => "cold",
             Mode::Repeat => "repeat",
             Mode::Hit => "hit",
+            Mode::Floor => "floor",
         }
     }
 }
@@ -120,7 +137,7 @@ fn main() -> ExitCode {
 fn measure(mode: Mode) -> std::result::Result<(), String> {
     let source = std::fs::read_to_string(env_path(SOURCE_ENV)?).map_err(|e| e.to_string())?;
     let context = match mode {
-        Mode::Hit => Duration::ZERO,
+        Mode::Hit | Mode::Floor => Duration::ZERO,
         _ => {
             let start = Instant::now();
             create_context().map_err(|e| format!("no CUDA context: {e}"))?;
@@ -194,6 +211,12 @@ fn measure(mode: Mode) -> std::result::Result<(), String> {
                 return Err(format!("the hit was a miss or opened NVRTC: {stats:?}"));
             }
             vec![nanos(elapsed)]
+        }
+        Mode::Floor => {
+            let files = std::env::var(FLOOR_ENV).map_err(|_| format!("{FLOOR_ENV} is not set"))?;
+            let files = cache_floor::Files::from_env(&files)?;
+            let arch = std::env::var(ARCH_ENV).map_err(|_| format!("{ARCH_ENV} is not set"))?;
+            vec![nanos(cache_floor::hit(&files, &source, &arch)?)]
         }
         Mode::Repeat => {
             source_to_kernel(&source).map_err(|e| e.to_string())?;
@@ -311,10 +334,15 @@ fn benchmark() -> std::result::Result<(), String> {
 
     let warm_cache = scratch.path().join("warm");
     let arch = compiled.arch().sm();
-    let spawn = |mode: Mode, cache: &Path| run_child(mode, cache, &source, &cubin, &arch);
+    let floor = std::cell::OnceCell::new();
+    let spawn = |mode: Mode, cache: &Path| {
+        let floor = floor.get().map_or("", String::as_str);
+        run_child(mode, cache, &source, &cubin, &arch, floor)
+    };
     spawn(Mode::Cold, &warm_cache)?; // fills the warm cache
+    let _ = floor.set(cache_floor::Files::find(&warm_cache)?.to_env());
 
-    let mut samples: [Vec<Vec<u64>>; 5] = Default::default();
+    let mut samples: [Vec<Vec<u64>>; 6] = Default::default();
     for start in 0..STARTS {
         for (i, mode) in Mode::ALL.into_iter().enumerate() {
             let cache = match mode {
@@ -332,13 +360,13 @@ fn benchmark() -> std::result::Result<(), String> {
         median(figures.collect())
     };
     let column = |mode: Mode, at: usize| Duration::from_nanos(figure(mode, at));
-    let hit_index = Mode::ALL.iter().position(|&m| m == Mode::Hit).unwrap_or(0);
+    // (e) and (f) make no context.
     let context = median(
         samples
             .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != hit_index)
-            .flat_map(|(_, figures)| figures)
+            .zip(Mode::ALL)
+            .filter(|(_, mode)| !matches!(mode, Mode::Hit | Mode::Floor))
+            .flat_map(|(figures, _)| figures)
             .map(|figures| figures[0])
             .collect(),
     );
@@ -349,6 +377,7 @@ fn benchmark() -> std::result::Result<(), String> {
     let repeat_compile = column(Mode::Repeat, 1);
     let repeat_load = column(Mode::Repeat, 2);
     let hit = column(Mode::Hit, 1);
+    let floor = column(Mode::Floor, 1);
 
     println!(
         "compile cache, {} (medians of {STARTS} process starts each; context creation excluded)",
@@ -388,6 +417,11 @@ fn benchmark() -> std::result::Result<(), String> {
         ms(hit)
     );
     println!(
+        "  (f) of (e): the same work by hand, at least   {:>10.3} ms  ((e)/(f) = {:.2})",
+        ms(floor),
+        hit.as_secs_f64() / floor.as_secs_f64()
+    );
+    println!(
         "  (d) repeat in process: compile (memory hit)   {:>10.3} µs",
         us(repeat_compile)
     );
@@ -425,6 +459,7 @@ fn run_child(
     source: &Path,
     cubin: &Path,
     arch: &str,
+    floor: &str,
 ) -> std::result::Result<Vec<u64>, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let output = Command::new(exe)
@@ -432,6 +467,7 @@ fn run_child(
         .env(SOURCE_ENV, source)
         .env(CUBIN_ENV, cubin)
         .env(ARCH_ENV, arch)
+        .env(FLOOR_ENV, floor)
         .env("CUDYN_CACHE_DIR", cache)
         .env_remove("CUDYN_CACHE")
         .output()

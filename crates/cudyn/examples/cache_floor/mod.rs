@@ -1,0 +1,144 @@
+//! The floor under a warm hit of the compile cache: the work any cache that keeps cudyn's
+//! promises must do in a new process, written inline with `std` and `blake3`, for
+//! `bench_cache`'s (f).
+//!
+//! The same steps as cudyn's hit, on the same files, without cudyn's code: read the cache's
+//! settings from the environment; check the cache folder and its `kernels` folder (owner and
+//! mode: a folder others may write to is refused); hash the variables the search for NVRTC reads
+//! (the fingerprint the remembered toolchain is filed under); read the remembered toolchain and
+//! hash it (its checksum); `stat` each file it was read from (NVRTC, the headers' version files);
+//! hash the source and options (the key); read the entry, hash it (its checksum) and copy its code
+//! out. What cudyn's hit costs beyond this is its own code's, run for the first time in the
+//! process.
+
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The files a hit of one warm cache reads, found by the parent (outside the clock).
+pub struct Files {
+    /// The cache's base folder (`CUDYN_CACHE_DIR`); entries live in its `kernels` folder.
+    pub base: PathBuf,
+    /// The remembered toolchain of this environment.
+    pub record: PathBuf,
+    /// The entry of the benchmark's source.
+    pub entry: PathBuf,
+    /// The files the remembered toolchain was read from.
+    pub stamps: Vec<PathBuf>,
+}
+
+impl Files {
+    /// The files of the warm cache in `base`, which holds one entry and one toolchain record.
+    pub fn find(base: &Path) -> Result<Files, String> {
+        let only = |folder: PathBuf, wanted: &dyn Fn(&str) -> bool| {
+            let listing = std::fs::read_dir(&folder).map_err(|e| format!("{folder:?}: {e}"))?;
+            let mut found = listing
+                .filter_map(|entry| Some(entry.ok()?.path()))
+                .filter(|path| {
+                    path.file_name()
+                        .and_then(|name| name.to_str())
+                        .is_some_and(wanted)
+                });
+            match (found.next(), found.next()) {
+                (Some(path), None) => Ok(path),
+                _ => Err(format!("{folder:?} does not hold exactly one such file")),
+            }
+        };
+        let kernels = base.join("kernels");
+        let record = only(kernels.join("compilers"), &|name| {
+            name.starts_with("toolchain-")
+        })?;
+        let entry = only(kernels, &|name| name.ends_with(".cudyn"))?;
+        let text = std::fs::read_to_string(&record).map_err(|e| e.to_string())?;
+        let stamps = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("stamp "))
+            .filter_map(|line| Some(PathBuf::from(line.split_once(' ')?.1)))
+            .collect();
+        Ok(Files {
+            base: base.to_owned(),
+            record,
+            entry,
+            stamps,
+        })
+    }
+
+    /// The files as one value of an environment variable, one path per line (the record refuses
+    /// paths with line breaks).
+    pub fn to_env(&self) -> String {
+        let mut lines = vec![&self.base, &self.record, &self.entry];
+        lines.extend(&self.stamps);
+        let lines: Vec<_> = lines.iter().map(|path| path.to_string_lossy()).collect();
+        lines.join("\n")
+    }
+
+    /// The files from [`Files::to_env`]'s value.
+    pub fn from_env(value: &str) -> Result<Files, String> {
+        let mut paths = value.lines().map(PathBuf::from);
+        let mut next = || paths.next().ok_or("too few paths for the floor");
+        Ok(Files {
+            base: next()?,
+            record: next()?,
+            entry: next()?,
+            stamps: paths.collect(),
+        })
+    }
+}
+
+/// The time the essential work of a hit takes, `source` compiled for `arch` (e.g. `sm_90`).
+pub fn hit(files: &Files, source: &str, arch: &str) -> Result<Duration, String> {
+    let start = Instant::now();
+    for name in ["CUDYN_CACHE", "CUDYN_CACHE_DIR"] {
+        std::hint::black_box(std::env::var_os(name));
+    }
+    // SAFETY: geteuid takes nothing and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for folder in [files.base.clone(), files.base.join("kernels")] {
+        let metadata = std::fs::symlink_metadata(&folder).map_err(|e| e.to_string())?;
+        if !metadata.is_dir() || metadata.uid() != me || metadata.mode() & 0o022 != 0 {
+            return Err(format!("{folder:?} is not a private folder"));
+        }
+    }
+    let mut fingerprint = blake3::Hasher::new();
+    for name in cudyn::locate::SEARCH_ENV {
+        match std::env::var_os(name) {
+            Some(value) => fingerprint.update(value.as_encoded_bytes()),
+            None => fingerprint.update(b"unset"),
+        };
+    }
+    let fingerprint = fingerprint.finalize();
+    let record = read_whole(&files.record)?;
+    std::hint::black_box(blake3::hash(&record));
+    let mut stamps = 0;
+    for file in &files.stamps {
+        let metadata = std::fs::metadata(file).map_err(|e| format!("{file:?}: {e}"))?;
+        stamps ^= metadata.size() ^ metadata.ino() ^ metadata.mtime() as u64;
+    }
+    let mut key = blake3::Hasher::new();
+    key.update(fingerprint.as_bytes())
+        .update(&stamps.to_le_bytes())
+        .update(b"-arch=")
+        .update(arch.as_bytes())
+        .update(source.as_bytes());
+    std::hint::black_box(key.finalize());
+    let entry = read_whole(&files.entry)?;
+    std::hint::black_box(blake3::hash(&entry));
+    // The entry's code is most of the file: a copy of it stands for the code handed out.
+    let code: Arc<[u8]> = entry[entry.len().min(256)..].into();
+    let elapsed = start.elapsed();
+    std::hint::black_box(code);
+    Ok(elapsed)
+}
+
+/// A whole file, read as cudyn reads the cache's files: its length from its metadata, one read.
+fn read_whole(path: &Path) -> Result<Vec<u8>, String> {
+    let read = || {
+        let mut file = std::fs::File::open(path)?;
+        let mut bytes = vec![0; file.metadata()?.len() as usize];
+        file.read_exact(&mut bytes)?;
+        Ok::<_, std::io::Error>(bytes)
+    };
+    read().map_err(|e| format!("{path:?}: {e}"))
+}
