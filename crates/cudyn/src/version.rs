@@ -31,6 +31,38 @@ impl Version {
     }
 }
 
+/// Appends `number` in decimal digits to `text`, without the formatting machinery (see
+/// [`Version::dotted`]).
+pub(crate) fn push_decimal(text: &mut String, number: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut rest = number;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[at..] {
+        text.push(char::from(digit));
+    }
+}
+
+impl Version {
+    /// `major.minor`, as [`Display`](fmt::Display) writes it, built without the formatting
+    /// machinery: the compile cache's key takes versions as text on the path of a warm start,
+    /// where code run for the first time in a process is what a hit costs.
+    pub(crate) fn dotted(&self) -> String {
+        let mut text = String::with_capacity(8);
+        push_decimal(&mut text, self.major);
+        text.push('.');
+        push_decimal(&mut text, self.minor);
+        text
+    }
+}
+
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.major, self.minor)
@@ -48,6 +80,17 @@ mod tests {
         assert_eq!(Version::from_cuda_int(12090), Version::new(12, 9));
         assert_eq!(Version::from_cuda_int(-1), Version::new(0, 0));
         assert_eq!(Version::from_cuda_int(12080).to_string(), "12.8");
+    }
+
+    #[test]
+    fn written_without_the_formatting_machinery_as_display_writes_it() {
+        for (major, minor) in [(0, 0), (9, 0), (12, 8), (13, 10), (u32::MAX, 1_000_000)] {
+            let version = Version::new(major, minor);
+            assert_eq!(version.dotted(), version.to_string());
+        }
+        let mut text = String::from("n=");
+        super::push_decimal(&mut text, 4_294_967_295);
+        assert_eq!(text, "n=4294967295");
     }
 
     #[test]

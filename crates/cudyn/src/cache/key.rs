@@ -122,6 +122,19 @@ struct Include {
     quoted: bool,
 }
 
+/// Whether `text` may hold an include directive: whether the word `include` appears in it at
+/// all, which every line [`includes_of`] reads an include from holds.
+fn may_include(text: &str) -> bool {
+    let mut rest = text.as_bytes();
+    while let Some(at) = rest.iter().position(|&byte| byte == b'i') {
+        if rest[at..].starts_with(b"include") {
+            return true;
+        }
+        rest = &rest[at + 1..];
+    }
+    false
+}
+
 /// The includes of a text; `None` when one is computed (`#include MACRO`), which cudyn cannot
 /// resolve.
 fn includes_of(text: &str) -> Includes {
@@ -205,6 +218,21 @@ pub(crate) fn add_disk_includes(
     headers: &[(String, String)],
     folders: &[PathBuf],
 ) -> Option<()> {
+    // Texts that never say `include` add nothing: found by one pass over their bytes, so that
+    // a warm start of such a program runs none of the scan's code for the first time.
+    if !may_include(source) && headers.iter().all(|(_, text)| !may_include(text)) {
+        return Some(());
+    }
+    scan_includes(hasher, source, headers, folders)
+}
+
+/// [`add_disk_includes`] by reading every text's include lines.
+fn scan_includes(
+    hasher: &mut KeyHasher,
+    source: &str,
+    headers: &[(String, String)],
+    folders: &[PathBuf],
+) -> Option<()> {
     let in_memory: BTreeSet<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
     // Each text's includes, with the folder of its file (none for texts in memory).
     let mut pending: Vec<(Includes, Option<PathBuf>)> = vec![(includes_of(source), None)];
@@ -270,6 +298,45 @@ mod tests {
             ]
         );
         assert!(includes_of("#include HEADER\n").is_none());
+    }
+
+    #[test]
+    fn a_text_that_may_include_is_never_missed_and_one_that_cannot_skips_the_scan() {
+        for text in [
+            "#include \"a.h\"\n",
+            "  #  include <cuda/std/cstdint>\n",
+            "#\u{b}include \"vertical-tab.h\"\n",
+            "#\u{a0}include \"no-break-space.h\"\n",
+            "#include HEADER\n",
+            "x\n#include \"last.h\"",
+        ] {
+            assert!(
+                includes_of(text).is_none_or(|found| !found.is_empty()),
+                "{text:?}"
+            );
+            assert!(may_include(text), "{text:?}");
+        }
+        for text in [
+            "",
+            "i",
+            "incl",
+            "inclu\nde",
+            "int main() { return 0; }\n#define X 1\n",
+        ] {
+            assert_eq!(includes_of(text), Some(Vec::new()), "{text:?}");
+            assert!(!may_include(text), "{text:?}");
+        }
+        // The key of a program without includes is what the full scan gives.
+        let source = "__global__ void k() {}\n";
+        let headers = [("h.cuh".to_owned(), "#define N 4\n".to_owned())];
+        let folders = [PathBuf::from("/nonexistent")];
+        let keyed =
+            |add: fn(&mut KeyHasher, &str, &[(String, String)], &[PathBuf]) -> Option<()>| {
+                let mut hasher = KeyHasher::new("test");
+                add(&mut hasher, source, &headers, &folders).unwrap();
+                hasher.finish()
+            };
+        assert_eq!(keyed(add_disk_includes), keyed(scan_includes));
     }
 
     #[test]

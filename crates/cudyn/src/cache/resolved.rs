@@ -57,7 +57,7 @@ impl ResolvedCompiler {
             found
                 .as_ref()
                 .and_then(|found| found.cuda_version)
-                .map(|version| version.to_string())
+                .map(|version| version.dotted())
                 .unwrap_or_default()
         };
         [
@@ -138,7 +138,7 @@ pub(crate) fn recall(dir: &Path, fingerprint: &Key) -> Option<ResolvedCompiler> 
         let file = Path::new(OsStr::from_bytes(file));
         let metadata = std::fs::metadata(file).ok()?;
         (stamp(&metadata) == decode_stamp(expected)?).then_some(())?;
-        if file == path {
+        if file.as_os_str() == path.as_os_str() {
             nvrtc = Some(metadata);
         }
     }

@@ -276,11 +276,15 @@ impl Program {
     }
 
     /// The options, with `defaults` searched after the program's own include folders.
+    ///
+    /// Built by concatenation, not `format!`: the compile cache's key hashes these options on
+    /// the path of a warm start, where the formatting machinery would be code run for the first
+    /// time in the process, which is most of what a hit costs.
     pub(super) fn options_with(&self, arch: Arch, defaults: &[PathBuf]) -> Vec<String> {
         let mut options = vec![match self.output {
-            Output::Cubin | Output::LtoIr => format!("-arch={}", arch.sm()),
+            Output::Cubin | Output::LtoIr => ["-arch=", &arch.sm()].concat(),
             // A virtual architecture: NVRTC then skips generating SASS nobody asked for.
-            Output::Ptx => format!("-arch={}", arch.compute()),
+            Output::Ptx => ["-arch=", &arch.compute()].concat(),
         }];
         if self.output == Output::LtoIr {
             options.push("-dlto".to_owned());
@@ -290,12 +294,12 @@ impl Program {
         }
         for (name, value) in &self.defines {
             options.push(match value {
-                Some(value) => format!("-D{name}={value}"),
-                None => format!("-D{name}"),
+                Some(value) => ["-D", name, "=", value].concat(),
+                None => ["-D", name].concat(),
             });
         }
         for folder in self.include_folders.iter().chain(defaults) {
-            options.push(format!("-I{}", folder.display()));
+            options.push(["-I", &folder.to_string_lossy()].concat());
         }
         if self.fast_math {
             options.push("--use_fast_math".to_owned());
@@ -308,7 +312,7 @@ impl Program {
         ];
         for (flag, value) in switches {
             if let Some(on) = value {
-                options.push(format!("{flag}={on}"));
+                options.push([flag, "=", if on { "true" } else { "false" }].concat());
             }
         }
         for (flag, on) in [

@@ -90,12 +90,23 @@ impl Arch {
 
     /// The real architecture, for SASS: `sm_90`.
     pub fn sm(&self) -> String {
-        format!("sm_{}{}", self.number(), self.suffix())
+        self.named("sm_")
     }
 
     /// The virtual architecture, for PTX: `compute_90`.
     pub fn compute(&self) -> String {
-        format!("compute_{}{}", self.number(), self.suffix())
+        self.named("compute_")
+    }
+
+    /// `prefix`, the number and the suffix, built without the formatting machinery (the
+    /// options of a compile-cache key are on the path of a warm start; see
+    /// [`Version::dotted`](crate::version::Version)).
+    fn named(&self, prefix: &str) -> String {
+        let mut name = String::with_capacity(prefix.len() + 4);
+        name.push_str(prefix);
+        crate::version::push_decimal(&mut name, self.number());
+        name.push_str(self.suffix());
+        name
     }
 
     fn suffix(&self) -> &'static str {
