@@ -106,6 +106,7 @@ pub mod context;
 )]
 pub mod cudarc;
 pub mod device;
+mod digits;
 pub mod error;
 pub mod image;
 pub mod inspect;

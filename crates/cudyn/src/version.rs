@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::digits::Decimal;
+
 /// A CUDA version, `major.minor`, as the driver, runtime, NVRTC and nvJitLink report it.
 ///
 /// Ordered, so that compatibility rules read as comparisons: `nvrtc > driver`.
@@ -31,34 +33,15 @@ impl Version {
     }
 }
 
-/// Appends `number` in decimal digits to `text`, without the formatting machinery (see
-/// [`Version::dotted`]).
-pub(crate) fn push_decimal(text: &mut String, number: u32) {
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    let mut rest = number;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    for &digit in &digits[at..] {
-        text.push(char::from(digit));
-    }
-}
-
 impl Version {
     /// `major.minor`, as [`Display`](fmt::Display) writes it, built without the formatting
     /// machinery: the compile cache's key takes versions as text on the path of a warm start,
     /// where code run for the first time in a process is what a hit costs.
     pub(crate) fn dotted(&self) -> String {
         let mut text = String::with_capacity(8);
-        push_decimal(&mut text, self.major);
+        text.push_str(Decimal::of(u64::from(self.major)).as_str());
         text.push('.');
-        push_decimal(&mut text, self.minor);
+        text.push_str(Decimal::of(u64::from(self.minor)).as_str());
         text
     }
 }
@@ -88,9 +71,6 @@ mod tests {
             let version = Version::new(major, minor);
             assert_eq!(version.dotted(), version.to_string());
         }
-        let mut text = String::from("n=");
-        super::push_decimal(&mut text, 4_294_967_295);
-        assert_eq!(text, "n=4294967295");
     }
 
     #[test]

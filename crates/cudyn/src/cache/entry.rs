@@ -311,6 +311,16 @@ pub(crate) mod tests {
         }
     }
 
+    /// A sample entry whose code was checked: no variables.
+    fn checked_sample(code_len: usize) -> Entry {
+        let mut entry = sample(Key([7; 32]), code_len);
+        entry.checked = Some(Checked {
+            facts: Facts::NO_VARIABLES,
+            digest: crate::image::digest(&entry.code),
+        });
+        entry
+    }
+
     #[test]
     fn a_file_of_another_format_is_told_from_a_damaged_one() {
         let bytes = sample(Key([7; 32]), 30).encode();
@@ -348,11 +358,7 @@ pub(crate) mod tests {
 
     #[test]
     fn what_another_cudyn_found_is_not_trusted_and_the_entry_still_reads() {
-        let mut entry = sample(Key([7; 32]), 300);
-        entry.checked = Some(Checked {
-            facts: Facts::NO_VARIABLES,
-            digest: crate::image::digest(&entry.code),
-        });
+        let entry = checked_sample(300);
         let bytes = entry.encode();
         // The same entry as a cudyn of another version wrote it, sealed again.
         let ours = CHECKED_BY.as_bytes();
@@ -382,12 +388,7 @@ pub(crate) mod tests {
 
     #[test]
     fn every_truncation_and_every_flipped_bit_is_refused() {
-        let mut entry = sample(Key([7; 32]), 64);
-        entry.checked = Some(Checked {
-            facts: Facts::NO_VARIABLES,
-            digest: crate::image::digest(&entry.code),
-        });
-        let bytes = entry.encode();
+        let bytes = checked_sample(64).encode();
         for len in 0..bytes.len() {
             assert_eq!(Entry::decode(&bytes[..len]), None, "truncated to {len}");
         }

@@ -99,12 +99,11 @@ impl Arch {
     }
 
     /// `prefix`, the number and the suffix, built without the formatting machinery (the
-    /// options of a compile-cache key are on the path of a warm start; see
-    /// [`Version::dotted`](crate::version::Version)).
+    /// options of a compile-cache key are on the path of a warm start; see [`crate::digits`]).
     fn named(&self, prefix: &str) -> String {
         let mut name = String::with_capacity(prefix.len() + 4);
         name.push_str(prefix);
-        crate::version::push_decimal(&mut name, self.number());
+        name.push_str(crate::digits::Decimal::of(u64::from(self.number())).as_str());
         name.push_str(self.suffix());
         name
     }

@@ -231,21 +231,8 @@ pub mod derive_support {
         }
 
         const fn number(self, value: usize) -> Self {
-            let mut digits = [0u8; 20];
-            let mut start = digits.len();
-            let mut rest = value;
-            loop {
-                start -= 1;
-                digits[start] = b'0' + (rest % 10) as u8;
-                rest /= 10;
-                if rest == 0 {
-                    break;
-                }
-            }
-            match core::str::from_utf8(digits.split_at(start).1) {
-                Ok(text) => self.text(text),
-                Err(_) => self,
-            }
+            let digits = crate::digits::Decimal::of(value as u64);
+            self.text(digits.as_str())
         }
 
         /// The text, cut back to the last whole character if the buffer filled mid-character.
