@@ -34,7 +34,7 @@ impl Version {
 }
 
 impl Version {
-    /// `major.minor`, as [`Display`](fmt::Display) writes it, built without the formatting
+    /// `major.minor`, the text [`Display`](fmt::Display) writes, built without the formatting
     /// machinery: the compile cache's key takes versions as text on the path of a warm start,
     /// where code run for the first time in a process is what a hit costs.
     pub(crate) fn dotted(&self) -> String {
@@ -48,7 +48,7 @@ impl Version {
 
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
+        f.write_str(&self.dotted())
     }
 }
 
@@ -66,10 +66,17 @@ mod tests {
     }
 
     #[test]
-    fn written_without_the_formatting_machinery_as_display_writes_it() {
-        for (major, minor) in [(0, 0), (9, 0), (12, 8), (13, 10), (u32::MAX, 1_000_000)] {
+    fn written_as_major_dot_minor() {
+        for (major, minor, text) in [
+            (0, 0, "0.0"),
+            (9, 0, "9.0"),
+            (12, 8, "12.8"),
+            (13, 10, "13.10"),
+            (u32::MAX, 1_000_000, "4294967295.1000000"),
+        ] {
             let version = Version::new(major, minor);
-            assert_eq!(version.dotted(), version.to_string());
+            assert_eq!(version.dotted(), text);
+            assert_eq!(version.to_string(), text);
         }
     }
 

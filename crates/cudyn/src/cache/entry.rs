@@ -20,6 +20,9 @@ const MAGIC: &[u8; 8] = b"CUDYNKC2";
 /// What every format of entry file starts with, the format's number following.
 const MAGIC_FAMILY: &[u8; 7] = b"CUDYNKC";
 
+/// The manifest's value for uninitialized bytes nobody knows.
+const UNKNOWN_BYTES: u64 = u64::MAX;
+
 /// Who found what an entry says of its code's check: the facts are trusted by this same cudyn
 /// only, so that a release whose check finds more, or refuses more, checks older entries again.
 const CHECKED_BY: &str = concat!("cudyn ", env!("CARGO_PKG_VERSION"));
@@ -122,11 +125,10 @@ impl Entry {
                 manifest.u64(1);
                 manifest.text(CHECKED_BY);
                 manifest.u64(u64::from(facts.defines_variables));
-                let unknown = u64::MAX;
                 manifest.u64(
                     facts
                         .uninitialized_bytes
-                        .map_or(unknown, |bytes| bytes as u64),
+                        .map_or(UNKNOWN_BYTES, |bytes| bytes as u64),
                 );
             }
             None => manifest.u64(0),
@@ -198,7 +200,7 @@ impl Entry {
                 let facts = Facts {
                     defines_variables: manifest.u64()? != 0,
                     uninitialized_bytes: match manifest.u64()? {
-                        u64::MAX => None,
+                        UNKNOWN_BYTES => None,
                         bytes => Some(usize::try_from(bytes).ok()?),
                     },
                 };

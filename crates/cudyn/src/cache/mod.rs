@@ -471,7 +471,7 @@ impl Cache {
         let _ = std::fs::create_dir_all(self.dir.join("compilers"));
         let _ = store::write_atomically(
             &self.version_path(file),
-            format!("{}.{}\n", version.major, version.minor).as_bytes(),
+            format!("{version}\n").as_bytes(),
             store::Durability::RenameOnly,
         );
     }
