@@ -334,13 +334,11 @@ fn benchmark() -> std::result::Result<(), String> {
 
     let warm_cache = scratch.path().join("warm");
     let arch = compiled.arch().sm();
-    let floor = std::cell::OnceCell::new();
-    let spawn = |mode: Mode, cache: &Path| {
-        let floor = floor.get().map_or("", String::as_str);
+    let spawn = |mode: Mode, cache: &Path, floor: &str| {
         run_child(mode, cache, &source, &cubin, &arch, floor)
     };
-    spawn(Mode::Cold, &warm_cache)?; // fills the warm cache
-    let _ = floor.set(cache_floor::Files::find(&warm_cache)?.to_env());
+    spawn(Mode::Cold, &warm_cache, "")?; // fills the warm cache
+    let floor_files = cache_floor::Files::find(&warm_cache)?.to_env();
 
     let mut samples: [Vec<Vec<u64>>; 6] = Default::default();
     for start in 0..STARTS {
@@ -349,7 +347,7 @@ fn benchmark() -> std::result::Result<(), String> {
                 Mode::Cold => scratch.path().join(format!("cold-{start}")),
                 _ => warm_cache.clone(),
             };
-            samples[i].push(spawn(mode, &cache)?);
+            samples[i].push(spawn(mode, &cache, &floor_files)?);
         }
     }
     let figure = |mode: Mode, at: usize| {
