@@ -254,7 +254,7 @@ fn print_verify(report: &VerifyReport, json: bool) {
         return;
     }
     let mut lines = vec![format!(
-        "checked {} entries: {} damaged, {} of an older cudyn's format; both removed\n",
+        "checked {} entries: {} damaged, {} of an older cudyn's format, removed\n",
         report.checked,
         report.removed.len(),
         report.outdated.len()
