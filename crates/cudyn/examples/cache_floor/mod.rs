@@ -12,6 +12,7 @@
 //! process.
 
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,12 +52,8 @@ impl Files {
             name.starts_with("toolchain-")
         })?;
         let entry = only(kernels, &|name| name.ends_with(".cudyn"))?;
-        let text = std::fs::read_to_string(&record).map_err(|e| e.to_string())?;
-        let stamps = text
-            .lines()
-            .filter_map(|line| line.strip_prefix("stamp "))
-            .filter_map(|line| Some(PathBuf::from(line.split_once(' ')?.1)))
-            .collect();
+        let bytes = std::fs::read(&record).map_err(|e| e.to_string())?;
+        let stamps = stamped_files(&bytes).ok_or("the toolchain record does not read")?;
         Ok(Files {
             base: base.to_owned(),
             record,
@@ -85,6 +82,27 @@ impl Files {
             stamps: paths.collect(),
         })
     }
+}
+
+/// The files a remembered toolchain names with their stamps, listed first in the record after
+/// its 8-byte magic: a count, then per file its path (length-prefixed) and seven `u64`s, every
+/// number a little-endian `u64`.
+fn stamped_files(record: &[u8]) -> Option<Vec<PathBuf>> {
+    fn number(rest: &mut &[u8]) -> Option<usize> {
+        let (head, tail) = rest.split_first_chunk::<8>()?;
+        *rest = tail;
+        usize::try_from(u64::from_le_bytes(*head)).ok()
+    }
+    let mut rest = record.get(8..)?;
+    let count = number(&mut rest)?;
+    let mut files = Vec::new();
+    for _ in 0..count {
+        let len = number(&mut rest)?;
+        let path = rest.get(..len)?;
+        files.push(PathBuf::from(std::ffi::OsStr::from_bytes(path)));
+        rest = rest.get(len + 7 * 8..)?;
+    }
+    Some(files)
 }
 
 /// The time the essential work of a hit takes, `source` compiled for `arch` (e.g. `sm_90`).

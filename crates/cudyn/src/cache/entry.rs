@@ -1,6 +1,6 @@
 //! One cache entry, one file: a manifest and the device code, sealed by a checksum.
 //!
-//! Layout: the magic `CUDYNKC2`, the manifest's length (u64, little-endian), the manifest, the
+//! Layout: the magic `CUDYNKC3`, the manifest's length (u64, little-endian), the manifest, the
 //! code's length, the code, then the checksum (32 bytes): the blake3 hash of everything before
 //! it with the code replaced by its own blake3 hash. Checking it hashes the code once and leaves
 //! the code's hash known, which is what the process-wide library registry keys a load on, so a
@@ -10,12 +10,13 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::codec::{Reader, Writer, CHECKSUM};
 use super::key::Key;
 use crate::compile::{Arch, Output};
 use crate::image::{Checked, Digest, Facts, ImageKind};
 use crate::param::ParamLayout;
 
-const MAGIC: &[u8; 8] = b"CUDYNKC2";
+const MAGIC: &[u8; 8] = b"CUDYNKC3";
 
 /// What every format of entry file starts with, the format's number following.
 const MAGIC_FAMILY: &[u8; 7] = b"CUDYNKC";
@@ -26,7 +27,6 @@ const UNKNOWN_BYTES: u64 = u64::MAX;
 /// Who found what an entry says of its code's check: the facts are trusted by this same cudyn
 /// only, so that a release whose check finds more, or refuses more, checks older entries again.
 const CHECKED_BY: &str = concat!("cudyn ", env!("CARGO_PKG_VERSION"));
-const CHECKSUM: usize = 32;
 
 /// A kernel of the cached code, with its parameters' layout when the code records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -232,62 +232,6 @@ fn checksum(head: &[u8], digest: &Digest) -> [u8; CHECKSUM] {
     let mut hasher = blake3::Hasher::new();
     hasher.update(head).update(digest);
     *hasher.finalize().as_bytes()
-}
-
-#[derive(Default)]
-struct Writer(Vec<u8>);
-
-impl Writer {
-    fn u64(&mut self, value: u64) {
-        self.0.extend_from_slice(&value.to_le_bytes());
-    }
-
-    fn bytes(&mut self, bytes: &[u8]) {
-        self.u64(bytes.len() as u64);
-        self.0.extend_from_slice(bytes);
-    }
-
-    fn text(&mut self, text: &str) {
-        self.bytes(text.as_bytes());
-    }
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn u64(&mut self) -> Option<u64> {
-        let (head, rest) = self.0.split_first_chunk::<8>()?;
-        self.0 = rest;
-        Some(u64::from_le_bytes(*head))
-    }
-
-    fn bytes(&mut self) -> Option<&'a [u8]> {
-        let len = usize::try_from(self.u64()?).ok()?;
-        if len > self.0.len() {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(len);
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn text(&mut self) -> Option<String> {
-        String::from_utf8(self.bytes()?.to_vec()).ok()
-    }
-
-    /// A count, then that many items; the count is bounded by the bytes left, so a damaged count
-    /// cannot ask for a huge allocation.
-    fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
-        let count = usize::try_from(self.u64()?).ok()?;
-        if count > self.0.len() {
-            return None;
-        }
-        let mut items = Vec::with_capacity(count);
-        for _ in 0..count {
-            items.push(item(self)?);
-        }
-        Some(items)
-    }
 }
 
 #[cfg(test)]

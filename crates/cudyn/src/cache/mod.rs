@@ -65,6 +65,7 @@ use crate::error::{Error, Result};
 use crate::image::ImageKind;
 use crate::version::Version;
 
+mod codec;
 pub(crate) mod entry;
 mod evict;
 pub mod key;

@@ -28,14 +28,15 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::key::{Key, KeyHasher};
+use super::codec::{self, Reader, Writer};
+use super::key::{self, Key, KeyHasher};
 use super::store;
 use crate::sys::locate::{CudaHeaders, HeaderFolder, Origin, SEARCH_ENV};
 use crate::sys::LibraryFile;
 use crate::version::Version;
 
-/// The first line of a remembered toolchain; another format is never read.
-const FORMAT: &str = "cudyn-toolchain-1";
+/// What a remembered toolchain's file starts with; another format is never read.
+const MAGIC: &[u8; 8] = b"CUDYNTC2";
 
 /// Files modified more recently than this are not trusted to show a later change.
 const SETTLED: Duration = Duration::from_secs(2);
@@ -47,24 +48,32 @@ pub(crate) struct ResolvedCompiler {
     pub file: LibraryFile,
     pub version: Version,
     pub headers: CudaHeaders,
+    /// What a cache key takes of all this (see [`ResolvedCompiler::new`]); remembered with the
+    /// rest, so that a warm start keys its compile without formatting any of it.
+    pub identity: Key,
 }
 
 impl ResolvedCompiler {
-    /// What the key takes of CUDA's headers besides their folders: their CUDA versions and
-    /// CCCL's version.
-    pub fn header_versions(&self) -> [String; 3] {
-        let version = |found: &Option<HeaderFolder>| {
-            found
-                .as_ref()
-                .and_then(|found| found.cuda_version)
-                .map(|version| version.dotted())
-                .unwrap_or_default()
-        };
-        [
-            version(&self.headers.cuda),
-            version(&self.headers.cccl),
-            self.headers.cccl_version.clone().unwrap_or_default(),
-        ]
+    /// The compiler of `file`, of `version`, with `headers`. Its identity covers NVRTC's file
+    /// (path, size, modification time) and version, the header folders in their order, and
+    /// their CUDA versions and CCCL's version.
+    pub fn new(file: LibraryFile, version: Version, headers: CudaHeaders) -> ResolvedCompiler {
+        let mut hasher = KeyHasher::new("compiler");
+        key::add_library(&mut hasher, &file);
+        hasher.field(version.dotted().as_bytes());
+        let folders = headers.include_folders();
+        hasher.field(&(folders.len() as u64).to_le_bytes());
+        for folder in folders {
+            hasher.field(folder.as_os_str().as_bytes());
+        }
+        hasher.fields(&header_versions(&headers));
+        let identity = hasher.finish();
+        ResolvedCompiler {
+            file,
+            version,
+            headers,
+            identity,
+        }
     }
 
     /// Whether both name the same NVRTC file (path, size, modification time) and version.
@@ -75,10 +84,24 @@ impl ResolvedCompiler {
 
     /// Whether both compile alike: the same NVRTC and the same header folders and versions.
     pub fn same_as(&self, other: &ResolvedCompiler) -> bool {
-        self.same_compiler(other)
-            && self.headers.include_folders() == other.headers.include_folders()
-            && self.header_versions() == other.header_versions()
+        self.identity == other.identity
     }
+}
+
+/// The CUDA versions of the header folders and CCCL's version, empty where unknown.
+fn header_versions(headers: &CudaHeaders) -> [String; 3] {
+    let version = |found: &Option<HeaderFolder>| {
+        found
+            .as_ref()
+            .and_then(|found| found.cuda_version)
+            .map(|version| version.dotted())
+            .unwrap_or_default()
+    };
+    [
+        version(&headers.cuda),
+        version(&headers.cccl),
+        headers.cccl_version.clone().unwrap_or_default(),
+    ]
 }
 
 /// The fingerprint of what decides the search: the variables of `SEARCH_ENV` as `var` gives
@@ -118,27 +141,28 @@ fn path_of(dir: &Path, fingerprint: &Key) -> PathBuf {
 /// The toolchain remembered under `fingerprint`, when every file it was read from is unchanged.
 pub(crate) fn recall(dir: &Path, fingerprint: &Key) -> Option<ResolvedCompiler> {
     let (_, _, bytes) = store::read_whole(&path_of(dir, fingerprint))?;
-    let (body, checksum) = bytes.split_at(bytes.len().checked_sub(CHECKSUM_LINE)?);
-    (checksum_line(body).as_bytes() == checksum).then_some(())?;
-    let mut lines = body.split(|&byte| byte == b'\n');
-    (lines.next()? == FORMAT.as_bytes()).then_some(())?;
-    let [origin, version, path] = fields(lines.next()?, "nvrtc")?;
-    let (origin, version) = (decode_origin(origin)?, decode_version(version)?);
-    let path = PathBuf::from(OsStr::from_bytes(path));
-    let cuda = decode_folder(lines.next()?, "cuda")?;
-    let cccl = decode_folder(lines.next()?, "cccl")?;
-    let [cccl_version] = fields(lines.next()?, "cccl-version")?;
-    let cccl_version = match cccl_version {
-        b"-" => None,
-        version => Some(String::from_utf8(version.to_vec()).ok()?),
-    };
+    let mut record = Reader(codec::unsealed(&bytes)?.strip_prefix(MAGIC)?);
+    let stamped = record.list(|record| {
+        let file = path(record.bytes()?);
+        let mut stamp: Stamp = [0; 7];
+        for field in &mut stamp {
+            *field = record.u64()?;
+        }
+        Some((file, stamp))
+    })?;
+    let identity = Key(record.bytes()?.try_into().ok()?);
+    let origin = decode_origin(record.bytes()?)?;
+    let version = read_version(&mut record)?;
+    let nvrtc_path = path(record.bytes()?);
+    let cuda = record.optional(read_folder)?;
+    let cccl = record.optional(read_folder)?;
+    let cccl_version = record.optional(Reader::text)?;
+    record.0.is_empty().then_some(())?;
     let mut nvrtc = None;
-    for line in lines.filter(|line| !line.is_empty()) {
-        let [expected, file] = fields(line, "stamp")?;
-        let file = Path::new(OsStr::from_bytes(file));
-        let metadata = std::fs::metadata(file).ok()?;
-        (stamp(&metadata) == decode_stamp(expected)?).then_some(())?;
-        if file.as_os_str() == path.as_os_str() {
+    for (file, expected) in stamped {
+        let metadata = std::fs::metadata(&file).ok()?;
+        (stamp(&metadata) == expected).then_some(())?;
+        if file == nvrtc_path {
             nvrtc = Some(metadata);
         }
     }
@@ -147,7 +171,7 @@ pub(crate) fn recall(dir: &Path, fingerprint: &Key) -> Option<ResolvedCompiler> 
         file: LibraryFile {
             size: metadata.len(),
             modified: metadata.modified().ok()?,
-            path,
+            path: nvrtc_path,
             origin,
         },
         version,
@@ -158,23 +182,24 @@ pub(crate) fn recall(dir: &Path, fingerprint: &Key) -> Option<ResolvedCompiler> 
             nvrtc_version: Some(version),
             searched: Vec::new(),
         },
+        identity,
     })
 }
 
 /// Remembers `compiler` under `fingerprint`; nothing when it is this process's own (a copy
-/// already loaded), one of its files changed too recently or a path holds a line break. A
-/// failure only costs the next process a walk.
+/// already loaded) or one of its files changed too recently. A failure only costs the next
+/// process a walk.
 pub(crate) fn remember(dir: &Path, fingerprint: &Key, compiler: &ResolvedCompiler) {
     if compiler.file.origin == Origin::AlreadyLoaded {
         return;
     }
-    let Some(text) = encode(compiler) else {
+    let Some(bytes) = encode(compiler) else {
         return;
     };
     let _ = std::fs::create_dir_all(dir.join("compilers"));
     let _ = store::write_atomically(
         &path_of(dir, fingerprint),
-        &text,
+        &bytes,
         store::Durability::RenameOnly,
     );
 }
@@ -184,102 +209,60 @@ pub(crate) fn forget_all(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir.join("compilers"));
 }
 
-/// The record: the format's name, then one line per item (`<what> <words> <path>`, the path last
-/// and as it is), then a checksum line.
+/// The record, sealed by its checksum: the magic, the files it was read from with their stamps
+/// (first, so that a reader can list them alone), the identity, then NVRTC (origin, version,
+/// path), the two header folders (origin, CUDA version, folder) and CCCL's version.
 fn encode(compiler: &ResolvedCompiler) -> Option<Vec<u8>> {
-    let mut text = format!("{FORMAT}\n").into_bytes();
-    let mut line = |words: &str, path: Option<&Path>| -> Option<()> {
-        text.extend_from_slice(words.as_bytes());
-        if let Some(path) = path {
-            let path = path.as_os_str().as_bytes();
-            (!path.contains(&b'\n')).then_some(())?;
-            text.push(b' ');
-            text.extend_from_slice(path);
-        }
-        text.push(b'\n');
-        Some(())
-    };
-    let file = &compiler.file;
-    let nvrtc = format!("nvrtc {} {}", origin_name(file.origin), compiler.version);
-    line(&nvrtc, Some(&file.path))?;
-    for (what, folder) in [
-        ("cuda", &compiler.headers.cuda),
-        ("cccl", &compiler.headers.cccl),
-    ] {
-        match folder {
-            Some(found) => {
-                let version = found
-                    .cuda_version
-                    .map_or_else(|| "-".to_owned(), |version| version.to_string());
-                let words = format!("{what} {} {version}", origin_name(found.origin));
-                line(&words, Some(&found.folder))?
-            }
-            None => line(&format!("{what} -"), None)?,
-        }
-    }
-    let cccl_version = compiler.headers.cccl_version.as_deref().unwrap_or("-");
-    line(&format!("cccl-version {cccl_version}"), None)?;
-    let mut files = vec![file.path.clone()];
+    let mut files = vec![compiler.file.path.clone()];
     files.extend(compiler.headers.source_files());
     files.sort();
     files.dedup();
+    let mut record = Writer(MAGIC.to_vec());
+    record.u64(files.len() as u64);
     let now = SystemTime::now();
     for file in files {
         let metadata = std::fs::metadata(&file).ok()?;
         let modified = metadata.modified().ok()?;
         let settled = now.duration_since(modified).is_ok_and(|age| age >= SETTLED);
         settled.then_some(())?;
-        let words = format!("stamp {}", encode_stamp(&stamp(&metadata)));
-        line(&words, Some(&file))?;
+        record.bytes(file.as_os_str().as_bytes());
+        for field in stamp(&metadata) {
+            record.u64(field);
+        }
     }
-    text.extend_from_slice(checksum_line(&text).as_bytes());
-    Some(text)
+    record.bytes(&compiler.identity.0);
+    record.text(origin_name(compiler.file.origin));
+    write_version(&mut record, compiler.version);
+    record.bytes(compiler.file.path.as_os_str().as_bytes());
+    for folder in [&compiler.headers.cuda, &compiler.headers.cccl] {
+        record.optional(folder.as_ref(), |record, found| {
+            record.text(origin_name(found.origin));
+            record.optional(found.cuda_version, write_version);
+            record.bytes(found.folder.as_os_str().as_bytes());
+        });
+    }
+    record.optional(compiler.headers.cccl_version.as_deref(), Writer::text);
+    Some(codec::seal(record.0))
 }
 
-/// The length of [`checksum_line`]'s text.
-const CHECKSUM_LINE: usize = "checksum ".len() + 64 + 1;
-
-/// The last line: the blake3 hash of everything before it.
-fn checksum_line(body: &[u8]) -> String {
-    let mut line = String::from("checksum ");
-    line.push_str(&super::key::hex(blake3::hash(body).as_bytes()));
-    line.push('\n');
-    line
-}
-
-/// The `N` words of a line `<what> <word>...`, the last one the rest of the line.
-fn fields<'a, const N: usize>(line: &'a [u8], what: &str) -> Option<[&'a [u8]; N]> {
-    let rest = line.strip_prefix(what.as_bytes())?.strip_prefix(b" ")?;
-    let mut words = rest.splitn(N, |&byte| byte == b' ');
-    let found = [(); N].map(|()| words.next());
-    found.iter().all(Option::is_some).then_some(())?;
-    Some(found.map(Option::unwrap_or_default))
-}
-
-/// A file's size, modification and change times, device and inode.
-type Stamp = [i64; 7];
+/// A file's size, modification and change times, device and inode (the signed times as their
+/// two's complement).
+type Stamp = [u64; 7];
 
 fn stamp(metadata: &std::fs::Metadata) -> Stamp {
     [
-        metadata.size() as i64,
-        metadata.mtime(),
-        metadata.mtime_nsec(),
-        metadata.ctime(),
-        metadata.ctime_nsec(),
-        metadata.dev() as i64,
-        metadata.ino() as i64,
+        metadata.size(),
+        metadata.mtime() as u64,
+        metadata.mtime_nsec() as u64,
+        metadata.ctime() as u64,
+        metadata.ctime_nsec() as u64,
+        metadata.dev(),
+        metadata.ino(),
     ]
 }
 
-fn encode_stamp(stamp: &Stamp) -> String {
-    stamp.map(|field| field.to_string()).join(":")
-}
-
-fn decode_stamp(text: &[u8]) -> Option<Stamp> {
-    let mut fields = std::str::from_utf8(text).ok()?.split(':');
-    let stamp = [(); 7].map(|()| fields.next().and_then(|field| field.parse().ok()));
-    (fields.next().is_none() && stamp.iter().all(Option::is_some)).then_some(())?;
-    Some(stamp.map(Option::unwrap_or_default))
+fn path(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(bytes))
 }
 
 /// How the record names each rule of the search order.
@@ -303,28 +286,24 @@ fn decode_origin(name: &[u8]) -> Option<Origin> {
         .find(|&origin| origin_name(origin).as_bytes() == name)
 }
 
-fn decode_version(text: &[u8]) -> Option<Version> {
-    let (major, minor) = std::str::from_utf8(text).ok()?.split_once('.')?;
-    Some(Version::new(major.parse().ok()?, minor.parse().ok()?))
+fn write_version(record: &mut Writer, version: Version) {
+    record.u64(u64::from(version.major));
+    record.u64(u64::from(version.minor));
 }
 
-/// The header folder of a line `<what> <origin> <CUDA version or -> <folder>`, or `<what> -` for
-/// none: `Some(None)` for none, `None` when unreadable.
-fn decode_folder(line: &[u8], what: &str) -> Option<Option<HeaderFolder>> {
-    if fields::<1>(line, what)? == [b"-"] {
-        return Some(None);
-    }
-    let [origin, version, folder] = fields(line, what)?;
-    let cuda_version = match version {
-        b"-" => None,
-        version => Some(decode_version(version)?),
-    };
-    Some(Some(HeaderFolder {
-        folder: PathBuf::from(OsStr::from_bytes(folder)),
-        origin: decode_origin(origin)?,
-        cuda_version,
+fn read_version(record: &mut Reader) -> Option<Version> {
+    let mut part = || u32::try_from(record.u64()?).ok();
+    Some(Version::new(part()?, part()?))
+}
+
+/// A header folder as [`encode`] wrote it.
+fn read_folder(record: &mut Reader) -> Option<HeaderFolder> {
+    Some(HeaderFolder {
+        origin: decode_origin(record.bytes()?)?,
+        cuda_version: record.optional(read_version)?,
+        folder: path(record.bytes()?),
         note: None,
-    }))
+    })
 }
 
 #[cfg(test)]
@@ -364,21 +343,19 @@ mod tests {
         let nvrtc = &files[0].0;
         let metadata = fs::metadata(nvrtc).unwrap();
         let version = Version::new(13, 0);
-        ResolvedCompiler {
-            file: LibraryFile {
-                path: nvrtc.clone(),
-                origin: Origin::CudaHome,
-                size: metadata.len(),
-                modified: metadata.modified().unwrap(),
-            },
-            version,
-            headers: CudaHeaders::find(
-                Some((nvrtc, Origin::CudaHome)),
-                Some(version),
-                |_| None,
-                root,
-            ),
-        }
+        let file = LibraryFile {
+            path: nvrtc.clone(),
+            origin: Origin::CudaHome,
+            size: metadata.len(),
+            modified: metadata.modified().unwrap(),
+        };
+        let headers = CudaHeaders::find(
+            Some((nvrtc, Origin::CudaHome)),
+            Some(version),
+            |_| None,
+            root,
+        );
+        ResolvedCompiler::new(file, version, headers)
     }
 
     fn environment(cuda_home: &Path) -> Key {
@@ -399,7 +376,40 @@ mod tests {
         let recalled = recall(cache.path(), &key).expect("recalled");
         assert!(recalled.same_as(&compiler));
         assert_eq!(recalled.file, compiler.file);
-        assert_eq!(recalled.header_versions(), ["13.0", "13.0", "3.0.1"]);
+        assert_eq!(
+            recalled.headers.include_folders(),
+            compiler.headers.include_folders()
+        );
+        assert_eq!(
+            header_versions(&recalled.headers),
+            ["13.0", "13.0", "3.0.1"]
+        );
+        // The identity is what it would be computed afresh from what was recalled.
+        let again = ResolvedCompiler::new(recalled.file, recalled.version, recalled.headers);
+        assert_eq!(again.identity, compiler.identity);
+    }
+
+    #[test]
+    fn the_identity_changes_with_the_file_the_version_the_folders_and_their_versions() {
+        let install = tempfile::tempdir().unwrap();
+        let compiler = installation(install.path());
+        let with = |change: &dyn Fn(&mut ResolvedCompiler)| {
+            let mut changed = compiler.clone();
+            change(&mut changed);
+            ResolvedCompiler::new(changed.file, changed.version, changed.headers).identity
+        };
+        assert_eq!(with(&|_| {}), compiler.identity);
+        let changes: [&dyn Fn(&mut ResolvedCompiler); 6] = [
+            &|c| c.file.size += 1,
+            &|c| c.file.modified += Duration::from_secs(1),
+            &|c| c.version = Version::new(13, 1),
+            &|c| c.headers.cccl_version = Some("3.0.2".into()),
+            &|c| c.headers.cuda.as_mut().unwrap().cuda_version = Some(Version::new(12, 9)),
+            &|c| c.headers.cccl = None,
+        ];
+        for (i, change) in changes.into_iter().enumerate() {
+            assert_ne!(with(change), compiler.identity, "change {i}");
+        }
     }
 
     #[test]
@@ -474,10 +484,16 @@ mod tests {
         settle(&install.path().join("include/cuda.h"));
         remember(cache.path(), &key, &compiler);
         let path = path_of(cache.path(), &key);
-        let text = fs::read_to_string(&path).unwrap();
-        fs::write(&path, text.replacen("13.0", "12.0", 1)).unwrap();
-        assert!(text.contains("13.0"));
-        assert!(recall(cache.path(), &key).is_none(), "record altered");
+        let bytes = fs::read(&path).unwrap();
+        assert!(recall(cache.path(), &key).is_some());
+        for at in [0, MAGIC.len() + 3, bytes.len() / 2, bytes.len() - 1] {
+            let mut altered = bytes.clone();
+            altered[at] ^= 1;
+            fs::write(&path, altered).unwrap();
+            assert!(recall(cache.path(), &key).is_none(), "byte {at} altered");
+        }
+        fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(recall(cache.path(), &key).is_none(), "record truncated");
         forget_all(cache.path());
         assert!(!cache.path().join("compilers").exists());
     }

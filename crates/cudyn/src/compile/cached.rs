@@ -76,11 +76,7 @@ fn search(cache: &Cache) -> Result<Option<ResolvedCompiler>> {
             |name| std::env::var_os(name),
             Path::new("/"),
         );
-        return Ok(Some(ResolvedCompiler {
-            file,
-            version,
-            headers,
-        }));
+        return Ok(Some(ResolvedCompiler::new(file, version, headers)));
     }
     let version = sys::nvrtc()?.version;
     let Some(file) = sys::library_file(Component::Nvrtc) else {
@@ -89,11 +85,8 @@ fn search(cache: &Cache) -> Result<Option<ResolvedCompiler>> {
     if cache.remembered_version(&file) != Some(version) {
         cache.remember_version(&file, version);
     }
-    Ok(Some(ResolvedCompiler {
-        file,
-        version,
-        headers: CudaHeaders::for_this_process().clone(),
-    }))
+    let headers = CudaHeaders::for_this_process().clone();
+    Ok(Some(ResolvedCompiler::new(file, version, headers)))
 }
 
 /// After a miss opened NVRTC: whether it is the compiler the key named. When the search now
@@ -202,10 +195,9 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
             keyed: None,
         }));
     };
-    let defaults = program_defaults(program, Some(&compiler.headers));
-    let Some(key) = program_key(program, &compiler, arch, &defaults) else {
+    let Some(key) = program_key(program, &compiler, arch) else {
         return Ok(Lookup::Miss(Miss {
-            defaults,
+            defaults: program_defaults(program, Some(&compiler.headers)),
             keyed: None,
         }));
     };
@@ -225,7 +217,7 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
         }));
     }
     Ok(Lookup::Miss(Miss {
-        defaults,
+        defaults: program_defaults(program, Some(&compiler.headers)),
         keyed: Some((key, compiler)),
     }))
 }
@@ -244,16 +236,15 @@ fn program_defaults(program: &Program, headers: Option<&CudaHeaders>) -> Vec<Pat
 }
 
 /// The key of `program` (see [`crate::cache`]); `None` when its inputs cannot be known.
-fn program_key(
-    program: &Program,
-    compiler: &ResolvedCompiler,
-    arch: Arch,
-    defaults: &[PathBuf],
-) -> Option<Key> {
+///
+/// CUDA's header folders, which the compile searches after the program's own when it uses
+/// them, are keyed through the compiler's identity, which covers them with their versions.
+fn program_key(program: &Program, compiler: &ResolvedCompiler, arch: Arch) -> Option<Key> {
     let mut hasher = KeyHasher::new("nvrtc");
-    key::add_library(&mut hasher, &compiler.file);
     hasher
-        .fields(&program.options_with(arch, defaults))
+        .field(&compiler.identity.0)
+        .fields(&program.options_with(arch, &[]))
+        .field(&[u8::from(program.default_includes)])
         .field(program.output.extension().as_bytes())
         .field(program.name.as_bytes())
         .field(program.source.as_bytes())
@@ -261,10 +252,6 @@ fn program_key(
     hasher.field(&(program.headers.len() as u64).to_le_bytes());
     for (name, text) in &program.headers {
         hasher.field(name.as_bytes()).field(text.as_bytes());
-    }
-    if program.default_includes {
-        let [cuda, cccl, cccl_version] = compiler.header_versions();
-        hasher.fields(&[cuda, cccl]).field(cccl_version.as_bytes());
     }
     add_driver_for_ptx(&mut hasher, program.output);
     key::add_disk_includes(
