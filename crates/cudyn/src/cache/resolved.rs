@@ -162,7 +162,8 @@ pub(crate) fn recall(dir: &Path, fingerprint: &Key) -> Option<ResolvedCompiler> 
     for (file, expected) in stamped {
         let metadata = std::fs::metadata(&file).ok()?;
         (stamp(&metadata) == expected).then_some(())?;
-        if file == nvrtc_path {
+        // Compared as bytes: `Path`'s `==` walks components, code a warm start need not run.
+        if file.as_os_str() == nvrtc_path.as_os_str() {
             nvrtc = Some(metadata);
         }
     }
