@@ -32,6 +32,9 @@
 //! - (f) the floor under (e): the same files read, checked and hashed by a few lines of `std` and
 //!   `blake3` ([`cache_floor`]), in a new process without a context: what any cache that checks
 //!   what cudyn's checks must do. (e) minus (f) is what cudyn's own code costs a new process.
+//! - (g) (a) done with the least work: after the context, (f) then (b)'s `cudaLibraryLoadData` +
+//!   `cudaLibraryGetKernel` of the code (f) read, in parts like (a). (g)/(b) is what (a)/(b)
+//!   would be if cudyn's own code cost nothing; (a)/(g) is what it costs.
 //!
 //! Targets: (a) <= 1 ms and <= 2x (b); (d) <= 5 µs. scripts/bench_cupy_cache.py measures CuPy's
 //! warm disk-cache start on the same source, the same way.
@@ -89,16 +92,19 @@ enum Mode {
     Hit,
     /// (f) what (e) must do at least, by hand (see [`cache_floor`]).
     Floor,
+    /// (g) (f) then (b)'s load and lookup of the code it read: (a) done with the least work.
+    Ideal,
 }
 
 impl Mode {
-    const ALL: [Mode; 6] = [
+    const ALL: [Mode; 7] = [
         Mode::Warm,
         Mode::Raw,
         Mode::Cold,
         Mode::Repeat,
         Mode::Hit,
         Mode::Floor,
+        Mode::Ideal,
     ];
 
     fn name(self) -> &'static str {
@@ -109,6 +115,7 @@ impl Mode {
             Mode::Repeat => "repeat",
             Mode::Hit => "hit",
             Mode::Floor => "floor",
+            Mode::Ideal => "ideal",
         }
     }
 }
@@ -213,10 +220,30 @@ fn measure(mode: Mode) -> std::result::Result<(), String> {
             vec![nanos(elapsed)]
         }
         Mode::Floor => {
-            let files = std::env::var(FLOOR_ENV).map_err(|_| format!("{FLOOR_ENV} is not set"))?;
-            let files = cache_floor::Files::from_env(&files)?;
-            let arch = std::env::var(ARCH_ENV).map_err(|_| format!("{ARCH_ENV} is not set"))?;
-            vec![nanos(cache_floor::hit(&files, &source, &arch)?)]
+            let (files, arch) = floor_inputs()?;
+            let start = Instant::now();
+            let code = cache_floor::hit(&files, &source, &arch)?;
+            let elapsed = start.elapsed();
+            std::hint::black_box(code);
+            vec![nanos(elapsed)]
+        }
+        Mode::Ideal => {
+            let (files, arch) = floor_inputs()?;
+            let faults = minor_faults();
+            let start = Instant::now();
+            let code = cache_floor::hit(&files, &source, &arch)?;
+            let hit_at = Instant::now();
+            let library = RawLibrary::load(&code).map_err(|e| e.to_string())?;
+            let loaded_at = Instant::now();
+            library.kernel("saxpy").map_err(|e| e.to_string())?;
+            let end = Instant::now();
+            let faults = minor_faults() - faults;
+            drop(library);
+            let reference = std::fs::read(env_path(CUBIN_ENV)?).map_err(|e| e.to_string())?;
+            if *code != *reference {
+                return Err("the floor's code differs from the reference cubin".to_owned());
+            }
+            timed_parts(start, [hit_at, loaded_at, end], faults)
         }
         Mode::Repeat => {
             source_to_kernel(&source).map_err(|e| e.to_string())?;
@@ -301,6 +328,13 @@ fn median_of_repeats(
     Ok(median(times))
 }
 
+/// The warm cache's files and the architecture, for (f) and (g).
+fn floor_inputs() -> std::result::Result<(cache_floor::Files, String), String> {
+    let files = std::env::var(FLOOR_ENV).map_err(|_| format!("{FLOOR_ENV} is not set"))?;
+    let arch = std::env::var(ARCH_ENV).map_err(|_| format!("{ARCH_ENV} is not set"))?;
+    Ok((cache_floor::Files::from_env(&files)?, arch))
+}
+
 fn env_path(name: &str) -> std::result::Result<PathBuf, String> {
     std::env::var_os(name)
         .map(PathBuf::from)
@@ -340,7 +374,7 @@ fn benchmark() -> std::result::Result<(), String> {
     spawn(Mode::Cold, &warm_cache, "")?; // fills the warm cache
     let floor_files = cache_floor::Files::find(&warm_cache)?.to_env();
 
-    let mut samples: [Vec<Vec<u64>>; 6] = Default::default();
+    let mut samples: [Vec<Vec<u64>>; 7] = Default::default();
     for start in 0..STARTS {
         for (i, mode) in Mode::ALL.into_iter().enumerate() {
             let cache = match mode {
@@ -376,6 +410,7 @@ fn benchmark() -> std::result::Result<(), String> {
     let repeat_load = column(Mode::Repeat, 2);
     let hit = column(Mode::Hit, 1);
     let floor = column(Mode::Floor, 1);
+    let ideal = column(Mode::Ideal, 1);
 
     println!(
         "compile cache, {} (medians of {STARTS} process starts each; context creation excluded)",
@@ -418,6 +453,16 @@ fn benchmark() -> std::result::Result<(), String> {
         "  (f) of (e): the same work by hand, at least   {:>10.3} ms  ((e)/(f) = {:.2})",
         ms(floor),
         hit.as_secs_f64() / floor.as_secs_f64()
+    );
+    println!(
+        "  (g) (f) + the load and lookup of (b)          {:>10.3} ms  ((g)/(b) = {:.2}, (a)/(g) = {:.2})",
+        ms(ideal),
+        ideal.as_secs_f64() / raw.as_secs_f64(),
+        warm.as_secs_f64() / ideal.as_secs_f64()
+    );
+    println!(
+        "      parts of (g): floor + load + kernel        {}",
+        parts(Mode::Ideal)
     );
     println!(
         "  (d) repeat in process: compile (memory hit)   {:>10.3} µs",
