@@ -68,21 +68,42 @@ impl fmt::Debug for Key {
 }
 
 /// Builds a key from fields, each length-prefixed so that no two lists of fields hash alike.
+///
+/// The fields are gathered and hashed in blocks: a key is dozens of small fields (lengths,
+/// options, names), and blake3 costs about as much per call as per kilobyte for inputs that
+/// small. The key is the same as hashing each field as it comes.
 #[derive(Debug)]
-pub struct KeyHasher(blake3::Hasher);
+pub struct KeyHasher {
+    /// What is hashed so far, when fields have outgrown [`KeyHasher::BLOCK`] at least once.
+    hashed: Option<blake3::Hasher>,
+    pending: Vec<u8>,
+}
 
 impl KeyHasher {
+    /// The bytes gathered before they are hashed (a large source goes straight through).
+    const BLOCK: usize = 16 << 10;
+
     /// A key for results of kind `purpose` ("nvrtc", "nvjitlink").
     pub fn new(purpose: &str) -> Self {
-        let mut hasher = KeyHasher(blake3::Hasher::new());
+        let mut hasher = KeyHasher {
+            hashed: None,
+            pending: Vec::with_capacity(1024),
+        };
         hasher.field(SCHEMA).field(purpose.as_bytes());
         hasher
     }
 
     /// Adds one field.
     pub fn field(&mut self, bytes: &[u8]) -> &mut Self {
-        self.0.update(&(bytes.len() as u64).to_le_bytes());
-        self.0.update(bytes);
+        self.pending
+            .extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        if self.pending.len() + bytes.len() <= Self::BLOCK {
+            self.pending.extend_from_slice(bytes);
+        } else {
+            let hasher = self.hashed.get_or_insert_with(blake3::Hasher::new);
+            hasher.update(&self.pending).update(bytes);
+            self.pending.clear();
+        }
         self
     }
 
@@ -97,7 +118,11 @@ impl KeyHasher {
 
     /// The key.
     pub fn finish(&self) -> Key {
-        Key(*self.0.finalize().as_bytes())
+        let hash = match &self.hashed {
+            None => blake3::hash(&self.pending),
+            Some(hashed) => hashed.clone().update(&self.pending).finalize(),
+        };
+        Key(*hash.as_bytes())
     }
 }
 
@@ -277,6 +302,34 @@ fn scan_includes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_is_the_hash_of_its_fields_whatever_their_sizes() {
+        let small = [b"x".to_vec(), vec![7; 300]];
+        let large = [
+            vec![1; KeyHasher::BLOCK - 20],
+            vec![2; 3 * KeyHasher::BLOCK],
+            b"y".to_vec(),
+        ];
+        for fields in [&small[..], &large[..]] {
+            let mut hasher = KeyHasher::new("test");
+            let mut expected = blake3::Hasher::new();
+            for field in [SCHEMA, b"test"] {
+                expected
+                    .update(&(field.len() as u64).to_le_bytes())
+                    .update(field);
+            }
+            for field in fields {
+                hasher.field(field);
+                expected
+                    .update(&(field.len() as u64).to_le_bytes())
+                    .update(field);
+            }
+            assert_eq!(hasher.finish(), Key(*expected.finalize().as_bytes()));
+            // Finishing leaves the hasher as it was.
+            assert_eq!(hasher.finish(), hasher.finish());
+        }
+    }
 
     #[test]
     fn include_lines_are_read_with_their_kind() {
