@@ -16,12 +16,14 @@
 //!   per writing process for a while. In memory, at most 64 MiB of code per process.
 //!
 //! **The key** (blake3) covers a schema version, the compiler's identity (the path, size and
-//! modification time of the NVRTC file the search order opens, and nvJitLink's for links), the
-//! exact options handed to the compiler (CUDA's header folders among them), the target, the
-//! source, the in-memory headers, the name expressions and every header the source includes from
-//! the program's folders ([`key`] says how they are found); CUDA's own headers are keyed by their
-//! folders and versions. PTX also keys on the driver's major version. A link keys on nvJitLink's
-//! identity, its options and every input's kind, name and bytes.
+//! modification time of the NVRTC file the search order opens and its version, with CUDA's
+//! header folders and their CUDA and CCCL versions; nvJitLink's file for links), the options
+//! handed to the compiler (the header folders through that identity), the target, the source,
+//! the in-memory headers, the name expressions and every header the source includes from the
+//! program's folders ([`key`] says how they are found): CUDA's own headers are keyed by their
+//! folders and versions, not their thousands of files. PTX also keys on the driver's major
+//! version. A link keys on nvJitLink's identity, its options and every input's kind, name and
+//! bytes.
 //!
 //! **A hit never opens NVRTC**: the compiler is identified from its file, and the version and
 //! lowered names a compile needs are in the entry. NVRTC's version is remembered in the cache
@@ -31,7 +33,8 @@
 //! CUDA's headers through the search order of [`crate::locate`] takes dozens of `stat`
 //! calls, directory listings and a read of `cuda.h`, more than the rest of a hit. So the outcome
 //! (NVRTC's file and version, the header folders and their versions) is remembered in
-//! `compilers/` under a fingerprint of everything the search reads from the process: the
+//! `compilers/` (with the identity the key takes, computed once) under a fingerprint of
+//! everything the search reads from the process: the
 //! variables of [`SEARCH_ENV`](crate::locate::SEARCH_ENV) (`CUDYN_LIBRARY_PATH`,
 //! `CUDA_PATH`, `CUDA_HOME`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `PYTHONPATH`, `PATH`, `HOME`,
 //! `XDG_CACHE_HOME`, `CUDYN_WHEELS_VENV`, `LD_LIBRARY_PATH`) and the folders of
