@@ -495,6 +495,16 @@ mod tests {
         }
         fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(recall(cache.path(), &key).is_none(), "record truncated");
+        // A record of an earlier cudyn (text, `cudyn-toolchain-1`) is not read, and the next
+        // remember replaces it.
+        fs::write(
+            &path,
+            "cudyn-toolchain-1\nnvrtc cuda-home 13.0 /x\nchecksum 0\n",
+        )
+        .unwrap();
+        assert!(recall(cache.path(), &key).is_none(), "an earlier format");
+        remember(cache.path(), &key, &compiler);
+        assert!(recall(cache.path(), &key).is_some(), "replaced");
         forget_all(cache.path());
         assert!(!cache.path().join("compilers").exists());
     }
