@@ -229,18 +229,15 @@ impl LibraryLoader {
     /// Loads what NVRTC compiled (a cubin or PTX); its name expressions then work as kernel
     /// names: `library.kernel("saxpy<float>")`.
     pub fn load_compiled(&self, compiled: &Compiled) -> Result<Library> {
-        let loader = LibraryLoader {
-            names: compiled
-                .lowered_names()
-                .map(|(expression, lowered)| (expression.to_owned(), lowered.to_owned()))
-                .collect(),
-            ..self.clone()
-        };
+        let names: Vec<_> = compiled
+            .lowered_names()
+            .map(|(expression, lowered)| (expression.to_owned(), lowered.to_owned()))
+            .collect();
         let code = compiled.code();
         let checks = compiled
             .checked
             .map_or(Checks::CompilerOutput, Checks::Done);
-        loader.load_checked(code, &|| crate::image::bytes_given(code), checks)
+        self.load_checked(&names, code, &|| crate::image::bytes_given(code), checks)
     }
 
     /// Loads a .fatbin, .cubin or .ptx file.
@@ -252,7 +249,12 @@ impl LibraryLoader {
     pub fn from_file(&self, path: impl AsRef<Path>) -> Result<Library> {
         let path = path.as_ref();
         let image = std::fs::read(path).map_err(|error| Error::read_file(path, error))?;
-        self.load_checked(&image, &|| path.display().to_string(), Checks::Whole)
+        self.load_checked(
+            &self.names,
+            &image,
+            &|| path.display().to_string(),
+            Checks::Whole,
+        )
     }
 
     /// Loads device code from memory: a cubin or fatbin, or PTX text (a terminating NUL is added
@@ -265,13 +267,20 @@ impl LibraryLoader {
     /// mode says (lazily, by default).
     pub fn load(&self, image: impl AsRef<[u8]>) -> Result<Library> {
         let image = image.as_ref();
-        self.load_checked(image, &|| crate::image::bytes_given(image), Checks::Whole)
+        self.load_checked(
+            &self.names,
+            image,
+            &|| crate::image::bytes_given(image),
+            Checks::Whole,
+        )
     }
 
-    /// Checks `image` (named by `what` in errors) and loads it, or shares a library loaded from
-    /// the same code with the same options.
+    /// Checks `image` (named by `what` in errors) and loads it with the name expressions `names`
+    /// (the loader's own, or a compile's), or shares a library loaded from the same code with
+    /// the same options.
     fn load_checked(
         &self,
+        names: &[(String, String)],
         image: &[u8],
         what: &dyn Fn() -> String,
         checks: Checks,
@@ -287,7 +296,9 @@ impl LibraryLoader {
         let backend = self.backend.unwrap_or_else(Backend::preferred);
         if self.sharing == Sharing::Never {
             let facts = check()?;
-            return Ok(Library::from(self.load_new(image, kind, backend, facts)?));
+            return Ok(Library::from(
+                self.load_new(names, image, kind, backend, facts)?,
+            ));
         }
         let digest = match checks {
             Checks::Done(checked) => checked.digest,
@@ -298,7 +309,7 @@ impl LibraryLoader {
             jit: &self.jit,
             options: &self.options,
             backend,
-            names: &self.names,
+            names,
         }
         .key();
         let found = SHARED.find(&key);
@@ -317,9 +328,11 @@ impl LibraryLoader {
             // The code defines variables and the library found does not share them with this
             // load. A load that asks to share them takes the library's place for later loads
             // that ask the same; any other gets a library no later load finds.
-            return Ok(Library::from(self.load_new(image, kind, backend, facts)?));
+            return Ok(Library::from(
+                self.load_new(names, image, kind, backend, facts)?,
+            ));
         }
-        let inner = self.load_new(image, kind, backend, facts)?;
+        let inner = self.load_new(names, image, kind, backend, facts)?;
         let retain = self.retainable_bytes(image, facts);
         match SHARED.publish(key, inner, retain, found.as_ref()) {
             Published::Fresh(fresh) => Ok(Library { inner: fresh }),
@@ -355,9 +368,11 @@ impl LibraryLoader {
         (self.sharing == Sharing::Always && shared.shared_always) || !shared.defines_variables
     }
 
-    /// Loads `image`, of `kind`, checked with `facts`, through `backend`: always a new library.
+    /// Loads `image`, of `kind`, checked with `facts`, through `backend`, with the name
+    /// expressions `names`: always a new library.
     fn load_new(
         &self,
+        names: &[(String, String)],
         image: &[u8],
         kind: ImageKind,
         backend: Backend,
@@ -398,7 +413,7 @@ impl LibraryLoader {
             backend: api.backend(),
             owned: true,
             log: JitLog::default(),
-            names: self.names.clone(),
+            names: names.to_vec(),
             offline_image: driver_lacks_param_info().then(|| Arc::from(image)),
             _image: owned.filter(|_| self.options.preserve_binary),
             _jit_buffers: None,
@@ -543,6 +558,10 @@ impl JitArgs {
 
 /// The text in a log buffer: up to the size the JIT reports filled, the first NUL, or the end.
 fn read_log(buffer: &[u8], filled: *mut c_void) -> String {
+    // A cubin's load has no log buffers: nothing to decode, and no code to run for it.
+    if buffer.is_empty() {
+        return String::new();
+    }
     let filled = (filled as usize).min(buffer.len());
     let text = &buffer[..filled];
     let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
