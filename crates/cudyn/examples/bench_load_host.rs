@@ -22,10 +22,12 @@
 //!
 //! Run: `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (NVRTC and nvFatbin from the CUDA
 //! wheels, or a CUDA toolkit), then `cargo run --release -p cudyn --example bench_load_host`;
-//! arguments (`cubin`, `ptx`, `fatbin`) time only those images, e.g. under a profiler. It needs
-//! no GPU and no driver.
+//! arguments (`cubin`, `ptx`, `fatbin`) time only those images, e.g. under a profiler, and
+//! arguments naming files time those files too (e.g. a bigger cubin from `cudyn compile`). It
+//! needs no GPU and no driver.
 
 use std::hint::black_box;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cudyn::compile::{Arch, FatbinBuilder, Output, Program};
@@ -54,11 +56,23 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run() -> Result<()> {
-    let wanted: Vec<String> = std::env::args().skip(1).collect();
-    let images: Vec<_> = images()?
+    let (files, wanted): (Vec<String>, Vec<String>) = std::env::args()
+        .skip(1)
+        .partition(|argument| Path::new(argument).is_file());
+    let all = wanted.is_empty() && files.is_empty();
+    let mut images: Vec<_> = images()?
         .into_iter()
-        .filter(|(name, _)| wanted.is_empty() || wanted.iter().any(|w| w == name))
+        .filter(|(name, _)| all || wanted.iter().any(|w| w == name))
+        .map(|(name, image)| (name.to_string(), image))
         .collect();
+    for file in files {
+        let image = std::fs::read(&file).map_err(|error| cudyn::Error::read_file(&file, error))?;
+        images.push((file, image));
+    }
+    let width = images
+        .iter()
+        .map(|(name, _)| name.len())
+        .fold(8, usize::max);
     let steps: [(&str, Step); 4] = [
         ("detect", |image| Image::detect(image).map(drop)),
         ("check", |image| Image::new(image)?.validate()),
@@ -92,7 +106,7 @@ fn run() -> Result<()> {
         }
     }
     println!(
-        "{:<8} {:>7} {:>12}{}",
+        "{:<width$} {:>7} {:>12}{}",
         "image",
         "bytes",
         "first check",
@@ -107,7 +121,7 @@ fn run() -> Result<()> {
             .map(|step_samples| format!("{:>8.2}us", micros(median(step_samples))))
             .collect();
         println!(
-            "{name:<8} {:>7} {:>10.2}us{figures}",
+            "{name:<width$} {:>7} {:>10.2}us{figures}",
             image.len(),
             micros(first)
         );
@@ -116,7 +130,7 @@ fn run() -> Result<()> {
         "medians of {ROUNDS} rounds of {BATCH} calls; check = what every load of outside bytes \
          runs before the driver"
     );
-    if wanted.is_empty() || wanted.iter().any(|w| w == "fatbin") {
+    if all || wanted.iter().any(|w| w == "fatbin") {
         let fresh = new_fatbins()?;
         let mut checks = Vec::with_capacity(fresh.len());
         for fatbin in &fresh {
