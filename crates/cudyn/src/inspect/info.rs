@@ -58,24 +58,24 @@ impl Value<'_> {
 /// Where the attribute list `data` is damaged, as [`Attributes::damaged_at`] says after reading
 /// it all, without decoding a value: `None` when it reads to its end.
 pub(crate) fn first_damage(data: &[u8]) -> Option<usize> {
-    let mut at = 0;
-    while at < data.len() {
-        let len = match data[at] {
-            _ if data.get(at + 1).is_none() => None,
-            EIFMT_NVAL => Some(4),
-            EIFMT_BVAL => data.get(at + 2).map(|_| 4),
-            EIFMT_HVAL => u16_at(data, at + 2).map(|_| 4),
-            EIFMT_SVAL => u16_at(data, at + 2)
-                .map(|size| 4 + usize::from(size))
-                .filter(|&len| at + len <= data.len()),
-            _ => None,
+    let mut rest = data;
+    let damage = |rest: &[u8]| Some(data.len() - rest.len());
+    while let Some((&[format, _, low, high], values)) = rest.split_first_chunk() {
+        rest = match format {
+            EIFMT_NVAL | EIFMT_BVAL | EIFMT_HVAL => values,
+            EIFMT_SVAL => match values.get(usize::from(u16::from_le_bytes([low, high]))..) {
+                Some(after) => after,
+                None => return damage(rest),
+            },
+            _ => return damage(rest),
         };
-        match len {
-            Some(len) => at += len,
-            None => return Some(at),
-        }
     }
-    None
+    // Fewer than 4 bytes left: whole when they hold all that their format reads, as `Attributes`
+    // reads them (a format and code, then a byte value's byte).
+    match *rest {
+        [] | [EIFMT_NVAL, _, ..] | [EIFMT_BVAL, _, _] => None,
+        _ => damage(rest),
+    }
 }
 
 /// Iterates over the attributes in `data`; stops at the first one that does not fit, recording
