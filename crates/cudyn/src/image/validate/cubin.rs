@@ -264,6 +264,25 @@ fn segments(header: &Header, data: &[u8]) -> Result<(), ParseError> {
 
 type Sections<'data> = object::read::elf::SectionTable<'data, Header>;
 
+/// The section-name table (e_shstrndx) up to its last NUL, empty when it cannot be read: a name
+/// resolves exactly when it starts in there, as `SectionTable::section_name` would find, without
+/// looking for each name's end.
+fn section_names<'data>(
+    header: &Header,
+    sections: &Sections<'data>,
+    data: &'data [u8],
+) -> &'data [u8] {
+    let table = sections
+        .section(object::SectionIndex(header.e_shstrndx(LE).into()))
+        .and_then(|table| table.data(LE, data))
+        .unwrap_or_default();
+    let end = table
+        .iter()
+        .rposition(|&byte| byte == 0)
+        .map_or(0, |last| last + 1);
+    table.get(..end).unwrap_or_default()
+}
+
 /// Names section `index` in errors: `section 3 (.text.saxpy)`.
 fn section_place(sections: &Sections<'_>, index: usize) -> String {
     let name = sections
@@ -316,14 +335,23 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
     // Section headers may all point at the same bytes; reading them over and over must not turn
     // a small image into minutes of checking.
     let mut budget = data.len().saturating_mul(READ_BUDGET_FACTOR);
+    let names = section_names(header, &sections, data);
     for (index, section) in sections.iter().enumerate() {
-        let name = sections.section_name(LE, section).map_err(|_| {
-            ParseError::new(
+        // The section's name, then the names after it.
+        let Some(named) = usize::try_from(section.sh_name(LE))
+            .ok()
+            .and_then(|start| names.get(start..))
+            .filter(|named| !named.is_empty())
+        else {
+            return Err(ParseError::new(
                 format!("section header {index}"),
                 "its name lies outside the section-name string table (e_shstrndx)",
-            )
-        })?;
-        let place = || format!("section {index} ({})", String::from_utf8_lossy(name));
+            ));
+        };
+        let place = || {
+            let name = named.split(|&byte| byte == 0).next().unwrap_or_default();
+            format!("section {index} ({})", String::from_utf8_lossy(name))
+        };
         let kind = section.sh_type(LE);
         let contents = if kind == SHT_NOBITS {
             &[][..]
@@ -419,7 +447,8 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
                 Err(error) => return Err(ParseError::new(place(), error.to_string())),
             }
         }
-        if name.starts_with(b".nv.info") || name == b".nv.compat" {
+        // The NUL after a name is part of what it is compared with.
+        if named.starts_with(b".nv.info") || named.starts_with(b".nv.compat\0") {
             if let Some(offset) = first_damage(contents) {
                 return Err(ParseError::new(
                     place(),
