@@ -162,54 +162,143 @@ enum Owner {
     Section(usize),
 }
 
+/// Bytes of the file a structure owns: where they start and end.
+type Claim = (u64, u64, Owner);
+
+/// `size` bytes at `offset` claimed for `owner`; nothing when there are none.
+fn claim(offset: u64, size: u64, owner: Owner) -> Option<Claim> {
+    (size > 0).then(|| (offset, offset.saturating_add(size), owner))
+}
+
 /// The byte ranges of the file that belong to one structure each: the headers, then sections.
 /// Claims are gathered first and compared once sorted, so that a cubin of thousands of sections
-/// costs no more than sorting them (nothing, when they come in the order of their offsets).
+/// costs no more than sorting them.
 #[derive(Default)]
-struct Ranges(Vec<(u64, u64, Owner)>);
+struct Ranges(Vec<Claim>);
 
 impl Ranges {
-    fn with_capacity(claims: usize) -> Ranges {
-        Ranges(Vec::with_capacity(claims))
-    }
-
     /// Claims `size` bytes at `offset` for `owner`.
     fn claim(&mut self, offset: u64, size: u64, owner: Owner) {
-        if size > 0 {
-            self.0.push((offset, offset.saturating_add(size), owner));
+        self.0.extend(claim(offset, size, owner));
+    }
+
+    /// Damage when two claims overlap (see [`Sweep::check`]).
+    fn check(mut self, name: impl Fn(Owner) -> String) -> Result<(), ParseError> {
+        if !self.0.is_sorted() {
+            self.0.sort_unstable();
+        }
+        let mut sweep = Sweep::default();
+        for &claim in &self.0 {
+            sweep.add(claim);
+        }
+        sweep.check(name)
+    }
+}
+
+/// Claims compared in the order of their offsets.
+struct Sweep {
+    /// The claim that reaches furthest so far.
+    furthest: Claim,
+    /// The first claim found overlapping an earlier one, and that one.
+    overlap: Option<(Claim, Claim)>,
+}
+
+impl Default for Sweep {
+    fn default() -> Self {
+        Sweep {
+            // Before any claim (which has bytes), reaching nowhere.
+            furthest: (0, 0, Owner::ElfHeader),
+            overlap: None,
+        }
+    }
+}
+
+impl Sweep {
+    /// Compares `claim`, which starts no earlier than those before it, with them.
+    fn add(&mut self, claim: Claim) {
+        if claim.0 < self.furthest.1 && self.overlap.is_none() {
+            self.overlap = Some((claim, self.furthest));
+        }
+        if claim.1 > self.furthest.1 {
+            self.furthest = claim;
         }
     }
 
     /// Damage when two claims overlap: the later owner's bytes, overlapping the earlier one
     /// (headers first, then sections in order), each named by `name`.
-    fn check(mut self, name: impl Fn(Owner) -> String) -> Result<(), ParseError> {
-        if !self.0.is_sorted() {
-            self.0.sort_unstable();
-        }
-        let mut furthest: Option<(u64, u64, Owner)> = None;
-        for &(start, end, owner) in &self.0 {
-            if let Some(reaching) = furthest.filter(|&(_, stop, _)| start < stop) {
-                let (first, second) = if reaching.2 < owner {
-                    (reaching, (start, end, owner))
-                } else {
-                    ((start, end, owner), reaching)
-                };
-                return Err(ParseError::new(
-                    name(second.2),
-                    format!(
-                        "its bytes {}..{} overlap {}",
-                        second.0,
-                        second.1,
-                        name(first.2)
-                    ),
-                ));
-            }
-            if furthest.is_none_or(|(_, stop, _)| end > stop) {
-                furthest = Some((start, end, owner));
-            }
-        }
-        Ok(())
+    fn check(self, name: impl Fn(Owner) -> String) -> Result<(), ParseError> {
+        let Some((claim, reaching)) = self.overlap else {
+            return Ok(());
+        };
+        let (first, second) = if reaching.2 < claim.2 {
+            (reaching, claim)
+        } else {
+            (claim, reaching)
+        };
+        Err(ParseError::new(
+            name(second.2),
+            format!(
+                "its bytes {}..{} overlap {}",
+                second.0,
+                second.1,
+                name(first.2)
+            ),
+        ))
     }
+}
+
+/// Hands `claim` what the file's structures claim of its bytes, `size` bytes at `offset` each,
+/// in the order compilers lay a cubin out: the header, the sections, then the tables of section
+/// and program headers.
+fn layout(header: &Header, sections: &Sections<'_>, mut claim: impl FnMut(u64, u64, Owner)) {
+    claim(0, size_of::<Header>() as u64, Owner::ElfHeader);
+    for (index, section) in sections.iter().enumerate().skip(1) {
+        if section.sh_type(LE) != SHT_NOBITS {
+            claim(
+                section.sh_offset(LE),
+                section.sh_size(LE),
+                Owner::Section(index),
+            );
+        }
+    }
+    claim(
+        header.e_shoff(LE),
+        sections.len() as u64 * size_of::<SectionHeader64<LE>>() as u64,
+        Owner::SectionHeaders,
+    );
+    claim(
+        header.e_phoff(LE),
+        u64::from(header.e_phnum(LE)) * size_of::<ProgramHeader64<LE>>() as u64,
+        Owner::ProgramHeaders,
+    );
+}
+
+/// Damage when two of the file's structures overlap (see [`Sweep::check`]). Their claims are
+/// compared as they come when they come in the order of their offsets, as compilers lay cubins
+/// out; only otherwise are they gathered into [`Ranges`] and sorted.
+fn check_layout(
+    header: &Header,
+    sections: &Sections<'_>,
+    name: impl Fn(Owner) -> String,
+) -> Result<(), ParseError> {
+    let mut sweep = Sweep::default();
+    let mut previous_start = None;
+    let mut in_order = true;
+    layout(header, sections, |offset, size, owner| {
+        if let Some(claim) = claim(offset, size, owner) {
+            // Starts that only increase are in the order sorting would put the claims in.
+            in_order &= previous_start.replace(offset) < Some(offset);
+            sweep.add(claim);
+        }
+    });
+    if in_order {
+        return sweep.check(name);
+    }
+    let mut ranges = Ranges::default();
+    layout(header, sections, |offset, size, owner| {
+        ranges.claim(offset, size, owner)
+    });
+    ranges.check(name)
 }
 
 fn outside(place: String, offset: u64, size: u64, len: usize) -> ParseError {
@@ -328,10 +417,6 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
             "it is not the all-zero null section",
         ));
     }
-    // In the order compilers lay a cubin out (the header, the sections, then the tables of
-    // section and program headers), so that the claims usually need no sorting.
-    let mut ranges = Ranges::with_capacity(count + 3);
-    ranges.claim(0, size_of::<Header>() as u64, Owner::ElfHeader);
     // Section headers may all point at the same bytes; reading them over and over must not turn
     // a small image into minutes of checking.
     let mut budget = data.len().saturating_mul(READ_BUDGET_FACTOR);
@@ -397,11 +482,6 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
                     ),
                 ));
             }
-            ranges.claim(
-                section.sh_offset(LE),
-                section.sh_size(LE),
-                Owner::Section(index),
-            );
         }
         links(&sections, section, symbols.len(), place)?;
         let entry_size = match kind {
@@ -457,17 +537,7 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
             }
         }
     }
-    ranges.claim(
-        header.e_shoff(LE),
-        count as u64 * size_of::<SectionHeader64<LE>>() as u64,
-        Owner::SectionHeaders,
-    );
-    ranges.claim(
-        header.e_phoff(LE),
-        u64::from(header.e_phnum(LE)) * size_of::<ProgramHeader64<LE>>() as u64,
-        Owner::ProgramHeaders,
-    );
-    ranges.check(|owner| match owner {
+    check_layout(header, &sections, |owner| match owner {
         Owner::ElfHeader => "the ELF header".into(),
         Owner::SectionHeaders => "the section header table".into(),
         Owner::ProgramHeaders => "the program header table".into(),
