@@ -11,8 +11,8 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use object::elf::{
-    FileHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_NOBITS, SHT_SYMTAB,
-    STT_FUNC, STT_OBJECT,
+    FileHeader64, SectionHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_NOBITS,
+    SHT_SYMTAB, STT_FUNC, STT_OBJECT,
 };
 use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym};
 use object::LittleEndian;
@@ -458,19 +458,26 @@ pub(crate) fn variables(data: &[u8]) -> Result<Variables, ParseError> {
 }
 
 /// The sizes of the `SHT_NOBITS` sections that hold variables, added up.
-pub(crate) fn uninitialized_variable_bytes(
-    sections: &SectionTable<'_, FileHeader64<LittleEndian>>,
-) -> usize {
+fn uninitialized_variable_bytes(sections: &SectionTable<'_, FileHeader64<LittleEndian>>) -> usize {
     sections
         .iter()
-        .filter(|section| section.sh_type(LittleEndian) == SHT_NOBITS)
-        .filter(|section| {
-            sections
-                .section_name(LittleEndian, section)
-                .is_ok_and(|name| variable_space(name).is_some())
+        .filter_map(|section| {
+            uninitialized_bytes(section, || {
+                sections.section_name(LittleEndian, section).ok()
+            })
         })
-        .map(|section| usize::try_from(section.sh_size(LittleEndian)).unwrap_or(usize::MAX))
         .fold(0, usize::saturating_add)
+}
+
+/// The device memory `section` takes beyond the image's bytes: its size when it is an
+/// `SHT_NOBITS` section of variables (`name` says its name, asked only then).
+pub(crate) fn uninitialized_bytes<'a>(
+    section: &SectionHeader64<LittleEndian>,
+    name: impl FnOnce() -> Option<&'a [u8]>,
+) -> Option<usize> {
+    (section.sh_type(LittleEndian) == SHT_NOBITS
+        && name().is_some_and(|name| variable_space(name).is_some()))
+    .then(|| usize::try_from(section.sh_size(LittleEndian)).unwrap_or(usize::MAX))
 }
 
 fn variable_space(section: &[u8]) -> Option<Space> {

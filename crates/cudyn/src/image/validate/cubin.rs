@@ -422,6 +422,7 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
     // a small image into minutes of checking.
     let mut budget = data.len().saturating_mul(READ_BUDGET_FACTOR);
     let names = section_names(header, &sections, data);
+    let mut uninitialized_bytes: usize = 0;
     for (index, section) in sections.iter().enumerate() {
         // The section's name, then the names after it.
         let Some(named) = usize::try_from(section.sh_name(LE))
@@ -434,10 +435,8 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
                 "its name lies outside the section-name string table (e_shstrndx)",
             ));
         };
-        let place = || {
-            let name = named.split(|&byte| byte == 0).next().unwrap_or_default();
-            format!("section {index} ({})", String::from_utf8_lossy(name))
-        };
+        let name = || named.split(|&byte| byte == 0).next().unwrap_or_default();
+        let place = || format!("section {index} ({})", String::from_utf8_lossy(name()));
         let kind = section.sh_type(LE);
         let contents = if kind == SHT_NOBITS {
             &[][..]
@@ -537,6 +536,9 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
                 ));
             }
         }
+        if let Some(bytes) = inspect_cubin::uninitialized_bytes(section, || Some(name())) {
+            uninitialized_bytes = uninitialized_bytes.saturating_add(bytes);
+        }
     }
     check_layout(header, &sections, |owner| match owner {
         Owner::ElfHeader => "the ELF header".into(),
@@ -592,7 +594,7 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
     }
     Ok(Facts {
         defines_variables,
-        uninitialized_bytes: Some(inspect_cubin::uninitialized_variable_bytes(&sections)),
+        uninitialized_bytes: Some(uninitialized_bytes),
     })
 }
 
