@@ -22,7 +22,8 @@ use std::mem::size_of;
 use object::elf::{
     FileHeader64, ProgramHeader64, Rel64, Rela64, SectionHeader64, Sym64, ET_EXEC, ET_REL,
     EV_CURRENT, PN_XNUM, PT_LOAD, PT_PHDR, SHF_EXECINSTR, SHF_INFO_LINK, SHN_LORESERVE, SHN_UNDEF,
-    SHT_DYNSYM, SHT_NOBITS, SHT_NULL, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB, STT_FUNC,
+    SHT_DYNSYM, SHT_NOBITS, SHT_NOTE, SHT_NULL, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
+    STT_FUNC,
 };
 use object::read::elf::{FileHeader, ProgramHeader, Rel, Rela, SectionHeader, Sym};
 use object::LittleEndian as LE;
@@ -484,48 +485,56 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
             }
         }
         links(&sections, section, symbols.len(), place)?;
-        let entry_size = match kind {
-            SHT_SYMTAB | SHT_DYNSYM => Some(size_of::<Sym64<LE>>()),
-            SHT_REL => Some(size_of::<Rel64<LE>>()),
-            SHT_RELA => Some(size_of::<Rela64<LE>>()),
-            _ => None,
-        };
-        if let Some(expected) = entry_size {
-            check_table(section, expected, place)?;
-        }
-        // A symbol table's sh_info is the index of its first global symbol.
-        if matches!(kind, SHT_SYMTAB | SHT_DYNSYM)
-            && u64::from(section.sh_info(LE)) > section.sh_size(LE) / size_of::<Sym64<LE>>() as u64
-        {
-            return Err(ParseError::new(
-                place(),
-                format!(
-                    "its first global symbol, {}, is past its end",
-                    section.sh_info(LE)
-                ),
-            ));
-        }
-        if matches!(kind, SHT_REL | SHT_RELA) {
-            relocations(&sections, section, data, symbols.len(), place)?;
-        }
         budget = budget.checked_sub(contents.len()).ok_or_else(|| {
             ParseError::new(place(), "the sections overlap each other many times over")
         })?;
-        if kind == SHT_STRTAB && contents.last().is_some_and(|&last| last != 0) {
-            return Err(ParseError::new(
-                place(),
-                "its last string is not NUL-terminated",
-            ));
-        }
-        let mut notes = section
-            .notes(LE, data)
-            .map_err(|error| ParseError::new(place(), error.to_string()))?;
-        while let Some(notes) = notes.as_mut() {
-            match notes.next() {
-                Ok(Some(_)) => {}
-                Ok(None) => break,
-                Err(error) => return Err(ParseError::new(place(), error.to_string())),
+        // The kind decides in one branch: tested in many, it was mispredicted as it changes from
+        // section to section.
+        match kind {
+            SHT_SYMTAB | SHT_DYNSYM => {
+                check_table(section, size_of::<Sym64<LE>>(), place)?;
+                // A symbol table's sh_info is the index of its first global symbol.
+                let first_global = section.sh_info(LE);
+                if u64::from(first_global) > section.sh_size(LE) / size_of::<Sym64<LE>>() as u64 {
+                    return Err(ParseError::new(
+                        place(),
+                        format!("its first global symbol, {first_global}, is past its end"),
+                    ));
+                }
             }
+            SHT_REL | SHT_RELA => {
+                let entry_size = if kind == SHT_REL {
+                    size_of::<Rel64<LE>>()
+                } else {
+                    size_of::<Rela64<LE>>()
+                };
+                check_table(section, entry_size, place)?;
+                relocations(&sections, section, data, symbols.len(), place)?;
+            }
+            SHT_STRTAB if contents.last().is_some_and(|&last| last != 0) => {
+                return Err(ParseError::new(
+                    place(),
+                    "its last string is not NUL-terminated",
+                ));
+            }
+            SHT_NOTE => {
+                let mut notes = section
+                    .notes(LE, data)
+                    .map_err(|error| ParseError::new(place(), error.to_string()))?;
+                while let Some(notes) = notes.as_mut() {
+                    match notes.next() {
+                        Ok(Some(_)) => {}
+                        Ok(None) => break,
+                        Err(error) => return Err(ParseError::new(place(), error.to_string())),
+                    }
+                }
+            }
+            SHT_NOBITS => {
+                if let Some(bytes) = inspect_cubin::uninitialized_bytes(section, || Some(name())) {
+                    uninitialized_bytes = uninitialized_bytes.saturating_add(bytes);
+                }
+            }
+            _ => {}
         }
         // The NUL after a name is part of what it is compared with.
         if named.starts_with(b".nv.info") || named.starts_with(b".nv.compat\0") {
@@ -535,9 +544,6 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
                     format!("its attribute at byte {offset} is damaged or runs past its end"),
                 ));
             }
-        }
-        if let Some(bytes) = inspect_cubin::uninitialized_bytes(section, || Some(name())) {
-            uninitialized_bytes = uninitialized_bytes.saturating_add(bytes);
         }
     }
     check_layout(header, &sections, |owner| match owner {
