@@ -33,7 +33,7 @@ The rows and their ids are those of crates/cudyn-bench (scripts/bench-peers merg
   its version, which opens NVRTC but compiles nothing), `get_kernel`, `launch`, a synchronize; a
   cuda.core without FileStreamProgramCache compiles without a cache and has no warm figure;
 - start.repeat: the same source again in one process (µs), the previous launch's module and kernel
-  unreferenced. CuPy keeps every module it compiled loaded for the life of the process (the memo
+  unreferenced; the median of --starts processes' medians of 21. CuPy keeps every module it compiled loaded for the life of the process (the memo
   above), so its repeat is a lookup, cuModuleGetFunction and the launch; cuda.core keeps nothing
   in memory, so its repeat reads its disk cache and loads again.
 
@@ -543,8 +543,11 @@ def measure(peer_class, images, starts, scratch):
     attempt(["start.cold", "start.warm"], starts_row)
     attempt(
         ["start.repeat"],
+        # The median of several processes' medians, as cudyn-bench's row.
         lambda: rows.__setitem__(
-            "start.repeat", run_child(peer.name, "repeat", source_path, warm_cache)[0]
+            "start.repeat",
+            median([run_child(peer.name, "repeat", source_path, warm_cache)[0]
+                    for _ in range(starts)]),
         ),
     )
     for row in ("start.cold", "start.warm", "start.repeat"):
