@@ -189,17 +189,7 @@ fn measure(mode: Mode) -> std::result::Result<(), String> {
         }
         Mode::Raw => {
             let cubin = env_path(CUBIN_ENV)?;
-            let faults = minor_faults();
-            let start = Instant::now();
-            let image = std::fs::read(&cubin).map_err(|e| format!("{}: {e}", cubin.display()))?;
-            let read_at = Instant::now();
-            let library = RawLibrary::load(&image).map_err(|e| e.to_string())?;
-            let loaded_at = Instant::now();
-            library.kernel("saxpy").map_err(|e| e.to_string())?;
-            let end = Instant::now();
-            let faults = minor_faults() - faults;
-            drop(library);
-            timed_parts(start, [read_at, loaded_at, end], faults)
+            raw_start(|| std::fs::read(&cubin).map_err(|e| format!("{}: {e}", cubin.display())))?.0
         }
         Mode::Hit => {
             let arch: Arch = std::env::var(ARCH_ENV)
@@ -229,21 +219,12 @@ fn measure(mode: Mode) -> std::result::Result<(), String> {
         }
         Mode::Ideal => {
             let (files, arch) = floor_inputs()?;
-            let faults = minor_faults();
-            let start = Instant::now();
-            let code = cache_floor::hit(&files, &source, &arch)?;
-            let hit_at = Instant::now();
-            let library = RawLibrary::load(&code).map_err(|e| e.to_string())?;
-            let loaded_at = Instant::now();
-            library.kernel("saxpy").map_err(|e| e.to_string())?;
-            let end = Instant::now();
-            let faults = minor_faults() - faults;
-            drop(library);
+            let (figures, code) = raw_start(|| cache_floor::hit(&files, &source, &arch))?;
             let reference = std::fs::read(env_path(CUBIN_ENV)?).map_err(|e| e.to_string())?;
             if *code != *reference {
                 return Err("the floor's code differs from the reference cubin".to_owned());
             }
-            timed_parts(start, [hit_at, loaded_at, end], faults)
+            figures
         }
         Mode::Repeat => {
             source_to_kernel(&source).map_err(|e| e.to_string())?;
@@ -326,6 +307,24 @@ fn median_of_repeats(
         times.push(start.elapsed());
     }
     Ok(median(times))
+}
+
+/// A start by the raw runtime after the context: `read` gives the code (the first part timed),
+/// then `cudaLibraryLoadData` and `cudaLibraryGetKernel` of it; its figures, and the code.
+fn raw_start<C: AsRef<[u8]>>(
+    read: impl FnOnce() -> std::result::Result<C, String>,
+) -> std::result::Result<(Vec<u64>, C), String> {
+    let faults = minor_faults();
+    let start = Instant::now();
+    let code = read()?;
+    let read_at = Instant::now();
+    let library = RawLibrary::load(code.as_ref()).map_err(|e| e.to_string())?;
+    let loaded_at = Instant::now();
+    library.kernel("saxpy").map_err(|e| e.to_string())?;
+    let end = Instant::now();
+    let faults = minor_faults() - faults;
+    drop(library);
+    Ok((timed_parts(start, [read_at, loaded_at, end], faults), code))
 }
 
 /// The warm cache's files and the architecture, for (f) and (g).
