@@ -35,6 +35,46 @@ pub(crate) struct KernelRecord {
     pub params: Vec<ParamLayout>,
 }
 
+/// The kernels of an entry's code, as its manifest holds them: encoded (a count, then each
+/// kernel's name and its parameters' offsets and sizes), and read only by what lists entries, not
+/// by a hit, which has no use for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Kernels(Vec<u8>);
+
+impl Kernels {
+    /// The encoding of `kernels`.
+    pub fn of(kernels: &[KernelRecord]) -> Kernels {
+        let mut encoded = Writer::default();
+        encoded.u64(kernels.len() as u64);
+        for kernel in kernels {
+            encoded.text(&kernel.name);
+            encoded.u64(kernel.params.len() as u64);
+            for param in &kernel.params {
+                encoded.u64(param.offset as u64);
+                encoded.u64(param.size as u64);
+            }
+        }
+        Kernels(encoded.0)
+    }
+
+    /// The kernels, or `None` when the encoding does not read whole.
+    pub fn list(&self) -> Option<Vec<KernelRecord>> {
+        let mut encoded = Reader(&self.0);
+        let kernels = encoded.list(|m| {
+            Some(KernelRecord {
+                name: m.text()?,
+                params: m.list(|m| {
+                    Some(ParamLayout {
+                        offset: usize::try_from(m.u64()?).ok()?,
+                        size: usize::try_from(m.u64()?).ok()?,
+                    })
+                })?,
+            })
+        })?;
+        encoded.0.is_empty().then_some(kernels)
+    }
+}
+
 /// What a cache entry holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -50,7 +90,7 @@ pub(crate) struct Entry {
     pub lowered_names: Vec<(String, String)>,
     /// The tools that made it, e.g. `NVRTC 13.0`.
     pub toolchain: Vec<String>,
-    pub kernels: Vec<KernelRecord>,
+    pub kernels: Kernels,
     pub created: SystemTime,
     pub code: Arc<[u8]>,
     /// What the check before a load found in the code, when it passed, with the code's digest
@@ -60,9 +100,9 @@ pub(crate) struct Entry {
 
 impl Entry {
     /// The kernels of `code` with their layouts, as cudyn's inspector reads them.
-    pub fn kernels_of(code: &[u8]) -> Vec<KernelRecord> {
+    pub fn kernels_of(code: &[u8]) -> Kernels {
         let Ok(inspection) = crate::inspect::inspect(code) else {
-            return Vec::new();
+            return Kernels::of(&[]);
         };
         let mut kernels = Vec::new();
         for module in inspection.modules() {
@@ -81,7 +121,7 @@ impl Entry {
                 }
             }
         }
-        kernels
+        Kernels::of(&kernels)
     }
 
     /// The kind of image the code is.
@@ -106,15 +146,7 @@ impl Entry {
         for tool in &self.toolchain {
             manifest.text(tool);
         }
-        manifest.u64(self.kernels.len() as u64);
-        for kernel in &self.kernels {
-            manifest.text(&kernel.name);
-            manifest.u64(kernel.params.len() as u64);
-            for param in &kernel.params {
-                manifest.u64(param.offset as u64);
-                manifest.u64(param.size as u64);
-            }
-        }
+        manifest.bytes(&self.kernels.0);
         let created = self
             .created
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -181,17 +213,7 @@ impl Entry {
         let log = manifest.text()?;
         let lowered_names = manifest.list(|m| Some((m.text()?, m.text()?)))?;
         let toolchain = manifest.list(Reader::text)?;
-        let kernels = manifest.list(|m| {
-            Some(KernelRecord {
-                name: m.text()?,
-                params: m.list(|m| {
-                    Some(ParamLayout {
-                        offset: usize::try_from(m.u64()?).ok()?,
-                        size: usize::try_from(m.u64()?).ok()?,
-                    })
-                })?,
-            })
-        })?;
+        let kernels = Kernels(manifest.bytes()?.to_vec());
         let created = SystemTime::UNIX_EPOCH + Duration::from_secs(manifest.u64()?);
         let checked = match manifest.u64()? {
             0 => None,
@@ -247,10 +269,10 @@ pub(crate) mod tests {
             log: "warning: none".into(),
             lowered_names: vec![("saxpy<float>".into(), "_Z5saxpyIfEvv".into())],
             toolchain: vec!["NVRTC 13.0".into()],
-            kernels: vec![KernelRecord {
+            kernels: Kernels::of(&[KernelRecord {
                 name: "_Z5saxpyIfEvv".into(),
                 params: vec![ParamLayout { offset: 0, size: 4 }],
-            }],
+            }]),
             created: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             code: (0..code_len).map(|i| i as u8).collect(),
             checked: None,
@@ -277,6 +299,36 @@ pub(crate) mod tests {
         assert_eq!(Entry::decode(&older), None);
         assert!(!Entry::is_other_format(&bytes[..7]));
         assert!(!Entry::is_other_format(b"garbage of some length"));
+    }
+
+    #[test]
+    fn kernels_read_back_and_a_cut_encoding_does_not() {
+        let kernels = [
+            KernelRecord {
+                name: "_Z5saxpyIfEvv".into(),
+                params: vec![
+                    ParamLayout { offset: 0, size: 4 },
+                    ParamLayout { offset: 8, size: 8 },
+                ],
+            },
+            KernelRecord {
+                name: "empty".into(),
+                params: Vec::new(),
+            },
+        ];
+        let encoded = Kernels::of(&kernels);
+        assert_eq!(encoded.list().as_deref(), Some(&kernels[..]));
+        for len in 0..encoded.0.len() {
+            assert_eq!(
+                Kernels(encoded.0[..len].to_vec()).list(),
+                None,
+                "cut to {len}"
+            );
+        }
+        let mut longer = encoded.0.clone();
+        longer.push(0);
+        assert_eq!(Kernels(longer).list(), None);
+        assert_eq!(Kernels::of(&[]).list(), Some(Vec::new()));
     }
 
     #[test]

@@ -298,6 +298,7 @@ impl Cache {
                     arch: entry.arch.sm(),
                     kernels: entry
                         .kernels
+                        .list()?
                         .into_iter()
                         .map(|kernel| kernel.name)
                         .collect(),
@@ -323,7 +324,9 @@ impl Cache {
             let intact = bytes
                 .as_deref()
                 .and_then(Entry::decode)
-                .is_some_and(|entry| Some(entry.key) == key_of_file(&file.path));
+                .is_some_and(|entry| {
+                    Some(entry.key) == key_of_file(&file.path) && entry.kernels.list().is_some()
+                });
             if intact {
                 continue;
             }
