@@ -35,18 +35,33 @@ pub(crate) struct KernelRecord {
     pub params: Vec<ParamLayout>,
 }
 
-/// The kernels of an entry's code, as its manifest holds them: encoded (a count, then each
-/// kernel's name and its parameters' offsets and sizes), and read only by what lists entries, not
-/// by a hit, which has no use for them.
+/// What only listings of the cache read of an entry, as its manifest holds it: encoded, and
+/// decoded by what lists or verifies entries, not by a hit, which has no use for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Kernels(Vec<u8>);
+pub(crate) struct Listing(Vec<u8>);
 
-impl Kernels {
-    /// The encoding of `kernels`.
-    pub fn of(kernels: &[KernelRecord]) -> Kernels {
+/// A [`Listing`] decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listed {
+    /// The program's name (empty for a link).
+    pub name: String,
+    /// The tools that made the code, e.g. `NVRTC 13.0`.
+    pub toolchain: Vec<String>,
+    pub kernels: Vec<KernelRecord>,
+    pub created: SystemTime,
+}
+
+impl Listing {
+    /// The encoding of `listed`.
+    pub fn of(listed: &Listed) -> Listing {
         let mut encoded = Writer::default();
-        encoded.u64(kernels.len() as u64);
-        for kernel in kernels {
+        encoded.text(&listed.name);
+        encoded.u64(listed.toolchain.len() as u64);
+        for tool in &listed.toolchain {
+            encoded.text(tool);
+        }
+        encoded.u64(listed.kernels.len() as u64);
+        for kernel in &listed.kernels {
             encoded.text(&kernel.name);
             encoded.u64(kernel.params.len() as u64);
             for param in &kernel.params {
@@ -54,12 +69,19 @@ impl Kernels {
                 encoded.u64(param.size as u64);
             }
         }
-        Kernels(encoded.0)
+        let created = listed
+            .created
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        encoded.u64(created.as_secs());
+        Listing(encoded.0)
     }
 
-    /// The kernels, or `None` when the encoding does not read whole.
-    pub fn list(&self) -> Option<Vec<KernelRecord>> {
+    /// What the listing says, or `None` when its encoding does not read whole.
+    pub fn read(&self) -> Option<Listed> {
         let mut encoded = Reader(&self.0);
+        let name = encoded.text()?;
+        let toolchain = encoded.list(Reader::text)?;
         let kernels = encoded.list(|m| {
             Some(KernelRecord {
                 name: m.text()?,
@@ -71,7 +93,13 @@ impl Kernels {
                 })?,
             })
         })?;
-        encoded.0.is_empty().then_some(kernels)
+        let created = SystemTime::UNIX_EPOCH + Duration::from_secs(encoded.u64()?);
+        encoded.0.is_empty().then_some(Listed {
+            name,
+            toolchain,
+            kernels,
+            created,
+        })
     }
 }
 
@@ -82,16 +110,12 @@ pub(crate) struct Entry {
     pub key: Key,
     pub output: Output,
     pub arch: Arch,
-    /// The program's name (empty for a link).
-    pub name: String,
     /// The compiler's or linker's log.
     pub log: String,
     /// Name expressions with their lowered names.
     pub lowered_names: Vec<(String, String)>,
-    /// The tools that made it, e.g. `NVRTC 13.0`.
-    pub toolchain: Vec<String>,
-    pub kernels: Kernels,
-    pub created: SystemTime,
+    /// The program's name, the tools, the kernels and the creation time.
+    pub listing: Listing,
     pub code: Arc<[u8]>,
     /// What the check before a load found in the code, when it passed, with the code's digest
     /// (always the digest of `code`).
@@ -100,9 +124,9 @@ pub(crate) struct Entry {
 
 impl Entry {
     /// The kernels of `code` with their layouts, as cudyn's inspector reads them.
-    pub fn kernels_of(code: &[u8]) -> Kernels {
+    pub fn kernels_of(code: &[u8]) -> Vec<KernelRecord> {
         let Ok(inspection) = crate::inspect::inspect(code) else {
-            return Kernels::of(&[]);
+            return Vec::new();
         };
         let mut kernels = Vec::new();
         for module in inspection.modules() {
@@ -121,7 +145,7 @@ impl Entry {
                 }
             }
         }
-        Kernels::of(&kernels)
+        kernels
     }
 
     /// The kind of image the code is.
@@ -135,23 +159,13 @@ impl Entry {
         manifest.bytes(&self.key.0);
         manifest.text(self.output.extension());
         manifest.u64(u64::from(self.arch.number()));
-        manifest.text(&self.name);
         manifest.text(&self.log);
         manifest.u64(self.lowered_names.len() as u64);
         for (expression, lowered) in &self.lowered_names {
             manifest.text(expression);
             manifest.text(lowered);
         }
-        manifest.u64(self.toolchain.len() as u64);
-        for tool in &self.toolchain {
-            manifest.text(tool);
-        }
-        manifest.bytes(&self.kernels.0);
-        let created = self
-            .created
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default();
-        manifest.u64(created.as_secs());
+        manifest.bytes(&self.listing.0);
         match self.checked {
             Some(Checked { facts, .. }) => {
                 manifest.u64(1);
@@ -201,20 +215,17 @@ impl Entry {
             return None;
         }
         let key = Key(manifest.bytes()?.try_into().ok()?);
-        let output = match manifest.text()?.as_str() {
-            "cubin" => Output::Cubin,
-            "ptx" => Output::Ptx,
-            "ltoir" => Output::LtoIr,
+        let output = match manifest.bytes()? {
+            b"cubin" => Output::Cubin,
+            b"ptx" => Output::Ptx,
+            b"ltoir" => Output::LtoIr,
             _ => return None,
         };
         let number = u32::try_from(manifest.u64()?).ok()?;
         let arch = Arch::new(number / 10, number % 10);
-        let name = manifest.text()?;
         let log = manifest.text()?;
         let lowered_names = manifest.list(|m| Some((m.text()?, m.text()?)))?;
-        let toolchain = manifest.list(Reader::text)?;
-        let kernels = Kernels(manifest.bytes()?.to_vec());
-        let created = SystemTime::UNIX_EPOCH + Duration::from_secs(manifest.u64()?);
+        let listing = Listing(manifest.bytes()?.to_vec());
         let checked = match manifest.u64()? {
             0 => None,
             1 => {
@@ -237,12 +248,9 @@ impl Entry {
             key,
             output,
             arch,
-            name,
             log,
             lowered_names,
-            toolchain,
-            kernels,
-            created,
+            listing,
             code: code.into(),
             checked,
         })
@@ -265,17 +273,32 @@ pub(crate) mod tests {
             key,
             output: Output::Cubin,
             arch: Arch::new(9, 0),
-            name: "saxpy.cu".into(),
             log: "warning: none".into(),
             lowered_names: vec![("saxpy<float>".into(), "_Z5saxpyIfEvv".into())],
-            toolchain: vec!["NVRTC 13.0".into()],
-            kernels: Kernels::of(&[KernelRecord {
-                name: "_Z5saxpyIfEvv".into(),
-                params: vec![ParamLayout { offset: 0, size: 4 }],
-            }]),
-            created: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+            listing: Listing::of(&listed()),
             code: (0..code_len).map(|i| i as u8).collect(),
             checked: None,
+        }
+    }
+
+    fn listed() -> Listed {
+        Listed {
+            name: "saxpy.cu".into(),
+            toolchain: vec!["NVRTC 13.0".into()],
+            kernels: vec![
+                KernelRecord {
+                    name: "_Z5saxpyIfEvv".into(),
+                    params: vec![
+                        ParamLayout { offset: 0, size: 4 },
+                        ParamLayout { offset: 8, size: 8 },
+                    ],
+                },
+                KernelRecord {
+                    name: "empty".into(),
+                    params: Vec::new(),
+                },
+            ],
+            created: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
         }
     }
 
@@ -302,33 +325,19 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn kernels_read_back_and_a_cut_encoding_does_not() {
-        let kernels = [
-            KernelRecord {
-                name: "_Z5saxpyIfEvv".into(),
-                params: vec![
-                    ParamLayout { offset: 0, size: 4 },
-                    ParamLayout { offset: 8, size: 8 },
-                ],
-            },
-            KernelRecord {
-                name: "empty".into(),
-                params: Vec::new(),
-            },
-        ];
-        let encoded = Kernels::of(&kernels);
-        assert_eq!(encoded.list().as_deref(), Some(&kernels[..]));
+    fn a_listing_reads_back_and_a_cut_one_does_not() {
+        let encoded = Listing::of(&listed());
+        assert_eq!(encoded.read(), Some(listed()));
         for len in 0..encoded.0.len() {
             assert_eq!(
-                Kernels(encoded.0[..len].to_vec()).list(),
+                Listing(encoded.0[..len].to_vec()).read(),
                 None,
                 "cut to {len}"
             );
         }
         let mut longer = encoded.0.clone();
         longer.push(0);
-        assert_eq!(Kernels(longer).list(), None);
-        assert_eq!(Kernels::of(&[]).list(), Some(Vec::new()));
+        assert_eq!(Listing(longer).read(), None);
     }
 
     #[test]

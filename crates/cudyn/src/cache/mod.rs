@@ -292,18 +292,18 @@ impl Cache {
             .into_iter()
             .filter_map(|file| {
                 let entry = Entry::decode(&std::fs::read(&file.path).ok()?)?;
+                let listed = entry.listing.read()?;
                 Some(EntryInfo {
                     key: entry.key.hex(),
                     kind: entry.image_kind(),
                     arch: entry.arch.sm(),
-                    kernels: entry
+                    kernels: listed
                         .kernels
-                        .list()?
                         .into_iter()
                         .map(|kernel| kernel.name)
                         .collect(),
                     size: file.size,
-                    created: entry.created,
+                    created: listed.created,
                     last_used: file.last_used,
                 })
             })
@@ -325,7 +325,7 @@ impl Cache {
                 .as_deref()
                 .and_then(Entry::decode)
                 .is_some_and(|entry| {
-                    Some(entry.key) == key_of_file(&file.path) && entry.kernels.list().is_some()
+                    Some(entry.key) == key_of_file(&file.path) && entry.listing.read().is_some()
                 });
             if intact {
                 continue;

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use super::compiled::{Compiled, Output};
 use super::program::Program;
 use super::target::{Arch, PtxVerdict};
-use crate::cache::entry::Entry;
+use crate::cache::entry::{Entry, Listed, Listing};
 use crate::cache::resolved::{self, ResolvedCompiler};
 use crate::cache::{key, Cache, Key, KeyHasher};
 use crate::error::Result;
@@ -174,12 +174,14 @@ impl Miss {
             key,
             output: compiled.output,
             arch: compiled.arch,
-            name: compiled.name.clone(),
             log: compiled.log.clone(),
             lowered_names: compiled.lowered_names.clone(),
-            toolchain: vec![format!("NVRTC {}", compiler.version)],
-            kernels: Entry::kernels_of(&compiled.code),
-            created: SystemTime::now(),
+            listing: Listing::of(&Listed {
+                name: compiled.name.clone(),
+                toolchain: vec![format!("NVRTC {}", compiler.version)],
+                kernels: Entry::kernels_of(&compiled.code),
+                created: SystemTime::now(),
+            }),
             code: Arc::clone(&compiled.code),
             checked: compiled.checked,
         });

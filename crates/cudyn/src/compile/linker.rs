@@ -8,7 +8,7 @@ use super::target::{Arch, PtxVerdict};
 use super::{c_strings, text_of};
 use crate::api::c_string;
 use crate::api::nvjitlink as api;
-use crate::cache::entry::Entry;
+use crate::cache::entry::{Entry, Listed, Listing};
 use crate::cache::{Cache, KeyHasher};
 use crate::error::{Error, Result};
 use crate::library::Library;
@@ -302,12 +302,14 @@ impl<'a> Linker<'a> {
                 key,
                 output,
                 arch: linked.arch,
-                name: String::new(),
                 log: linked.info_log.clone(),
                 lowered_names: Vec::new(),
-                toolchain: vec![format!("nvJitLink {}", sys::nvjitlink()?.version)],
-                kernels: Entry::kernels_of(&linked.code),
-                created: std::time::SystemTime::now(),
+                listing: Listing::of(&Listed {
+                    name: String::new(),
+                    toolchain: vec![format!("nvJitLink {}", sys::nvjitlink()?.version)],
+                    kernels: Entry::kernels_of(&linked.code),
+                    created: std::time::SystemTime::now(),
+                }),
                 code: linked.code.as_slice().into(),
                 checked: None,
             });
