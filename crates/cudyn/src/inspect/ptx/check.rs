@@ -37,7 +37,7 @@ enum At<'a> {
 
 #[derive(Debug, Clone, Copy)]
 struct Statement<'a> {
-    start: &'a str,
+    start: &'a [u8],
     /// Whether a `;` or `{` was seen: what makes a block is decided before it.
     head_done: bool,
     /// A function body or `.section`: it ends with its closing brace.
@@ -59,42 +59,37 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
             "it must be UTF-8 text with no NUL before its end",
         )
     })?;
-    let place = |token: &str| format!("PTX line {}", line_of(text, token));
+    let place = |token: &[u8]| format!("PTX line {}", line_of(text, token));
     let mut outline = Outline::default();
-    let mut open: Vec<&str> = Vec::new();
-    let mut bracket_error = None;
+    let mut brackets = Brackets::default();
     let mut at = At::Top;
     let mut tokens = Tokens::new(text);
-    // Inside braces only brackets matter, to the brackets' check and to where the statement ends.
-    while let Some(token) = tokens.advance(matches!(at, At::Statement(s) if s.depth > 0)) {
-        let token = token?;
-        if bracket_error.is_none() {
-            let expected = match token {
-                "{" | "(" | "[" => {
-                    open.push(token);
-                    None
-                }
-                "}" => Some("{"),
-                ")" => Some("("),
-                "]" => Some("["),
-                _ => None,
-            };
-            if expected.is_some() && open.pop() != expected {
-                bracket_error = Some(ParseError::new(
-                    place(token),
-                    format!("`{token}` closes nothing"),
-                ));
-            }
-        }
+    loop {
+        let token = if matches!(at, At::Statement(s) if s.depth > 0) {
+            pass_braces(&mut tokens, &mut brackets)
+        } else {
+            tokens.next_token()
+        };
+        let Some(token) = token else {
+            break;
+        };
+        brackets.see(token);
         step(&mut at, token, &mut outline);
     }
-    if let Some(error) = bracket_error {
-        return Err(error);
+    tokens.end()?;
+    if let Some(closing) = brackets.error {
+        return Err(ParseError::new(
+            place(closing),
+            format!("`{}` closes nothing", closing.escape_ascii()),
+        ));
     }
-    if let Some(first) = open.first() {
+    if let Some(first) = brackets.open.first() {
         return Err(ParseError::new(
             place(first),
-            format!("`{first}` is never closed: the text ends inside it (is the file cut short?)"),
+            format!(
+                "`{}` is never closed: the text ends inside it (is the file cut short?)",
+                first.escape_ascii()
+            ),
         ));
     }
     match at {
@@ -111,15 +106,62 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
     }
 }
 
+/// The brackets seen so far, and whether they pair up.
+#[derive(Default)]
+struct Brackets<'a> {
+    /// Those open, innermost last.
+    open: Vec<&'a [u8]>,
+    /// The first that closes nothing: no more are followed after it.
+    error: Option<&'a [u8]>,
+}
+
+impl<'a> Brackets<'a> {
+    /// Follows `token`, if a bracket.
+    fn see(&mut self, token: &'a [u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        let expected: &[u8] = match token {
+            b"{" | b"(" | b"[" => {
+                self.open.push(token);
+                return;
+            }
+            b"}" => b"{",
+            b")" => b"(",
+            b"]" => b"[",
+            _ => return,
+        };
+        if self.open.pop() != Some(expected) {
+            self.error = Some(token);
+        }
+    }
+}
+
+/// Passes over the inside of braces, where only brackets matter (to their pairing and to where
+/// the statement ends): to the `}` that closes them, returned as the next token.
+fn pass_braces<'a>(tokens: &mut Tokens<'a>, brackets: &mut Brackets<'a>) -> Option<&'a [u8]> {
+    let mut depth = 0usize;
+    loop {
+        let bracket = tokens.next_bracket()?;
+        match bracket {
+            b"{" => depth += 1,
+            b"}" if depth == 0 => return Some(bracket),
+            b"}" => depth -= 1,
+            _ => {}
+        }
+        brackets.see(bracket);
+    }
+}
+
 /// The top-level reading of [`parse`](super::parse), one token at a time: `at` moves on past `token`.
-fn step<'a>(at: &mut At<'a>, token: &'a str, outline: &mut Outline) {
+fn step<'a>(at: &mut At<'a>, token: &'a [u8], outline: &mut Outline) {
     match at {
         At::Top => {
             *at = match token {
-                ".version" => At::Value { version: true },
-                ".address_size" => At::Value { version: false },
-                ".target" => At::Target,
-                ".file" => At::FileField,
+                b".version" => At::Value { version: true },
+                b".address_size" => At::Value { version: false },
+                b".target" => At::Target,
+                b".file" => At::FileField,
                 _ => {
                     let mut begun = Statement {
                         start: token,
@@ -144,9 +186,9 @@ fn step<'a>(at: &mut At<'a>, token: &'a str, outline: &mut Outline) {
             outline.target = true;
             *at = At::TargetList;
         }
-        At::TargetList if token == "," => *at = At::Target,
+        At::TargetList if token == b"," => *at = At::Target,
         At::FileField => *at = At::FileList,
-        At::FileList if token == "," => *at = At::FileField,
+        At::FileList if token == b"," => *at = At::FileField,
         At::TargetList | At::FileList => {
             *at = At::Top;
             step(at, token, outline);
@@ -161,26 +203,26 @@ fn step<'a>(at: &mut At<'a>, token: &'a str, outline: &mut Outline) {
 
 /// `token` inside `statement`: whether the statement ends with it (after a `;` outside braces,
 /// or the closing brace of a block).
-fn statement(statement: &mut Statement<'_>, token: &str, outline: &mut Outline) -> bool {
+fn statement(statement: &mut Statement<'_>, token: &[u8], outline: &mut Outline) -> bool {
     let outside = statement.depth == 0;
     match token {
-        ".entry" | ".func" | ".section" if !statement.head_done => statement.block = true,
-        ".global" | ".const" if outside => statement.space = true,
+        b".entry" | b".func" | b".section" if !statement.head_done => statement.block = true,
+        b".global" | b".const" if outside => statement.space = true,
         _ => {}
     }
-    if matches!(token, ";" | "{") {
+    if matches!(token, b";" | b"{") {
         statement.head_done = true;
     }
     let ended = match token {
-        "{" => {
+        b"{" => {
             statement.depth += 1;
             false
         }
-        "}" => {
+        b"}" => {
             statement.depth = statement.depth.saturating_sub(1);
             statement.depth == 0 && statement.block
         }
-        ";" => outside,
+        b";" => outside,
         _ => false,
     };
     if ended {

@@ -189,8 +189,8 @@ pub fn parse(bytes: &[u8]) -> Result<PtxModule, ParseError> {
 }
 
 /// The line (from 1) where `token`, a slice of `text`, starts.
-fn line_of(text: &str, token: &str) -> usize {
-    let offset = (token.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+fn line_of(text: &str, token: &(impl AsRef<[u8]> + ?Sized)) -> usize {
+    let offset = (token.as_ref().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
     1 + text.as_bytes()[..offset.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')

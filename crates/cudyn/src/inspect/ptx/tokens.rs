@@ -1,6 +1,8 @@
 //! PTX's tokens: words (directives, names, numbers) and single punctuation characters, with
 //! comments and string literals passed over.
 
+use std::ops::Range;
+
 use super::{line_of, ParseError};
 
 /// Splits PTX into tokens: words (directives, names, numbers) and single punctuation characters;
@@ -13,99 +15,206 @@ pub(super) fn tokenize(text: &str) -> Result<Vec<&str>, ParseError> {
 pub(super) struct Tokens<'a> {
     text: &'a str,
     at: usize,
+    /// Where the comment or string the text ends inside starts, and which it is: the error that
+    /// ended the tokens. Kept here rather than returned with each token, which then fits in
+    /// registers.
+    unterminated: Option<(usize, &'static str)>,
 }
 
 impl<'a> Tokens<'a> {
     /// The tokens of `text`, from its start.
     pub(super) fn new(text: &'a str) -> Self {
-        Tokens { text, at: 0 }
+        Tokens {
+            text,
+            at: 0,
+            unterminated: None,
+        }
     }
 
-    /// The next token, or with `brackets_only` the next bracket (`{}()[]`), passing over every
-    /// other token: inside braces, where the rest does not matter to [`check`](fn@super::check).
-    pub(super) fn advance(&mut self, brackets_only: bool) -> Option<Result<&'a str, ParseError>> {
-        let text = self.text;
-        let bytes = text.as_bytes();
-        let unterminated = |at: usize, what: &str| {
-            ParseError::new(
-                format!("PTX line {}", line_of(text, &text[at..])),
-                format!("the text ends inside this {what} (is the file cut short?)"),
-            )
-        };
-        while self.at < bytes.len() {
-            if brackets_only {
-                // Only comments, strings and brackets change what follows.
-                let skipped = bytes[self.at..]
-                    .iter()
-                    .position(|&b| BRACKET_PASS_STOPS[usize::from(b)]);
-                self.at += skipped.unwrap_or(bytes.len() - self.at);
-                if self.at == bytes.len() {
-                    break;
+    /// The next token, as the bytes of the text it spans; `None` at the end of the text or at an
+    /// error (see [`Tokens::end`]).
+    pub(super) fn next_token(&mut self) -> Option<&'a [u8]> {
+        let span = self.next_span()?;
+        self.text.as_bytes().get(span)
+    }
+
+    /// Where the next token is in the text: always whole characters.
+    fn next_span(&mut self) -> Option<Range<usize>> {
+        let bytes = self.text.as_bytes();
+        while let Some(&c) = bytes.get(self.at) {
+            let start = self.at;
+            match CLASSES[usize::from(c)] {
+                Class::Space => self.at += 1,
+                Class::Word => {
+                    self.at += bytes[start..]
+                        .iter()
+                        .position(|&b| CLASSES[usize::from(b)] != Class::Word)
+                        .unwrap_or(bytes.len() - start);
+                    return Some(start..self.at);
                 }
-            }
-            let at = self.at;
-            let c = bytes[at];
-            let rest = &bytes[at..];
-            if c.is_ascii_whitespace() {
-                self.at += 1;
-            } else if rest.starts_with(b"//") {
-                self.at += find_byte(b'\n', rest).unwrap_or(rest.len());
-            } else if rest.starts_with(b"/*") {
-                let Some(end) = rest.windows(2).position(|w| w == b"*/") else {
-                    self.at = bytes.len();
-                    return Some(Err(unterminated(at, "comment")));
-                };
-                self.at += end + 2;
-            } else if c == b'"' {
-                let Some(end) = find_byte(b'"', &rest[1..]) else {
-                    self.at = bytes.len();
-                    return Some(Err(unterminated(at, "string")));
-                };
-                self.at += end + 2;
-            } else if brackets_only && c == b'/' {
-                self.at += 1;
-            } else {
-                let len = if is_word_byte(c) {
-                    rest.iter()
-                        .position(|&b| !is_word_byte(b))
-                        .unwrap_or(rest.len())
-                } else {
-                    text[at..].chars().next().map_or(1, char::len_utf8)
-                };
-                self.at += len;
-                return Some(Ok(&text[at..at + len]));
+                Class::Opening if self.pass_over_comment_or_string() => {}
+                Class::Opening | Class::Bracket | Class::Other => {
+                    self.at += if c.is_ascii() {
+                        1
+                    } else {
+                        // Rare: the width of a character beyond ASCII.
+                        self.text[start..].chars().next().map_or(1, char::len_utf8)
+                    };
+                    return Some(start..self.at);
+                }
             }
         }
         None
     }
-}
 
-/// The bytes where [`Tokens::advance`] stops when it passes over all but brackets: those that
-/// may start a comment, a string or a bracket.
-static BRACKET_PASS_STOPS: [bool; 256] = {
-    let mut stops = [false; 256];
-    let mut at = 0;
-    let bytes = b"/\"{}()[]";
-    while at < bytes.len() {
-        stops[bytes[at] as usize] = true;
-        at += 1;
+    /// The next bracket (`{}()[]`), passing over every other token: inside braces, where the rest
+    /// does not matter to [`check`](fn@super::check). `None` as for [`Tokens::next_token`].
+    pub(super) fn next_bracket(&mut self) -> Option<&'a [u8]> {
+        let bytes = self.text.as_bytes();
+        loop {
+            // Only comments, strings and brackets change what follows.
+            self.at += find_stop(bytes.get(self.at..)?)?;
+            let start = self.at;
+            match bytes.get(start).map(|&b| CLASSES[usize::from(b)]) {
+                Some(Class::Opening) if self.pass_over_comment_or_string() => {}
+                Some(Class::Bracket) => {
+                    self.at += 1;
+                    return bytes.get(start..self.at);
+                }
+                _ => self.at += 1,
+            }
+        }
     }
-    stops
-};
 
-/// Where `byte` first occurs in `haystack`.
-fn find_byte(byte: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == byte)
+    /// Whether the tokens ended at the end of the text (else the error that ended them).
+    pub(super) fn end(&self) -> Result<(), ParseError> {
+        match self.unterminated {
+            None => Ok(()),
+            Some((at, what)) => Err(ParseError::new(
+                format!(
+                    "PTX line {}",
+                    line_of(self.text, &self.text.as_bytes()[at..])
+                ),
+                format!("the text ends inside this {what} (is the file cut short?)"),
+            )),
+        }
+    }
+
+    /// Moves past the comment or string literal that starts where the tokens are, if one does:
+    /// whether one did. To the end of the text when it ends inside one.
+    fn pass_over_comment_or_string(&mut self) -> bool {
+        let Some(rest) = self.text.get(self.at..) else {
+            return false;
+        };
+        let (what, end) = if let Some(comment) = rest.strip_prefix("//") {
+            ("", Some(2 + comment.find('\n').unwrap_or(comment.len())))
+        } else if rest.starts_with("/*") {
+            ("comment", comment_end(rest))
+        } else if let Some(string) = rest.strip_prefix('"') {
+            ("string", string.find('"').map(|end| end + 2))
+        } else {
+            return false;
+        };
+        match end {
+            Some(end) => self.at += end,
+            None => {
+                self.unterminated = Some((self.at, what));
+                self.at = self.text.len();
+            }
+        }
+        true
+    }
 }
+
+/// Where the `/*` comment that `rest` starts with ends, after its `*/` (whose `*` may be the
+/// opening one, as in `/*/`).
+fn comment_end(rest: &str) -> Option<usize> {
+    let mut star = 1;
+    loop {
+        if rest.as_bytes().get(star + 1) == Some(&b'/') {
+            return Some(star + 2);
+        }
+        star += 1 + rest.get(star + 1..)?.find('*')?;
+    }
+}
+
+/// Where the first byte that may start a comment, a string or a bracket (`/"{}()[]`) is in
+/// `bytes`. Most of PTX is function bodies, where these are a few bytes in a hundred: eight bytes
+/// are tested at once.
+fn find_stop(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // The bytes of `x` that are 0, as the highest bit of each: exact for the lowest such byte,
+    // the one wanted (a byte above it may borrow and show falsely).
+    let zeros = |x: u64| x.wrapping_sub(ONES) & !x;
+    let (words, tail) = bytes.as_chunks::<8>();
+    for (index, word) in words.iter().enumerate() {
+        let x = u64::from_le_bytes(*word);
+        // `(` and `)` differ in bit 0, `[` and `{` (and `]` and `}`) in bit 5.
+        let paren = (x & (ONES * 0xfe)) ^ (ONES * u64::from(b'('));
+        let opening = (x & (ONES * 0xdf)) ^ (ONES * u64::from(b'['));
+        let closing = (x & (ONES * 0xdf)) ^ (ONES * u64::from(b']'));
+        let slash = x ^ (ONES * u64::from(b'/'));
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let found =
+            (zeros(paren) | zeros(opening) | zeros(closing) | zeros(slash) | zeros(quote)) & HIGHS;
+        if found != 0 {
+            return Some(index * 8 + found.trailing_zeros() as usize / 8);
+        }
+    }
+    let found = tail
+        .iter()
+        .position(|&b| matches!(CLASSES[usize::from(b)], Class::Opening | Class::Bracket))?;
+    Some(words.len() * 8 + found)
+}
+
+/// What a byte may begin, to the tokenizer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// ASCII whitespace, between tokens.
+    Space,
+    /// A byte of a word: a directive, a name, a number.
+    Word,
+    /// A byte that may start a comment or a string: `/` or `"`.
+    Opening,
+    /// `{}()[]`.
+    Bracket,
+    /// Any other punctuation, or a character beyond ASCII.
+    Other,
+}
+
+static CLASSES: [Class; 256] = {
+    let mut classes = [Class::Other; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        classes[b] = if byte.is_ascii_whitespace() {
+            Class::Space
+        } else if byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'$' | b'%' | b'.') {
+            Class::Word
+        } else if matches!(byte, b'/' | b'"') {
+            Class::Opening
+        } else if matches!(byte, b'{' | b'}' | b'(' | b')' | b'[' | b']') {
+            Class::Bracket
+        } else {
+            Class::Other
+        };
+        b += 1;
+    }
+    classes
+};
 
 impl<'a> Iterator for Tokens<'a> {
     type Item = Result<&'a str, ParseError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.advance(false)
+        match self.next_span() {
+            Some(span) => Some(Ok(&self.text[span])),
+            // The error once, then none.
+            None => self.end().err().map(|error| {
+                self.unterminated = None;
+                Err(error)
+            }),
+        }
     }
-}
-
-fn is_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'%' | b'.')
 }
