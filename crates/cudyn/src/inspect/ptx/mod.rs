@@ -127,7 +127,17 @@ pub(crate) fn looks_like_ptx(bytes: &[u8]) -> bool {
 fn text(bytes: &[u8]) -> Option<&str> {
     let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
     let text = std::str::from_utf8(&bytes[..end]).ok()?;
-    (!text.contains('\0')).then_some(text)
+    (!has_nul(text.as_bytes())).then_some(text)
+}
+
+/// Whether `bytes` hold a 0. Each loop over 64 bytes has no early exit, which lets the compiler
+/// test many bytes at once: several times faster than `memchr` on PTX, which has no NUL.
+fn has_nul(bytes: &[u8]) -> bool {
+    let (blocks, tail) = bytes.as_chunks::<64>();
+    blocks
+        .iter()
+        .any(|block| block.iter().fold(false, |nul, &b| nul | (b == 0)))
+        || tail.contains(&0)
 }
 
 /// Reads a PTX module.
