@@ -65,10 +65,10 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
     let mut at = At::Top;
     let mut tokens = Tokens::new(text);
     loop {
-        let token = if matches!(at, At::Statement(s) if s.depth > 0) {
-            pass_braces(&mut tokens, &mut brackets)
-        } else {
-            tokens.next_token()
+        let token = match at {
+            At::Statement(s) if s.depth > 0 => pass_braces(&mut tokens, &mut brackets),
+            At::Statement(_) => tokens.next_mark(),
+            _ => tokens.next_token(),
         };
         let Some(token) = token else {
             break;

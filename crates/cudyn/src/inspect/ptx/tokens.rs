@@ -46,10 +46,7 @@ impl<'a> Tokens<'a> {
             match CLASSES[usize::from(c)] {
                 Class::Space => self.at += 1,
                 Class::Word => {
-                    self.at += bytes[start..]
-                        .iter()
-                        .position(|&b| CLASSES[usize::from(b)] != Class::Word)
-                        .unwrap_or(bytes.len() - start);
+                    self.at += word_len(&bytes[start..]);
                     return Some(start..self.at);
                 }
                 Class::Opening if self.pass_over_comment_or_string() => {}
@@ -73,11 +70,39 @@ impl<'a> Tokens<'a> {
         let bytes = self.text.as_bytes();
         loop {
             // Only comments, strings and brackets change what follows.
-            self.at += find_stop(bytes.get(self.at..)?)?;
+            self.at += find_stop::<false>(bytes.get(self.at..)?)?;
             let start = self.at;
             match bytes.get(start).map(|&b| CLASSES[usize::from(b)]) {
                 Some(Class::Opening) if self.pass_over_comment_or_string() => {}
                 Some(Class::Bracket) => {
+                    self.at += 1;
+                    return bytes.get(start..self.at);
+                }
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// The next token that may end or shape a statement outside braces: a bracket, `;`, or a
+    /// word that starts with `.` (a directive); every other token is passed over, as it changes
+    /// nothing to [`check`](fn@super::check). `None` as for [`Tokens::next_token`].
+    pub(super) fn next_mark(&mut self) -> Option<&'a [u8]> {
+        let bytes = self.text.as_bytes();
+        loop {
+            self.at += find_stop::<true>(bytes.get(self.at..)?)?;
+            let start = self.at;
+            match bytes.get(start).map(|&b| CLASSES[usize::from(b)]) {
+                Some(Class::Opening) if self.pass_over_comment_or_string() => {}
+                Some(Class::Word) => {
+                    // A `.` after a byte of a word is inside that word (`ld.param`, `1.5`).
+                    if start > 0 && CLASSES[usize::from(bytes[start - 1])] == Class::Word {
+                        self.at += 1;
+                    } else {
+                        self.at += word_len(&bytes[start..]);
+                        return bytes.get(start..self.at);
+                    }
+                }
+                Some(Class::Bracket | Class::Other) => {
                     self.at += 1;
                     return bytes.get(start..self.at);
                 }
@@ -138,10 +163,18 @@ fn comment_end(rest: &str) -> Option<usize> {
     }
 }
 
+/// The length of the word `bytes` start with.
+fn word_len(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .position(|&b| CLASSES[usize::from(b)] != Class::Word)
+        .unwrap_or(bytes.len())
+}
+
 /// Where the first byte that may start a comment, a string or a bracket (`/"{}()[]`) is in
-/// `bytes`. Most of PTX is function bodies, where these are a few bytes in a hundred: eight bytes
-/// are tested at once.
-fn find_stop(bytes: &[u8]) -> Option<usize> {
+/// `bytes`, or with `STATEMENT` also a `;` or a `.` (which may start a directive). Most of PTX is
+/// function bodies, where the first are a few bytes in a hundred: eight bytes are tested at once.
+fn find_stop<const STATEMENT: bool>(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     // The bytes of `x` that are 0, as the highest bit of each: exact for the lowest such byte,
@@ -156,15 +189,22 @@ fn find_stop(bytes: &[u8]) -> Option<usize> {
         let closing = (x & (ONES * 0xdf)) ^ (ONES * u64::from(b']'));
         let slash = x ^ (ONES * u64::from(b'/'));
         let quote = x ^ (ONES * u64::from(b'"'));
-        let found =
-            (zeros(paren) | zeros(opening) | zeros(closing) | zeros(slash) | zeros(quote)) & HIGHS;
+        let mut found =
+            zeros(paren) | zeros(opening) | zeros(closing) | zeros(slash) | zeros(quote);
+        if STATEMENT {
+            let dot = x ^ (ONES * u64::from(b'.'));
+            let semicolon = x ^ (ONES * u64::from(b';'));
+            found |= zeros(dot) | zeros(semicolon);
+        }
+        found &= HIGHS;
         if found != 0 {
             return Some(index * 8 + found.trailing_zeros() as usize / 8);
         }
     }
-    let found = tail
-        .iter()
-        .position(|&b| matches!(CLASSES[usize::from(b)], Class::Opening | Class::Bracket))?;
+    let found = tail.iter().position(|&b| {
+        matches!(CLASSES[usize::from(b)], Class::Opening | Class::Bracket)
+            || (STATEMENT && matches!(b, b';' | b'.'))
+    })?;
     Some(words.len() * 8 + found)
 }
 
