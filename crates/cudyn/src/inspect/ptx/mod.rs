@@ -113,14 +113,21 @@ pub(crate) fn looks_like_ptx(bytes: &[u8]) -> bool {
     let Some(text) = text(bytes) else {
         return false;
     };
-    let directive = |name: &str| {
-        text.lines().any(|line| {
-            line.trim_start()
-                .strip_prefix(name)
-                .is_some_and(|rest| rest.starts_with(char::is_whitespace))
-        })
+    let directive = |line: &str, name: &str| {
+        line.strip_prefix(name)
+            .is_some_and(|rest| rest.starts_with(char::is_whitespace))
     };
-    directive(".version") && directive(".target")
+    // One pass for both: they are the first lines of PTX, and the text is read no further.
+    let (mut version, mut target) = (false, false);
+    for line in text.lines() {
+        let line = line.trim_start();
+        version |= directive(line, ".version");
+        target |= directive(line, ".target");
+        if version && target {
+            return true;
+        }
+    }
+    false
 }
 
 /// The text of a PTX image: valid UTF-8 up to trailing NULs, with no NUL inside.
