@@ -304,7 +304,10 @@ impl Cache {
                         .collect(),
                     size: file.size,
                     created: listed.created,
-                    last_used: file.last_used,
+                    // The file's time comes from the kernel's coarse clock, which can read a
+                    // few milliseconds behind the clock `created` was taken from; across a
+                    // second boundary that would list a use before the entry was made.
+                    last_used: file.last_used.max(listed.created),
                 })
             })
             .collect())
@@ -578,6 +581,23 @@ mod tests {
         let used = std::fs::metadata(&path).unwrap().modified().unwrap();
         assert!(used > long_ago + std::time::Duration::from_secs(1000));
         assert_eq!(cache.entries().unwrap()[0].last_used, used);
+    }
+
+    #[test]
+    fn an_entry_is_never_listed_as_used_before_it_was_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let key = Key([7; 32]);
+        let entry = sample(key, 10);
+        let created = entry.listing.read().unwrap().created;
+        cache.store(entry);
+        std::fs::File::open(cache.entry_path(&key))
+            .unwrap()
+            .set_modified(created - std::time::Duration::from_millis(3))
+            .unwrap();
+        let listed = &cache.entries().unwrap()[0];
+        assert_eq!(listed.created, created);
+        assert_eq!(listed.last_used, created);
     }
 
     #[test]
