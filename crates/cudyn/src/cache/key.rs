@@ -148,30 +148,38 @@ struct Include {
 }
 
 /// Whether `text` may hold an include directive: whether the word `include` appears in it at
-/// all, which every line [`includes_of`] reads an include from holds.
-fn may_include(text: &str) -> bool {
-    let mut rest = text.as_bytes();
-    while let Some(at) = rest.iter().position(|&byte| byte == b'i') {
-        if rest[at..].starts_with(b"include") {
-            return true;
-        }
-        rest = &rest[at + 1..];
-    }
-    false
+/// all, which every line [`includes_of`] reads an include from holds, or a line continuation,
+/// which may split the word (`#inc\` then `lude`).
+pub(crate) fn may_include(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(at, &byte)| match byte {
+        b'i' => bytes[at..].starts_with(b"include"),
+        b'\\' => matches!(bytes.get(at + 1), Some(b'\n' | b'\r')),
+        _ => false,
+    })
 }
 
 /// The includes of a text; `None` when one is computed (`#include MACRO`), which cudyn cannot
-/// resolve.
+/// resolve. Read as the preprocessor reads a directive: lines joined at a backslash before the
+/// line break first, then `#` (or its digraph `%:`), blanks and comments, `include`.
 fn includes_of(text: &str) -> Includes {
+    let spliced;
+    let text = if text.contains("\\\n") || text.contains("\\\r\n") {
+        spliced = text.replace("\\\r\n", "").replace("\\\n", "");
+        spliced.as_str()
+    } else {
+        text
+    };
     let mut found = Vec::new();
     for line in text.lines() {
-        let Some(rest) = line.trim_start().strip_prefix('#') else {
+        let line = line.trim_start();
+        let Some(rest) = line.strip_prefix('#').or_else(|| line.strip_prefix("%:")) else {
             continue;
         };
-        let Some(rest) = rest.trim_start().strip_prefix("include") else {
+        let Some(rest) = skip_blanks(rest).strip_prefix("include") else {
             continue;
         };
-        let rest = rest.trim_start();
+        let rest = skip_blanks(rest);
         let (close, quoted) = match rest.chars().next() {
             Some('"') => ('"', true),
             Some('<') => ('>', false),
@@ -184,6 +192,21 @@ fn includes_of(text: &str) -> Includes {
         });
     }
     Some(found)
+}
+
+/// `text` after its leading white space and `/* ... */` comments, which a directive may hold
+/// between its words.
+fn skip_blanks(mut text: &str) -> &str {
+    loop {
+        text = text.trim_start();
+        match text
+            .strip_prefix("/*")
+            .and_then(|rest| rest.split_once("*/"))
+        {
+            Some((_, after)) => text = after,
+            None => return text,
+        }
+    }
 }
 
 /// The includes of one file: `None` when one of them is computed.
@@ -351,6 +374,20 @@ mod tests {
             ]
         );
         assert!(includes_of("#include HEADER\n").is_none());
+        let names = |text: &str| -> Vec<String> {
+            includes_of(text)
+                .unwrap()
+                .into_iter()
+                .map(|include| include.name)
+                .collect()
+        };
+        assert_eq!(names("#inc\\\nlude \"a.h\"\nint x;\n"), ["a.h"]);
+        assert_eq!(names("# /* c */ include /* d */ <b.h>\n"), ["b.h"]);
+        assert_eq!(names("%:include \"c.h\"\n"), ["c.h"]);
+        assert_eq!(
+            names("/* #include \"no.h\" */\n#define X\n"),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -362,6 +399,10 @@ mod tests {
             "#\u{a0}include \"no-break-space.h\"\n",
             "#include HEADER\n",
             "x\n#include \"last.h\"",
+            "#inc\\\nlude \"spliced.h\"\n",
+            "#\\\r\ninclude \"spliced-crlf.h\"\n",
+            "#/* a comment */include/**/\"commented.h\"\n",
+            "%:include <digraph.h>\n",
         ] {
             assert!(
                 includes_of(text).is_none_or(|found| !found.is_empty()),
