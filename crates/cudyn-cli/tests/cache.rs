@@ -95,6 +95,47 @@ fn files_under(folder: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
+fn the_folders_a_compile_makes_are_private_and_one_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let set_mode =
+        |path: &Path, mode| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+
+    // A base folder only its owner may enter: `kernels` is made at the first write, private.
+    let scratch = Scratch::new();
+    set_mode(scratch.cache.path(), 0o700).unwrap();
+    scratch.compile("scale");
+    let kernels = scratch.cache.path().join("kernels");
+    assert_eq!(mode(&kernels), 0o700);
+    assert_eq!(mode(&kernels.join("compilers")), 0o700);
+    assert_eq!(entries(&scratch.json(&["list"])).len(), 1);
+
+    // A base folder others may enter: a `kernels` folder they may write to is refused, and
+    // the compile goes on without the cache, saying so.
+    set_mode(scratch.cache.path(), 0o755).unwrap();
+    set_mode(&kernels, 0o777).unwrap();
+    let source = scratch.sources.path().join("scale.cu");
+    let cubin = scratch.sources.path().join("again.cubin");
+    let run = scratch.cudyn(&[
+        "compile",
+        source.to_str().unwrap(),
+        "--arch",
+        "sm_90",
+        "-o",
+        cubin.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{run:?}");
+    let warning = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        warning.contains("compiling without a cache")
+            && warning.contains("writable by group or others"),
+        "{warning}"
+    );
+    set_mode(&kernels, 0o700).unwrap();
+    assert_eq!(entries(&scratch.json(&["list"])).len(), 1);
+}
+
+#[test]
 fn path_is_the_folder_named_by_the_environment() {
     let scratch = Scratch::new();
     let text = scratch.cudyn(&["cache", "path"]);

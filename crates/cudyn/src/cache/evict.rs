@@ -22,9 +22,14 @@ pub(crate) struct OnDisk {
     pub last_used: SystemTime,
 }
 
-/// Every entry file in `dir`, most recently used first.
+/// Every entry file in `dir`, most recently used first; none when `dir` is missing (it is made
+/// at the first write).
 pub(crate) fn list(dir: &Path) -> Result<Vec<OnDisk>> {
-    let read = fs::read_dir(dir).map_err(|error| io_error(dir, "listing entries", error))?;
+    let read = match fs::read_dir(dir) {
+        Ok(read) => read,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(io_error(dir, "listing entries", error)),
+    };
     let mut files: Vec<OnDisk> = read
         .filter_map(|item| item.ok())
         .filter(|item| {

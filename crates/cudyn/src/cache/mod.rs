@@ -17,7 +17,8 @@
 //!
 //! **The key** (blake3) covers a schema version, the compiler's identity (the path, size and
 //! modification time of the NVRTC file the search order opens and its version, with CUDA's
-//! header folders and their CUDA and CCCL versions; nvJitLink's file for links), the options
+//! header folders and their CUDA and CCCL versions when the program may include a header: one
+//! whose texts never say `include` reads nothing from them; nvJitLink's file for links), the options
 //! handed to the compiler (the header folders through that identity), the target, the source,
 //! the in-memory headers, the name expressions and every header the source includes from the
 //! program's folders ([`key`] says how they are found): CUDA's own headers are keyed by their
@@ -39,8 +40,9 @@
 //! `CUDA_PATH`, `CUDA_HOME`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `PYTHONPATH`, `PATH`, `HOME`,
 //! `XDG_CACHE_HOME`, `CUDYN_WHEELS_VENV`, `LD_LIBRARY_PATH`) and the folders of
 //! [`crate::set_library_path`]. A later process with the same fingerprint trusts it after one
-//! `stat` per file it was read from (NVRTC's file, and the headers the folders' CUDA and CCCL
-//! versions were read from): a size, modification time, change time or inode that differs (an upgrade in place,
+//! `stat` per file it was read from (NVRTC's file, and, once a program that may include a header
+//! is compiled, the headers the folders' CUDA and CCCL versions were read from): a size,
+//! modification time, change time or inode that differs (an upgrade in place,
 //! a file replaced or removed) or another value of any of these variables means the search is
 //! walked again. The trade-off: a hit does not look for what the search would find *new* with
 //! nothing of that changed (a toolkit installed afterwards in a place searched earlier, or a
@@ -57,7 +59,9 @@
 //! loaded without being checked or hashed again. **Writes** are atomic and safe between threads, processes and hosts under the
 //! file-system assumptions of [`store`]. **The folder** must belong to the user and be writable by
 //! no one else; otherwise it is refused with a warning (printed once) and cudyn compiles without
-//! the cache.
+//! the cache. Its `kernels/` folder is held to the same rule, unless the folder above denies
+//! group and others any access (0700, as cudyn makes it), which leaves no one else a way to
+//! reach it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -220,14 +224,19 @@ impl Cache {
     pub fn open(dir: impl Into<PathBuf>) -> Result<Cache> {
         let dir = dir.into();
         store::prepare_folder(&dir)?;
-        Ok(Cache {
+        Ok(Cache::in_checked_folder(dir))
+    }
+
+    /// The cache at `dir`, which was checked, or lies in a folder only its owner may enter.
+    fn in_checked_folder(dir: PathBuf) -> Cache {
+        Cache {
             dir,
             memory: Mutex::new(MemoryCache::new(DEFAULT_MEMORY_BYTES)),
             max_bytes: AtomicU64::new(max_bytes_from_environment()),
             disk_total: Mutex::new(DiskTotal::default()),
             counters: Counters::default(),
             warned_of_failed_write: AtomicBool::new(false),
-        })
+        }
     }
 
     /// The process-wide cache every compile uses: `$CUDYN_CACHE_DIR`, else
@@ -244,8 +253,14 @@ impl Cache {
                     return None;
                 }
                 let base = configured_base()?;
-                let opened =
-                    store::prepare_folder(&base).and_then(|()| Cache::open(base.join("kernels")));
+                let kernels = base.join("kernels");
+                let opened = store::prepare_folder(&base).and_then(|access| match access {
+                    // No other user can reach anything below the base folder: its `kernels`
+                    // folder needs no check of its own (a warm start saves the system calls),
+                    // and is made at the first write when missing.
+                    store::Access::OwnerOnly => Ok(Cache::in_checked_folder(kernels)),
+                    store::Access::Readable => Cache::open(kernels),
+                });
                 match opened {
                     Ok(cache) => Some(cache),
                     Err(error) => {
@@ -478,7 +493,6 @@ impl Cache {
 
     /// Remembers the version of the library file `file`.
     pub(crate) fn remember_version(&self, file: &crate::sys::LibraryFile, version: Version) {
-        let _ = std::fs::create_dir_all(self.dir.join("compilers"));
         let _ = store::write_atomically(
             &self.version_path(file),
             format!("{version}\n").as_bytes(),
@@ -627,7 +641,9 @@ mod tests {
     fn a_failed_write_is_counted_and_the_result_kept_in_memory() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path().join("kernels")).unwrap();
+        // A file where the folder was: no write can succeed, nor make the folder again.
         std::fs::remove_dir(dir.path().join("kernels")).unwrap();
+        std::fs::write(dir.path().join("kernels"), b"").unwrap();
         let key = Key([7; 32]);
         cache.store(sample(key, 10));
         cache.store(sample(Key([8; 32]), 10));

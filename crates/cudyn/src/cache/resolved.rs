@@ -21,6 +21,11 @@
 //! replaces the remembered one, and a result compiled by another NVRTC than its key names is not
 //! stored. `cudyn cache clear` forgets remembered toolchains too. Files changed within the last
 //! two seconds, whose time stamps may not show a change yet, are not remembered.
+//!
+//! A program that includes no header cannot depend on CUDA's headers: its key takes NVRTC's
+//! identity alone ([`ResolvedCompiler::nvrtc_identity`]), and recalling the toolchain for it
+//! checks NVRTC's file only. The header files are checked when the first program that may
+//! include one is keyed ([`ResolvedCompiler::with_headers_checked`]).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -36,7 +41,7 @@ use crate::sys::LibraryFile;
 use crate::version::Version;
 
 /// What a remembered toolchain's file starts with; another format is never read.
-const MAGIC: &[u8; 8] = b"CUDYNTC2";
+const MAGIC: &[u8; 8] = b"CUDYNTC3";
 
 /// Files modified more recently than this are not trusted to show a later change.
 const SETTLED: Duration = Duration::from_secs(2);
@@ -51,6 +56,11 @@ pub(crate) struct ResolvedCompiler {
     /// What a cache key takes of all this (see [`ResolvedCompiler::new`]); remembered with the
     /// rest, so that a warm start keys its compile without formatting any of it.
     pub identity: Key,
+    /// What the key of a program that includes no header takes: NVRTC's file and version alone.
+    pub nvrtc_identity: Key,
+    /// Files the headers were read from whose stamps are not checked yet: a recall for a
+    /// program that includes no header checks NVRTC's file alone.
+    unchecked: Vec<(PathBuf, Stamp)>,
 }
 
 impl ResolvedCompiler {
@@ -58,9 +68,12 @@ impl ResolvedCompiler {
     /// (path, size, modification time) and version, the header folders in their order, and
     /// their CUDA versions and CCCL's version.
     pub fn new(file: LibraryFile, version: Version, headers: CudaHeaders) -> ResolvedCompiler {
+        let mut nvrtc = KeyHasher::new("nvrtc alone");
+        key::add_library(&mut nvrtc, &file);
+        nvrtc.field(version.dotted().as_bytes());
+        let nvrtc_identity = nvrtc.finish();
         let mut hasher = KeyHasher::new("compiler");
-        key::add_library(&mut hasher, &file);
-        hasher.field(version.dotted().as_bytes());
+        hasher.field(&nvrtc_identity.0);
         let folders = headers.include_folders();
         hasher.field(&(folders.len() as u64).to_le_bytes());
         for folder in folders {
@@ -73,7 +86,26 @@ impl ResolvedCompiler {
             version,
             headers,
             identity,
+            nvrtc_identity,
+            unchecked: Vec::new(),
         }
+    }
+
+    /// Whether the files the headers were read from are all known unchanged.
+    pub fn headers_checked(&self) -> bool {
+        self.unchecked.is_empty()
+    }
+
+    /// This compiler with the files its headers were read from checked: `None` when one of them
+    /// changed, so that the search must be walked again.
+    pub fn with_headers_checked(&self) -> Option<ResolvedCompiler> {
+        for (file, expected) in &self.unchecked {
+            (stamp(&std::fs::metadata(file).ok()?) == *expected).then_some(())?;
+        }
+        Some(ResolvedCompiler {
+            unchecked: Vec::new(),
+            ..self.clone()
+        })
     }
 
     /// Whether both name the same NVRTC file (path, size, modification time) and version.
@@ -138,9 +170,15 @@ fn path_of(dir: &Path, fingerprint: &Key) -> PathBuf {
     dir.join("compilers").join(name)
 }
 
-/// The toolchain remembered under `fingerprint`, when every file it was read from is unchanged.
-pub(crate) fn recall(dir: &Path, fingerprint: &Key) -> Option<ResolvedCompiler> {
-    let (_, _, bytes) = store::read_whole(&path_of(dir, fingerprint))?;
+/// The toolchain remembered under `fingerprint`, when NVRTC's file is unchanged and, when
+/// `with_headers`, the files the headers were read from too (else they are left
+/// [unchecked](ResolvedCompiler::with_headers_checked)).
+pub(crate) fn recall(
+    dir: &Path,
+    fingerprint: &Key,
+    with_headers: bool,
+) -> Option<ResolvedCompiler> {
+    let bytes = store::read_small(&path_of(dir, fingerprint))?;
     let mut record = Reader(codec::unsealed(&bytes)?.strip_prefix(MAGIC)?);
     let stamped = record.list(|record| {
         let file = path(record.bytes()?);
@@ -151,6 +189,7 @@ pub(crate) fn recall(dir: &Path, fingerprint: &Key) -> Option<ResolvedCompiler> 
         Some((file, stamp))
     })?;
     let identity = Key(record.bytes()?.try_into().ok()?);
+    let nvrtc_identity = Key(record.bytes()?.try_into().ok()?);
     let origin = decode_origin(record.bytes()?)?;
     let version = read_version(&mut record)?;
     let nvrtc_path = path(record.bytes()?);
@@ -159,11 +198,17 @@ pub(crate) fn recall(dir: &Path, fingerprint: &Key) -> Option<ResolvedCompiler> 
     let cccl_version = record.optional(Reader::text)?;
     record.0.is_empty().then_some(())?;
     let mut nvrtc = None;
+    let mut unchecked = Vec::new();
     for (file, expected) in stamped {
+        // Compared as bytes: `Path`'s `==` walks components, code a warm start need not run.
+        let is_nvrtc = file.as_os_str() == nvrtc_path.as_os_str();
+        if !is_nvrtc && !with_headers {
+            unchecked.push((file, expected));
+            continue;
+        }
         let metadata = std::fs::metadata(&file).ok()?;
         (stamp(&metadata) == expected).then_some(())?;
-        // Compared as bytes: `Path`'s `==` walks components, code a warm start need not run.
-        if file.as_os_str() == nvrtc_path.as_os_str() {
+        if is_nvrtc {
             nvrtc = Some(metadata);
         }
     }
@@ -184,6 +229,8 @@ pub(crate) fn recall(dir: &Path, fingerprint: &Key) -> Option<ResolvedCompiler> 
             searched: Vec::new(),
         },
         identity,
+        nvrtc_identity,
+        unchecked,
     })
 }
 
@@ -197,7 +244,6 @@ pub(crate) fn remember(dir: &Path, fingerprint: &Key, compiler: &ResolvedCompile
     let Some(bytes) = encode(compiler) else {
         return;
     };
-    let _ = std::fs::create_dir_all(dir.join("compilers"));
     let _ = store::write_atomically(
         &path_of(dir, fingerprint),
         &bytes,
@@ -211,7 +257,7 @@ pub(crate) fn forget_all(dir: &Path) {
 }
 
 /// The record, sealed by its checksum: the magic, the files it was read from with their stamps
-/// (first, so that a reader can list them alone), the identity, then NVRTC (origin, version,
+/// (first, so that a reader can list them alone), the two identities, then NVRTC (origin, version,
 /// path), the two header folders (origin, CUDA version, folder) and CCCL's version.
 fn encode(compiler: &ResolvedCompiler) -> Option<Vec<u8>> {
     let mut files = vec![compiler.file.path.clone()];
@@ -232,6 +278,7 @@ fn encode(compiler: &ResolvedCompiler) -> Option<Vec<u8>> {
         }
     }
     record.bytes(&compiler.identity.0);
+    record.bytes(&compiler.nvrtc_identity.0);
     record.text(origin_name(compiler.file.origin));
     write_version(&mut record, compiler.version);
     record.bytes(compiler.file.path.as_os_str().as_bytes());
@@ -374,7 +421,7 @@ mod tests {
         assert_eq!(compiler.headers.include_folders().len(), 2);
         let key = environment(install.path());
         remember(cache.path(), &key, &compiler);
-        let recalled = recall(cache.path(), &key).expect("recalled");
+        let recalled = recall(cache.path(), &key, true).expect("recalled");
         assert!(recalled.same_as(&compiler));
         assert_eq!(recalled.file, compiler.file);
         assert_eq!(
@@ -445,11 +492,11 @@ mod tests {
             .unwrap()
             .set_modified(SystemTime::now() - Duration::from_secs(60))
             .unwrap();
-        assert!(recall(cache.path(), &key).is_none(), "NVRTC touched");
+        assert!(recall(cache.path(), &key, true).is_none(), "NVRTC touched");
 
         let compiler = installation(install.path());
         remember(cache.path(), &key, &compiler);
-        assert!(recall(cache.path(), &key).is_some());
+        assert!(recall(cache.path(), &key, true).is_some());
         // Replaced by a file of the same size and modification time: another inode.
         let metadata = fs::metadata(&cuda_h).unwrap();
         let replacement = install.path().join("cuda.h.new");
@@ -461,12 +508,73 @@ mod tests {
             .set_modified(metadata.modified().unwrap())
             .unwrap();
         fs::rename(&replacement, &cuda_h).unwrap();
-        assert!(recall(cache.path(), &key).is_none(), "cuda.h replaced");
+        assert!(
+            recall(cache.path(), &key, true).is_none(),
+            "cuda.h replaced"
+        );
 
         let compiler = installation(install.path());
         remember(cache.path(), &key, &compiler);
         fs::remove_file(&version_h).unwrap();
-        assert!(recall(cache.path(), &key).is_none(), "CCCL removed");
+        assert!(recall(cache.path(), &key, true).is_none(), "CCCL removed");
+    }
+
+    #[test]
+    fn a_recall_for_a_program_without_includes_checks_nvrtc_and_leaves_the_headers_for_later() {
+        let (cache, install) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let compiler = installation(install.path());
+        let key = environment(install.path());
+        remember(cache.path(), &key, &compiler);
+        let recalled = recall(cache.path(), &key, false).expect("recalled");
+        assert_eq!(recalled.nvrtc_identity, compiler.nvrtc_identity);
+        assert_eq!(recalled.identity, compiler.identity);
+        assert!(!recalled.headers_checked());
+        assert!(recalled.with_headers_checked().unwrap().headers_checked());
+        assert!(recall(cache.path(), &key, true).unwrap().headers_checked());
+
+        // A header file changed: still recalled for a program without includes, but the check
+        // the first program with includes makes fails, as a full recall does.
+        let cuda_h = install.path().join("include/cuda.h");
+        fs::File::options()
+            .write(true)
+            .open(&cuda_h)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+        let recalled = recall(cache.path(), &key, false).expect("NVRTC unchanged");
+        assert!(recalled.with_headers_checked().is_none(), "cuda.h touched");
+        assert!(recall(cache.path(), &key, true).is_none());
+
+        // NVRTC changed: recalled for no program.
+        fs::File::options()
+            .write(true)
+            .open(&compiler.file.path)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+        assert!(recall(cache.path(), &key, false).is_none(), "NVRTC touched");
+    }
+
+    #[test]
+    fn nvrtc_alone_is_identified_by_its_file_and_version() {
+        let install = tempfile::tempdir().unwrap();
+        let compiler = installation(install.path());
+        let mut headers = compiler.headers.clone();
+        headers.cccl = None;
+        headers.cccl_version = None;
+        let other_headers = ResolvedCompiler::new(compiler.file.clone(), compiler.version, headers);
+        assert_ne!(other_headers.identity, compiler.identity);
+        assert_eq!(other_headers.nvrtc_identity, compiler.nvrtc_identity);
+        let other_version = ResolvedCompiler::new(
+            compiler.file.clone(),
+            Version::new(13, 1),
+            compiler.headers.clone(),
+        );
+        assert_ne!(other_version.nvrtc_identity, compiler.nvrtc_identity);
+        let mut file = compiler.file.clone();
+        file.size += 1;
+        let other_file = ResolvedCompiler::new(file, compiler.version, compiler.headers.clone());
+        assert_ne!(other_file.nvrtc_identity, compiler.nvrtc_identity);
     }
 
     #[test]
@@ -480,21 +588,30 @@ mod tests {
         )
         .unwrap();
         remember(cache.path(), &key, &compiler);
-        assert!(recall(cache.path(), &key).is_none(), "cuda.h just written");
+        assert!(
+            recall(cache.path(), &key, true).is_none(),
+            "cuda.h just written"
+        );
 
         settle(&install.path().join("include/cuda.h"));
         remember(cache.path(), &key, &compiler);
         let path = path_of(cache.path(), &key);
         let bytes = fs::read(&path).unwrap();
-        assert!(recall(cache.path(), &key).is_some());
+        assert!(recall(cache.path(), &key, true).is_some());
         for at in [0, MAGIC.len() + 3, bytes.len() / 2, bytes.len() - 1] {
             let mut altered = bytes.clone();
             altered[at] ^= 1;
             fs::write(&path, altered).unwrap();
-            assert!(recall(cache.path(), &key).is_none(), "byte {at} altered");
+            assert!(
+                recall(cache.path(), &key, true).is_none(),
+                "byte {at} altered"
+            );
         }
         fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
-        assert!(recall(cache.path(), &key).is_none(), "record truncated");
+        assert!(
+            recall(cache.path(), &key, true).is_none(),
+            "record truncated"
+        );
         // A record of an earlier cudyn (text, `cudyn-toolchain-1`) is not read, and the next
         // remember replaces it.
         fs::write(
@@ -502,9 +619,12 @@ mod tests {
             "cudyn-toolchain-1\nnvrtc cuda-home 13.0 /x\nchecksum 0\n",
         )
         .unwrap();
-        assert!(recall(cache.path(), &key).is_none(), "an earlier format");
+        assert!(
+            recall(cache.path(), &key, true).is_none(),
+            "an earlier format"
+        );
         remember(cache.path(), &key, &compiler);
-        assert!(recall(cache.path(), &key).is_some(), "replaced");
+        assert!(recall(cache.path(), &key, true).is_some(), "replaced");
         forget_all(cache.path());
         assert!(!cache.path().join("compilers").exists());
     }

@@ -34,9 +34,18 @@ pub(crate) fn io_error(path: &Path, what: &'static str, error: std::io::Error) -
     }
 }
 
+/// Who besides its owner may enter a folder the cache accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// No one: nothing below it can be reached by another user (modes such as 0700).
+    OwnerOnly,
+    /// Group or others may read or enter it, but not write to it (modes such as 0755).
+    Readable,
+}
+
 /// Creates `dir` private (0700) when missing, then refuses it unless this user owns it and no
 /// one else may write to it.
-pub(crate) fn prepare_folder(dir: &Path) -> Result<()> {
+pub(crate) fn prepare_folder(dir: &Path) -> Result<Access> {
     if let Ok(metadata) = fs::symlink_metadata(dir) {
         return check_private(dir, &metadata);
     }
@@ -57,7 +66,7 @@ pub(crate) fn prepare_folder(dir: &Path) -> Result<()> {
 
 /// `Ok` when `dir`, of `metadata` (not following links), is a folder owned by this user and not
 /// writable by group or others.
-fn check_private(dir: &Path, metadata: &fs::Metadata) -> Result<()> {
+fn check_private(dir: &Path, metadata: &fs::Metadata) -> Result<Access> {
     let refuse = |reason: String| Error::CacheRefused {
         path: dir.to_owned(),
         reason,
@@ -78,7 +87,11 @@ fn check_private(dir: &Path, metadata: &fs::Metadata) -> Result<()> {
             mode & 0o777
         )));
     }
-    Ok(())
+    Ok(if mode & 0o077 == 0 {
+        Access::OwnerOnly
+    } else {
+        Access::Readable
+    })
 }
 
 /// The user this process runs as (its effective user), who owns the files it creates.
@@ -106,12 +119,26 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8], durability: Durability
         std::process::id(),
         unique_suffix()
     ));
-    let written = (|| {
-        let mut file = OpenOptions::new()
+    let create = || {
+        OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&temporary)?;
+            .open(&temporary)
+    };
+    let written = (|| {
+        let mut file = match create() {
+            // The folder is made at the first write when its parent was trusted without it
+            // (see `Access::OwnerOnly`), or was removed meanwhile.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                fs::DirBuilder::new()
+                    .mode(0o700)
+                    .recursive(true)
+                    .create(folder)?;
+                create()?
+            }
+            opened => opened?,
+        };
         file.write_all(bytes)?;
         if durability == Durability::Flushed {
             file.sync_all()?;
@@ -143,6 +170,23 @@ pub(crate) fn read_whole(path: &Path) -> Option<(File, fs::Metadata, Vec<u8>)> {
     let mut bytes = vec![0; usize::try_from(metadata.len()).ok()?];
     file.read_exact(&mut bytes).ok()?;
     Some((file, metadata, bytes))
+}
+
+/// A small file of the cache whole, or `None`: one `read` into a buffer larger than such files
+/// usually are, more only when it fills, so that a warm start asks for no metadata of a file
+/// whose contents check themselves. A read of a regular file returns less than asked only at its
+/// end; were it otherwise, the bytes would fail the file's checksum, as a damaged file does.
+pub(crate) fn read_small(path: &Path) -> Option<Vec<u8>> {
+    const FIRST_READ: usize = 4 << 10;
+    let mut file = File::open(path).ok()?;
+    let mut bytes = vec![0; FIRST_READ];
+    let read = file.read(&mut bytes).ok()?;
+    if read < FIRST_READ {
+        bytes.truncate(read);
+    } else {
+        file.read_to_end(&mut bytes).ok()?;
+    }
+    Some(bytes)
 }
 
 /// Uses closer together than this are one use for eviction: a hit within it of the last
@@ -181,10 +225,10 @@ mod tests {
         assert!(matches!(&error, Error::CacheRefused { .. }), "{error:?}");
         assert!(error.to_string().contains("writable by group or others"));
         fs::set_permissions(&open, fs::Permissions::from_mode(0o755)).unwrap();
-        prepare_folder(&open).unwrap();
+        assert_eq!(prepare_folder(&open).unwrap(), Access::Readable);
 
         let fresh = dir.path().join("a/b/kernels");
-        prepare_folder(&fresh).unwrap();
+        assert_eq!(prepare_folder(&fresh).unwrap(), Access::OwnerOnly);
         let mode = fs::metadata(&fresh).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
     }
@@ -206,6 +250,31 @@ mod tests {
         let old = set_age(USE_RESOLUTION * 2);
         assert_eq!(read_and_touch(&path).unwrap(), b"entry");
         assert!(modified(&path) > old + USE_RESOLUTION);
+    }
+
+    #[test]
+    fn a_write_makes_its_missing_folder_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kernels/entry.cudyn");
+        write_atomically(&path, b"entry", Durability::RenameOnly).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"entry");
+        let mode = fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_small_read_returns_files_of_any_size_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("record");
+        for size in [0, 1, 1004, 4095, 4096, 4097, 3 * 4096 + 5] {
+            let bytes: Vec<u8> = (0..size).map(|i| (i * 7 + size) as u8).collect();
+            fs::write(&path, &bytes).unwrap();
+            assert_eq!(read_small(&path).unwrap(), bytes, "{size} bytes");
+        }
+        assert!(read_small(&dir.path().join("missing")).is_none());
     }
 
     #[test]

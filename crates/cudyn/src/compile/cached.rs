@@ -34,15 +34,22 @@ fn search_fingerprint() -> Key {
 
 /// The compiler: remembered by `cache` for this environment and unchanged on disk, else found
 /// from its file and the version `cache` remembers for it, else by opening NVRTC once. `None`
-/// when NVRTC's file cannot be identified.
-fn compiler(cache: &Cache) -> Result<Option<Arc<ResolvedCompiler>>> {
+/// when NVRTC's file cannot be identified. A compiler recalled for a program without includes
+/// has had NVRTC's file checked alone; `with_headers` checks the headers' files too.
+fn compiler(cache: &Cache, with_headers: bool) -> Result<Option<Arc<ResolvedCompiler>>> {
     if let Some(compiler) = current_compiler().as_ref() {
-        return Ok(Some(Arc::clone(compiler)));
+        if !with_headers || compiler.headers_checked() {
+            return Ok(Some(Arc::clone(compiler)));
+        }
     }
     let fingerprint = (!sys::is_open(Component::Nvrtc)).then(search_fingerprint);
-    let recalled = fingerprint
+    let checked = current_compiler()
         .as_ref()
-        .and_then(|fingerprint| resolved::recall(cache.path(), fingerprint));
+        .and_then(|compiler| compiler.with_headers_checked());
+    let recalled = checked.or_else(|| {
+        let fingerprint = fingerprint.as_ref()?;
+        resolved::recall(cache.path(), fingerprint, with_headers)
+    });
     let compiler = match recalled {
         Some(compiler) => {
             sys::settle(Component::Nvrtc);
@@ -191,7 +198,7 @@ impl Miss {
 /// Looks `program`, compiled for `arch`, up in `cache`, without opening NVRTC when the compiler
 /// is known.
 pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lookup> {
-    let Some(compiler) = compiler(cache)? else {
+    let Some(compiler) = compiler(cache, may_read_headers(program))? else {
         return Ok(Lookup::Miss(Miss {
             defaults: program_defaults(program, None),
             keyed: None,
@@ -237,14 +244,33 @@ fn program_defaults(program: &Program, headers: Option<&CudaHeaders>) -> Vec<Pat
         .collect()
 }
 
+/// Whether compiling `program` may read a header: its source or an in-memory header may say
+/// `#include` (or `__has_include`), or one of its extra options may pre-include one
+/// (`--pre-include`). A program that cannot reads nothing from CUDA's header folders, whatever
+/// they hold.
+fn may_read_headers(program: &Program) -> bool {
+    key::may_include(&program.source)
+        || program
+            .headers
+            .iter()
+            .any(|(_, text)| key::may_include(text))
+        || program.extra.iter().any(|option| key::may_include(option))
+}
+
 /// The key of `program` (see [`crate::cache`]); `None` when its inputs cannot be known.
 ///
 /// CUDA's header folders, which the compile searches after the program's own when it uses
-/// them, are keyed through the compiler's identity, which covers them with their versions.
+/// them, are keyed through the compiler's identity, which covers them with their versions; the
+/// key of a program that reads no header takes NVRTC's identity alone.
 fn program_key(program: &Program, compiler: &ResolvedCompiler, arch: Arch) -> Option<Key> {
+    let identity = if may_read_headers(program) {
+        &compiler.identity
+    } else {
+        &compiler.nvrtc_identity
+    };
     let mut hasher = KeyHasher::new("nvrtc");
     hasher
-        .field(&compiler.identity.0)
+        .field(&identity.0)
         .fields(&program.options_with(arch, &[]))
         .field(&[u8::from(program.default_includes)])
         .field(program.output.extension().as_bytes())
