@@ -42,7 +42,7 @@ pub struct Compiled {
     pub(super) arch: Arch,
     pub(super) code: Arc<[u8]>,
     pub(super) log: String,
-    pub(super) lowered_names: Vec<(String, String)>,
+    pub(crate) lowered_names: Vec<(String, String)>,
     /// What the check before a load found in the code, when it was checked as it was stored in
     /// (or read from) the compile cache: a load of it need not check or hash it again.
     pub(crate) checked: Option<Checked>,

@@ -229,15 +229,16 @@ impl LibraryLoader {
     /// Loads what NVRTC compiled (a cubin or PTX); its name expressions then work as kernel
     /// names: `library.kernel("saxpy<float>")`.
     pub fn load_compiled(&self, compiled: &Compiled) -> Result<Library> {
-        let names: Vec<_> = compiled
-            .lowered_names()
-            .map(|(expression, lowered)| (expression.to_owned(), lowered.to_owned()))
-            .collect();
         let code = compiled.code();
         let checks = compiled
             .checked
             .map_or(Checks::CompilerOutput, Checks::Done);
-        self.load_checked(&names, code, &|| crate::image::bytes_given(code), checks)
+        self.load_checked(
+            &compiled.lowered_names,
+            code,
+            &|| crate::image::bytes_given(code),
+            checks,
+        )
     }
 
     /// Loads a .fatbin, .cubin or .ptx file.
