@@ -350,6 +350,40 @@ mod tests {
     }
 
     #[test]
+    fn only_a_program_that_may_include_a_header_is_keyed_on_cudas_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let compiler = compiler(&cache, true).unwrap().expect("NVRTC identified");
+        let mut headers = compiler.headers.clone();
+        headers.cccl_version = Some("0.0.0".into());
+        let other_headers = ResolvedCompiler::new(compiler.file.clone(), compiler.version, headers);
+        assert_ne!(other_headers.identity, compiler.identity);
+        let arch = Arch::new(9, 0);
+        let key = |program: &Program, compiler: &ResolvedCompiler| {
+            program_key(program, compiler, arch).unwrap()
+        };
+
+        let plain = program();
+        assert!(!may_read_headers(&plain));
+        assert_eq!(key(&plain, &compiler), key(&plain, &other_headers));
+
+        let including = [
+            Program::new(format!("#include <cuda/std/cstdint>\n{SOURCE}")),
+            Program::new(format!("#if __has_include(<x.h>)\n#endif\n{SOURCE}")),
+            Program::new(SOURCE).header("h.cuh", "#include <cuda_fp16.h>\n"),
+            Program::new(SOURCE).option("--pre-include=cuda_fp16.h"),
+        ];
+        for program in &including {
+            assert!(may_read_headers(program), "{program:?}");
+            assert_ne!(
+                key(program, &compiler),
+                key(program, &other_headers),
+                "{program:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_cached_relocatable_cubin_carries_nothing_and_its_load_is_still_refused() {
         let dir = tempfile::tempdir().unwrap();
         let relocatable = || program().relocatable(true);
