@@ -66,7 +66,7 @@ enum Action {
     Prune {
         /// The most bytes to keep: a number of bytes, or with a suffix K, M or G (KiB, MiB,
         /// GiB). The cache's own size cap when left out.
-        #[arg(long, value_name = "N", value_parser = parse_bytes)]
+        #[arg(long, value_name = "N", value_parser = cudyn::cache::parse_bytes)]
         max_bytes: Option<u64>,
         #[command(flatten)]
         json: Json,
@@ -313,23 +313,6 @@ fn confirm_clear(cache: &Cache) -> Result<(), CliError> {
     }
 }
 
-/// `--max-bytes`: a number of bytes, optionally with a binary suffix K, M or G.
-fn parse_bytes(text: &str) -> Result<u64, String> {
-    let trimmed = text.trim();
-    let (digits, shift) = match trimmed.char_indices().last() {
-        Some((at, 'k' | 'K')) => (&trimmed[..at], 10),
-        Some((at, 'm' | 'M')) => (&trimmed[..at], 20),
-        Some((at, 'g' | 'G')) => (&trimmed[..at], 30),
-        _ => (trimmed, 0),
-    };
-    let number: u64 = digits.parse().map_err(|_| {
-        format!("`{text}` is not a size: write bytes (1048576) or with K, M or G (200M)")
-    })?;
-    number
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{text}` is too large"))
-}
-
 /// Bytes in the largest binary unit that keeps a whole number in front.
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
@@ -369,18 +352,6 @@ fn human_age(age: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_take_binary_suffixes() {
-        assert_eq!(parse_bytes("1048576"), Ok(1 << 20));
-        assert_eq!(parse_bytes("200M"), Ok(200 << 20));
-        assert_eq!(parse_bytes("4k"), Ok(4096));
-        assert_eq!(parse_bytes("2G"), Ok(2 << 30));
-        assert!(parse_bytes("12X").is_err());
-        assert!(parse_bytes("M").is_err());
-        assert!(parse_bytes("-1").is_err());
-        assert!(parse_bytes("99999999999G").is_err());
-    }
 
     #[test]
     fn sizes_and_ages_read_in_their_largest_unit() {

@@ -136,6 +136,35 @@ fn the_folders_a_compile_makes_are_private_and_one_others_may_write_is_refused()
 }
 
 #[test]
+fn the_size_cap_reads_suffixes_and_a_bad_one_is_said() {
+    let scratch = Scratch::new();
+    let stats = |value: &str| {
+        common::cudyn()
+            .env("CUDYN_CACHE_DIR", scratch.cache.path())
+            .env("CUDYN_CACHE_MAX_BYTES", value)
+            .env_remove("CUDYN_CACHE")
+            .args(["cache", "stats", "--json"])
+            .output()
+            .unwrap()
+    };
+    let cap = |run: &Output| {
+        assert!(run.status.success(), "{run:?}");
+        let json: Value = serde_json::from_slice(&run.stdout).unwrap();
+        json["stats"]["max_bytes"].as_u64().unwrap()
+    };
+    let run = stats("200M");
+    assert_eq!(cap(&run), 200 << 20);
+    assert!(run.stderr.is_empty(), "{run:?}");
+    let run = stats("lots");
+    assert_eq!(cap(&run), 1 << 30);
+    let warning = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        warning.contains("CUDYN_CACHE_MAX_BYTES") && warning.contains("`lots` is not a size"),
+        "{warning}"
+    );
+}
+
+#[test]
 fn path_is_the_folder_named_by_the_environment() {
     let scratch = Scratch::new();
     let text = scratch.cudyn(&["cache", "path"]);

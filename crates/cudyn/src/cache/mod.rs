@@ -90,7 +90,8 @@ use memory::{MemoryCache, DEFAULT_MEMORY_BYTES};
 pub const DIR_ENV: &str = "CUDYN_CACHE_DIR";
 /// The environment variable that turns the cache off (`off`, `0`, `false`).
 pub const SWITCH_ENV: &str = "CUDYN_CACHE";
-/// The environment variable that sets the disk cache's size cap in bytes.
+/// The environment variable that sets the disk cache's size cap: bytes, or with a suffix `K`,
+/// `M` or `G` ([`parse_bytes`]).
 pub const MAX_BYTES_ENV: &str = "CUDYN_CACHE_MAX_BYTES";
 
 /// A compile cache in one folder. See the [module documentation](self).
@@ -520,11 +521,51 @@ fn switched_off(value: Option<&str>) -> bool {
     })
 }
 
+/// The size cap [`MAX_BYTES_ENV`] sets, read by [`parse_bytes`]; the default when unset, and
+/// when it does not read (a warning printed once per process).
 fn max_bytes_from_environment() -> u64 {
-    std::env::var(MAX_BYTES_ENV)
-        .ok()
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(DEFAULT_MAX_BYTES)
+    let Some(value) = std::env::var_os(MAX_BYTES_ENV) else {
+        return DEFAULT_MAX_BYTES;
+    };
+    let parsed = value
+        .to_str()
+        .ok_or_else(|| format!("`{}` is not a size", value.to_string_lossy()))
+        .and_then(parse_bytes);
+    parsed.unwrap_or_else(|problem| {
+        static WARNED: AtomicBool = AtomicBool::new(false);
+        if !WARNED.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "cudyn: warning: {MAX_BYTES_ENV}: {problem}; the cache keeps its default cap of \
+                 {} GiB",
+                DEFAULT_MAX_BYTES >> 30
+            );
+        }
+        DEFAULT_MAX_BYTES
+    })
+}
+
+/// A size in bytes as people write it: a number of bytes (`1048576`), or with a binary suffix
+/// `K`, `M` or `G` (`200M` is 200 MiB), either case; surrounding blanks are ignored. What
+/// [`MAX_BYTES_ENV`] and `cudyn cache prune --max-bytes` take.
+///
+/// ```
+/// assert_eq!(cudyn::cache::parse_bytes("200M"), Ok(200 << 20));
+/// assert!(cudyn::cache::parse_bytes("two hundred").is_err());
+/// ```
+pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
+    let trimmed = text.trim();
+    let (digits, shift) = match trimmed.char_indices().last() {
+        Some((at, 'k' | 'K')) => (&trimmed[..at], 10),
+        Some((at, 'm' | 'M')) => (&trimmed[..at], 20),
+        Some((at, 'g' | 'G')) => (&trimmed[..at], 30),
+        _ => (trimmed, 0),
+    };
+    let number: u64 = digits.parse().map_err(|_| {
+        format!("`{text}` is not a size: write bytes (1048576) or with K, M or G (200M)")
+    })?;
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("`{text}` is too large"))
 }
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -651,6 +692,18 @@ mod tests {
         assert_eq!(cache.counters.writes.load(Ordering::Relaxed), 0);
         assert!(cache.warned_of_failed_write.load(Ordering::Relaxed));
         assert!(cache.lookup(&key).is_some());
+    }
+
+    #[test]
+    fn sizes_read_as_bytes_or_with_a_binary_suffix() {
+        assert_eq!(parse_bytes("1048576"), Ok(1 << 20));
+        assert_eq!(parse_bytes(" 200M "), Ok(200 << 20));
+        assert_eq!(parse_bytes("4k"), Ok(4096));
+        assert_eq!(parse_bytes("2G"), Ok(2 << 30));
+        assert_eq!(parse_bytes("0"), Ok(0));
+        for bad in ["", "12X", "M", "-1", "1.5G", "99999999999G", "two"] {
+            assert!(parse_bytes(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -69,11 +69,25 @@ impl Retention {
     }
 
     /// The limits set by [`RETAIN_LIBRARIES_ENV`] and [`RETAIN_MIB_ENV`], each falling back to
-    /// [`Retention::DEFAULT`]'s when unset or not a number.
+    /// [`Retention::DEFAULT`]'s when unset or not a number (a warning printed then: the value
+    /// was meant to say something).
     pub(crate) fn from_environment() -> Retention {
+        let read = |name: &str| {
+            let value = std::env::var_os(name)?;
+            let text = value
+                .to_str()
+                .filter(|text| text.trim().parse::<usize>().is_ok());
+            if text.is_none() {
+                eprintln!(
+                    "cudyn: warning: {name}={} is not a whole number; the default is kept",
+                    value.to_string_lossy()
+                );
+            }
+            text.map(str::to_owned)
+        };
         Retention::from_values(
-            std::env::var(RETAIN_LIBRARIES_ENV).ok().as_deref(),
-            std::env::var(RETAIN_MIB_ENV).ok().as_deref(),
+            read(RETAIN_LIBRARIES_ENV).as_deref(),
+            read(RETAIN_MIB_ENV).as_deref(),
         )
     }
 
