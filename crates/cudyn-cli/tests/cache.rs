@@ -28,9 +28,15 @@ impl Scratch {
 
     /// `cudyn ARGS...` with this cache, standard input closed (not a terminal).
     fn cudyn(&self, args: &[&str]) -> Output {
+        self.cudyn_with(&[], args)
+    }
+
+    /// [`Scratch::cudyn`] with the environment variables `vars` set too.
+    fn cudyn_with(&self, vars: &[(&str, &str)], args: &[&str]) -> Output {
         common::cudyn()
             .env("CUDYN_CACHE_DIR", self.cache.path())
             .env_remove("CUDYN_CACHE")
+            .envs(vars.iter().copied())
             .args(args)
             .stdin(Stdio::null())
             .output()
@@ -55,6 +61,15 @@ impl Scratch {
     /// Compiles a kernel named `kernel` with `cudyn compile` for sm_90, which stores it in the
     /// cache; returns the cubin's size.
     fn compile(&self, kernel: &str) -> u64 {
+        let run = self.run_compile(kernel);
+        assert!(run.status.success(), "{run:?}");
+        let cubin = self.sources.path().join(format!("{kernel}.cubin"));
+        std::fs::metadata(cubin).unwrap().len()
+    }
+
+    /// `cudyn compile` of a kernel named `kernel` (its source written first) to `KERNEL.cubin`
+    /// for sm_90.
+    fn run_compile(&self, kernel: &str) -> Output {
         let source = self.sources.path().join(format!("{kernel}.cu"));
         std::fs::write(
             &source,
@@ -62,16 +77,14 @@ impl Scratch {
         )
         .unwrap();
         let cubin = source.with_extension("cubin");
-        let run = self.cudyn(&[
+        self.cudyn(&[
             "compile",
             source.to_str().unwrap(),
             "--arch",
             "sm_90",
             "-o",
             cubin.to_str().unwrap(),
-        ]);
-        assert!(run.status.success(), "{run:?}");
-        std::fs::metadata(cubin).unwrap().len()
+        ])
     }
 }
 
@@ -114,16 +127,7 @@ fn the_folders_a_compile_makes_are_private_and_one_others_may_write_is_refused()
     // the compile goes on without the cache, saying so.
     set_mode(scratch.cache.path(), 0o755).unwrap();
     set_mode(&kernels, 0o777).unwrap();
-    let source = scratch.sources.path().join("scale.cu");
-    let cubin = scratch.sources.path().join("again.cubin");
-    let run = scratch.cudyn(&[
-        "compile",
-        source.to_str().unwrap(),
-        "--arch",
-        "sm_90",
-        "-o",
-        cubin.to_str().unwrap(),
-    ]);
+    let run = scratch.run_compile("scale");
     assert!(run.status.success(), "{run:?}");
     let warning = String::from_utf8_lossy(&run.stderr);
     assert!(
@@ -139,13 +143,10 @@ fn the_folders_a_compile_makes_are_private_and_one_others_may_write_is_refused()
 fn the_size_cap_reads_suffixes_and_a_bad_one_is_said() {
     let scratch = Scratch::new();
     let stats = |value: &str| {
-        common::cudyn()
-            .env("CUDYN_CACHE_DIR", scratch.cache.path())
-            .env("CUDYN_CACHE_MAX_BYTES", value)
-            .env_remove("CUDYN_CACHE")
-            .args(["cache", "stats", "--json"])
-            .output()
-            .unwrap()
+        scratch.cudyn_with(
+            &[("CUDYN_CACHE_MAX_BYTES", value)],
+            &["cache", "stats", "--json"],
+        )
     };
     let cap = |run: &Output| {
         assert!(run.status.success(), "{run:?}");

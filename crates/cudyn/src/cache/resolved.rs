@@ -371,6 +371,13 @@ mod tests {
             .unwrap();
     }
 
+    /// Sets a file's modification time to a minute ago: a change a recall must notice.
+    fn touch(path: &Path) {
+        let file = fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+    }
+
     /// A fake NVRTC and CUDA 13 headers (CCCL in `include/cccl`) under `root`, settled.
     fn installation(root: &Path) -> ResolvedCompiler {
         let include = root.join("include");
@@ -486,12 +493,7 @@ mod tests {
             .join("include/cccl/cuda/std/__cccl/version.h");
 
         remember(cache.path(), &key, &compiler);
-        fs::File::options()
-            .write(true)
-            .open(&nvrtc)
-            .unwrap()
-            .set_modified(SystemTime::now() - Duration::from_secs(60))
-            .unwrap();
+        touch(&nvrtc);
         assert!(recall(cache.path(), &key, true).is_none(), "NVRTC touched");
 
         let compiler = installation(install.path());
@@ -535,23 +537,13 @@ mod tests {
         // A header file changed: still recalled for a program without includes, but the check
         // the first program with includes makes fails, as a full recall does.
         let cuda_h = install.path().join("include/cuda.h");
-        fs::File::options()
-            .write(true)
-            .open(&cuda_h)
-            .unwrap()
-            .set_modified(SystemTime::now() - Duration::from_secs(60))
-            .unwrap();
+        touch(&cuda_h);
         let recalled = recall(cache.path(), &key, false).expect("NVRTC unchanged");
         assert!(recalled.with_headers_checked().is_none(), "cuda.h touched");
         assert!(recall(cache.path(), &key, true).is_none());
 
         // NVRTC changed: recalled for no program.
-        fs::File::options()
-            .write(true)
-            .open(&compiler.file.path)
-            .unwrap()
-            .set_modified(SystemTime::now() - Duration::from_secs(60))
-            .unwrap();
+        touch(&compiler.file.path);
         assert!(recall(cache.path(), &key, false).is_none(), "NVRTC touched");
     }
 
