@@ -186,7 +186,7 @@ fn code_of(entry: &[u8]) -> Option<&[u8]> {
 /// than the file, without asking its length.
 fn read_small(path: &Path) -> Result<Vec<u8>, String> {
     let read = || {
-        let mut bytes = vec![0; 4096];
+        let mut bytes = vec![0; 2048];
         let filled = std::fs::File::open(path)?.read(&mut bytes)?;
         bytes.truncate(filled);
         Ok::<_, std::io::Error>(bytes)

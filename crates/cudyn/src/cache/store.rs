@@ -177,7 +177,7 @@ pub(crate) fn read_whole(path: &Path) -> Option<(File, fs::Metadata, Vec<u8>)> {
 /// whose contents check themselves. A read of a regular file returns less than asked only at its
 /// end; were it otherwise, the bytes would fail the file's checksum, as a damaged file does.
 pub(crate) fn read_small(path: &Path) -> Option<Vec<u8>> {
-    const FIRST_READ: usize = 4 << 10;
+    const FIRST_READ: usize = 2 << 10;
     let mut file = File::open(path).ok()?;
     let mut bytes = vec![0; FIRST_READ];
     let read = file.read(&mut bytes).ok()?;
@@ -269,7 +269,7 @@ mod tests {
     fn a_small_read_returns_files_of_any_size_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("record");
-        for size in [0, 1, 1004, 4095, 4096, 4097, 3 * 4096 + 5] {
+        for size in [0, 1, 1004, 2047, 2048, 2049, 4096, 3 * 4096 + 5] {
             let bytes: Vec<u8> = (0..size).map(|i| (i * 7 + size) as u8).collect();
             fs::write(&path, &bytes).unwrap();
             assert_eq!(read_small(&path).unwrap(), bytes, "{size} bytes");
