@@ -183,15 +183,20 @@ fn code_of(entry: &[u8]) -> Option<&[u8]> {
 }
 
 /// A small file whole, its contents checked by their checksum: one read into a buffer larger
-/// than the file, without asking its length.
+/// than the file (2 KiB, as cudyn's first read), without asking its length.
 fn read_small(path: &Path) -> Result<Vec<u8>, String> {
+    const FIRST_READ: usize = 2048;
     let read = || {
-        let mut bytes = vec![0; 2048];
+        let mut bytes = vec![0; FIRST_READ];
         let filled = std::fs::File::open(path)?.read(&mut bytes)?;
         bytes.truncate(filled);
         Ok::<_, std::io::Error>(bytes)
     };
-    read().map_err(|e| format!("{path:?}: {e}"))
+    match read() {
+        Ok(bytes) if bytes.len() < FIRST_READ => Ok(bytes),
+        Ok(_) => Err(format!("{path:?} is larger than the floor reads")),
+        Err(e) => Err(format!("{path:?}: {e}")),
+    }
 }
 
 /// A whole entry, read as cudyn reads it: its length (and its time of last use) from its
