@@ -198,13 +198,14 @@ impl Miss {
 /// Looks `program`, compiled for `arch`, up in `cache`, without opening NVRTC when the compiler
 /// is known.
 pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lookup> {
-    let Some(compiler) = compiler(cache, may_read_headers(program))? else {
+    let reads_headers = may_read_headers(program);
+    let Some(compiler) = compiler(cache, reads_headers)? else {
         return Ok(Lookup::Miss(Miss {
             defaults: program_defaults(program, None),
             keyed: None,
         }));
     };
-    let Some(key) = program_key(program, &compiler, arch) else {
+    let Some(key) = program_key(program, &compiler, arch, reads_headers) else {
         return Ok(Lookup::Miss(Miss {
             defaults: program_defaults(program, Some(&compiler.headers)),
             keyed: None,
@@ -261,9 +262,15 @@ fn may_read_headers(program: &Program) -> bool {
 ///
 /// CUDA's header folders, which the compile searches after the program's own when it uses
 /// them, are keyed through the compiler's identity, which covers them with their versions; the
-/// key of a program that reads no header takes NVRTC's identity alone.
-fn program_key(program: &Program, compiler: &ResolvedCompiler, arch: Arch) -> Option<Key> {
-    let identity = if may_read_headers(program) {
+/// key of a program that reads no header (`reads_headers`, what [`may_read_headers`] says of
+/// it) takes NVRTC's identity alone.
+fn program_key(
+    program: &Program,
+    compiler: &ResolvedCompiler,
+    arch: Arch,
+    reads_headers: bool,
+) -> Option<Key> {
+    let identity = if reads_headers {
         &compiler.identity
     } else {
         &compiler.nvrtc_identity
@@ -360,7 +367,7 @@ mod tests {
         assert_ne!(other_headers.identity, compiler.identity);
         let arch = Arch::new(9, 0);
         let key = |program: &Program, compiler: &ResolvedCompiler| {
-            program_key(program, compiler, arch).unwrap()
+            program_key(program, compiler, arch, may_read_headers(program)).unwrap()
         };
 
         let plain = program();
