@@ -23,8 +23,8 @@ pub(crate) enum LibraryApi {
 /// The backend to use when none is asked for: the runtime when one with the library API is
 /// found, else the driver.
 pub(crate) fn preferred_backend() -> Backend {
-    match sys::runtime() {
-        Ok(runtime) if runtime.has_library_api() => Backend::Runtime,
+    match sys::runtime_if_found() {
+        Some(runtime) if runtime.has_library_api() => Backend::Runtime,
         _ => Backend::Driver,
     }
 }

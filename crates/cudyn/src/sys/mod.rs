@@ -449,9 +449,12 @@ fn first_loaded() -> Option<Component> {
 
 /// The library of table `T`, opened on first use and shared for the life of the process.
 fn shared<T: ApiTable>(cell: &'static OnceLock<Result<Opened<T>>>) -> Result<&'static Opened<T>> {
+    opening(cell).as_ref().map_err(Clone::clone)
+}
+
+/// What opening the library of table `T` gave, on first use and kept for the process.
+fn opening<T: ApiTable>(cell: &'static OnceLock<Result<Opened<T>>>) -> &'static Result<Opened<T>> {
     cell.get_or_init(|| open(&search_path()))
-        .as_ref()
-        .map_err(Clone::clone)
 }
 
 /// The CUDA driver, opened on first use.
@@ -462,6 +465,12 @@ pub fn driver() -> Result<&'static driver::Driver> {
 /// The CUDA runtime, opened on first use.
 pub fn runtime() -> Result<&'static runtime::Runtime> {
     shared(&RUNTIME)
+}
+
+/// The CUDA runtime, opened on first use, or `None` when it could not be: for a caller that only
+/// asks whether there is one, which [`runtime`] would answer with a clone of the error each time.
+pub(crate) fn runtime_if_found() -> Option<&'static runtime::Runtime> {
+    opening(&RUNTIME).as_ref().ok()
 }
 
 /// NVRTC, opened on first use (with its builtins library from the same folder).
