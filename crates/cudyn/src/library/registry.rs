@@ -138,8 +138,17 @@ impl<T: std::fmt::Debug> Published<T> {
 /// a shared value is retained or dropped (unloaded); an unshared one is dropped.
 #[derive(Debug)]
 pub(crate) struct Users<T: 'static> {
-    value: Arc<T>,
-    shared: Option<Shared<T>>,
+    held: Held<T>,
+}
+
+/// How [`Users`] hold their value.
+#[derive(Debug)]
+enum Held<T: 'static> {
+    /// A value no other load shares, in the users' own allocation: a load with
+    /// `Sharing::Never` allocates once, not twice, and its value is dropped with its users.
+    Own(T),
+    /// A value published in a registry, which takes it back (to retain it) after the last user.
+    Shared { value: Arc<T>, shared: Shared<T> },
 }
 
 #[cfg(test)]
@@ -162,24 +171,32 @@ impl<T> std::ops::Deref for Users<T> {
     type Target = T;
 
     fn deref(&self) -> &T {
-        &self.value
+        match &self.held {
+            Held::Own(value) => value,
+            Held::Shared { value, .. } => value,
+        }
     }
 }
 
 impl<T> Users<T> {
     /// The users of a value no other load shares.
     pub(crate) fn own(value: T) -> Arc<Users<T>> {
-        Users::of(Arc::new(value), None)
+        Arc::new(Users {
+            held: Held::Own(value),
+        })
     }
 
-    fn of(value: Arc<T>, shared: Option<Shared<T>>) -> Arc<Users<T>> {
-        Arc::new(Users { value, shared })
+    fn shared(value: Arc<T>, shared: Shared<T>) -> Arc<Users<T>> {
+        Arc::new(Users {
+            held: Held::Shared { value, shared },
+        })
     }
 }
 
 impl<T> Drop for Users<T> {
     fn drop(&mut self) {
-        let Some(shared) = self.shared.take() else {
+        // An unshared value is dropped (unloaded) with its users' fields.
+        let Held::Shared { value, shared } = &self.held else {
             return;
         };
         #[cfg(test)]
@@ -187,10 +204,9 @@ impl<T> Drop for Users<T> {
             race(shared.key);
         }
         let users: *const Users<T> = self;
-        let dropped =
-            shared
-                .registry
-                .release(&shared.key, users, Arc::clone(&self.value), shared.retain);
+        let dropped = shared
+            .registry
+            .release(&shared.key, users, Arc::clone(value), shared.retain);
         // Dropping a value unloads it: outside the registry's lock.
         drop(dropped);
     }
@@ -230,13 +246,13 @@ impl<T> Registry<T> {
             return Some(users);
         }
         let (value, bytes) = retained.take(key)?;
-        let users = Users::of(
+        let users = Users::shared(
             value,
-            Some(Shared {
+            Shared {
                 registry: self,
                 key: *key,
                 retain: Some(bytes),
-            }),
+            },
         );
         live.insert(*key, Arc::downgrade(&users));
         Some(users)
@@ -255,13 +271,13 @@ impl<T> Registry<T> {
         retain: Option<usize>,
         replacing: Option<&Arc<Users<T>>>,
     ) -> Published<T> {
-        let fresh = Users::of(
+        let fresh = Users::shared(
             Arc::new(value),
-            Some(Shared {
+            Shared {
                 registry: self,
                 key,
                 retain,
-            }),
+            },
         );
         let mut state = self.lock();
         let existing = state
