@@ -7,7 +7,7 @@
 //! pointer the library writes through) is an `unsafe fn` whose `# Safety` section says what the
 //! caller vouches for.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 
 use crate::error::{Error, Result};
 
@@ -27,6 +27,32 @@ pub(crate) fn c_string(what: &'static str, text: &str) -> Result<CString> {
     })
 }
 
+/// Calls `with` on `text` as a C string, refused as [`c_string`] refuses it; a text shorter than
+/// [`STACK_C_STRING`] is copied into a buffer on the stack rather than allocated.
+pub(crate) fn with_c_string<R>(
+    what: &'static str,
+    text: &str,
+    with: impl FnOnce(&CStr) -> Result<R>,
+) -> Result<R> {
+    let bytes = text.as_bytes();
+    if bytes.len() >= STACK_C_STRING {
+        return with(&c_string(what, text)?);
+    }
+    let mut buffer = [0u8; STACK_C_STRING];
+    buffer[..bytes.len()].copy_from_slice(bytes);
+    // The buffer's zeros end the text: only a NUL inside it is refused.
+    let c_text =
+        CStr::from_bytes_with_nul(&buffer[..=bytes.len()]).map_err(|_| Error::NulByte {
+            what,
+            text: text.to_owned(),
+        })?;
+    with(c_text)
+}
+
+/// The size of the stack buffer of [`with_c_string`]: kernel names are shorter, but for long
+/// mangled C++ names.
+const STACK_C_STRING: usize = 128;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,5 +68,22 @@ mod tests {
             c_string("kernel name", "saxpy").unwrap().as_bytes(),
             b"saxpy"
         );
+    }
+
+    #[test]
+    fn c_strings_on_the_stack_or_not_are_refused_and_passed_alike() {
+        let long = "k".repeat(STACK_C_STRING);
+        for text in ["", "saxpy", &long[1..], &long] {
+            let passed = with_c_string("kernel name", text, |c_text| Ok(c_text.to_owned()));
+            assert_eq!(passed.unwrap().as_bytes(), text.as_bytes());
+            for cut in [0, text.len() / 2, text.len()] {
+                let with_nul = format!("{}\0{}", &text[..cut], &text[cut..]);
+                let error = with_c_string("kernel name", &with_nul, |_| Ok(())).unwrap_err();
+                assert!(
+                    matches!(&error, Error::NulByte { what: "kernel name", text } if *text == with_nul),
+                    "{error:?}"
+                );
+            }
+        }
     }
 }

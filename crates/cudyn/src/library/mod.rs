@@ -351,12 +351,12 @@ impl Library {
         if let Some(known) = self.inner.known_kernel(symbol) {
             return Ok(Kernel::of(known, self.clone()));
         }
-        let c_symbol = crate::api::c_string("kernel name", symbol)?;
-        // SAFETY: the library is loaded while `self` lives.
-        let raw = self
-            .api()
-            .and_then(|api| unsafe { api.kernel(self.inner.raw, &c_symbol) })
-            .map_err(|error| self.inner.log.attach(error))?;
+        let raw = crate::api::with_c_string("kernel name", symbol, |c_symbol| {
+            // SAFETY: the library is loaded while `self` lives.
+            self.api()
+                .and_then(|api| unsafe { api.kernel(self.inner.raw, c_symbol) })
+                .map_err(|error| self.inner.log.attach(error))
+        })?;
         let state = self
             .inner
             .keep_kernel(KernelState::named(raw, symbol), symbol);
