@@ -152,23 +152,47 @@ struct Inner {
     /// [`Sharing::Always`] share the library, and it is never kept after its last user.
     defines_variables: bool,
     /// The kernels looked up by symbol so far: a later lookup of one asks the driver nothing.
-    kernels: Mutex<Vec<Arc<KernelState>>>,
+    kernels: Mutex<KnownKernels>,
+}
+
+/// The kernels a library looked up by symbol: the first in place, so that a library whose one
+/// kernel is looked up allocates no list, then the others.
+#[derive(Debug, Default)]
+struct KnownKernels {
+    first: Option<Arc<KernelState>>,
+    more: Vec<Arc<KernelState>>,
+}
+
+impl KnownKernels {
+    /// The kernel looked up as `symbol`, if any.
+    fn find(&self, symbol: &str) -> Option<&Arc<KernelState>> {
+        self.first
+            .iter()
+            .chain(&self.more)
+            .find(|kernel| kernel.is_named(symbol))
+    }
+
+    /// Adds `state`, of a kernel not looked up before.
+    fn push(&mut self, state: Arc<KernelState>) {
+        if self.first.is_none() {
+            self.first = Some(state);
+        } else {
+            self.more.push(state);
+        }
+    }
 }
 
 impl Inner {
     /// The kernel looked up as `symbol` before, if any.
     fn known_kernel(&self, symbol: &str) -> Option<Arc<KernelState>> {
-        self.known_kernels()
-            .iter()
-            .find(|kernel| kernel.is_named(symbol))
-            .cloned()
+        self.known_kernels().find(symbol).cloned()
     }
 
     /// Keeps `state`, of the kernel looked up as `symbol`, unless another thread kept one of that
     /// symbol meanwhile; the state kept.
     fn keep_kernel(&self, state: Arc<KernelState>, symbol: &str) -> Arc<KernelState> {
         let mut known = self.known_kernels();
-        if let Some(first) = known.iter().find(|kernel| kernel.is_named(symbol)) {
+        if let Some(first) = known.find(symbol) {
             return Arc::clone(first);
         }
         known.push(Arc::clone(&state));
@@ -177,7 +201,7 @@ impl Inner {
 
     /// The kernels looked up so far. Nothing panics while holding the lock, so a poisoned one
     /// still holds a consistent list.
-    fn known_kernels(&self) -> std::sync::MutexGuard<'_, Vec<Arc<KernelState>>> {
+    fn known_kernels(&self) -> std::sync::MutexGuard<'_, KnownKernels> {
         self.kernels
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
@@ -405,3 +429,22 @@ const _: () = {
     shareable::<Library>();
     shareable::<Kernel>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_kernels_are_found_by_symbol_in_place_or_in_the_list() {
+        let mut known = KnownKernels::default();
+        assert!(known.find("scale").is_none());
+        for symbol in ["scale", "saxpy", "empty"] {
+            known.push(KernelState::named(std::ptr::null_mut(), symbol));
+        }
+        for symbol in ["scale", "saxpy", "empty"] {
+            let found = known.find(symbol).expect("a kernel looked up before");
+            assert!(found.is_named(symbol));
+        }
+        assert!(known.find("args21").is_none());
+    }
+}
