@@ -417,7 +417,7 @@ impl LibraryLoader {
             names: names.to_vec(),
             offline_image: driver_lacks_param_info().then(|| Arc::from(image)),
             _image: owned.filter(|_| self.options.preserve_binary),
-            _jit_buffers: None,
+            _jit_buffers: Default::default(),
             shared_always: self.sharing == Sharing::Always,
             defines_variables: facts.defines_variables,
             kernels: Default::default(),
@@ -434,8 +434,9 @@ impl LibraryLoader {
         }
         inner.log = jit.logs();
         // A later lazy load into another context may still write the log buffers the driver was
-        // given: they live as long as the library.
-        inner._jit_buffers = Some(jit);
+        // given: they live as long as the library. The option arrays were read by the load call
+        // only (and have moved since), so they are not kept: a smaller library state to move.
+        inner._jit_buffers = [jit.info, jit.error];
         Ok(inner)
     }
 }
@@ -477,7 +478,7 @@ fn driver_lacks_param_info() -> bool {
 
 /// The JIT option arrays of one load, with the log buffers they point into.
 #[derive(Debug)]
-pub(super) struct JitArgs {
+struct JitArgs {
     options: [driver::CUjit_option; JitArgs::MAX],
     values: [*mut c_void; JitArgs::MAX],
     count: usize,

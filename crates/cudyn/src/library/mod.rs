@@ -83,7 +83,6 @@ mod registry;
 mod retention;
 
 pub use global::Global;
-use loader::JitArgs;
 pub use loader::{JitLog, JitOptions, LibraryLoader, LibraryOptions, Sharing};
 use lookup::Resolved;
 use registry::{Registry, Users};
@@ -144,8 +143,8 @@ struct Inner {
     offline_image: Option<Arc<[u8]>>,
     /// The bytes the driver may use in place (LibraryOptions::preserve_binary).
     _image: Option<Box<[u8]>>,
-    /// The JIT option arrays and log buffers handed to the load call.
-    _jit_buffers: Option<JitArgs>,
+    /// The JIT's info and error log buffers handed to the load call (empty for a cubin's).
+    _jit_buffers: [Vec<u8>; 2],
     /// Whether the load asked for [`Sharing::Always`].
     shared_always: bool,
     /// Whether the device code defines variables: then only loads that all asked for
@@ -283,7 +282,7 @@ impl Library {
                 names: Vec::new(),
                 offline_image: None,
                 _image: None,
-                _jit_buffers: None,
+                _jit_buffers: Default::default(),
                 shared_always: false,
                 defines_variables: false,
                 kernels: Mutex::default(),
