@@ -251,7 +251,7 @@ impl Sweep {
 
 /// Hands `claim` what the file's structures claim of its bytes, `size` bytes at `offset` each,
 /// in the order compilers lay a cubin out: the header, the sections, then the tables of section
-/// and program headers.
+/// and program headers. (The walk over the sections in [`sections`] claims in this order too.)
 fn layout(header: &Header, sections: &Sections<'_>, mut claim: impl FnMut(u64, u64, Owner)) {
     claim(0, size_of::<Header>() as u64, Owner::ElfHeader);
     for (index, section) in sections.iter().enumerate().skip(1) {
@@ -263,6 +263,11 @@ fn layout(header: &Header, sections: &Sections<'_>, mut claim: impl FnMut(u64, u
             );
         }
     }
+    header_tables(header, sections, claim);
+}
+
+/// Hands `claim` the bytes of the tables of section and program headers, the last of a layout.
+fn header_tables(header: &Header, sections: &Sections<'_>, mut claim: impl FnMut(u64, u64, Owner)) {
     claim(
         header.e_shoff(LE),
         sections.len() as u64 * size_of::<SectionHeader64<LE>>() as u64,
@@ -275,26 +280,52 @@ fn layout(header: &Header, sections: &Sections<'_>, mut claim: impl FnMut(u64, u
     );
 }
 
-/// Damage when two of the file's structures overlap (see [`Sweep::check`]). Their claims are
-/// compared as they come when they come in the order of their offsets, as compilers lay cubins
-/// out; only otherwise are they gathered into [`Ranges`] and sorted.
+/// The claims of a layout compared as they come, which is enough when they come in the order of
+/// their offsets, as compilers lay cubins out: then no claim is gathered nor sorted. Fed in the
+/// order of [`layout`] by the walk over the sections, which reads each section's place anyway.
+struct InOrder {
+    sweep: Sweep,
+    previous_start: Option<u64>,
+    in_order: bool,
+}
+
+impl InOrder {
+    /// Nothing compared yet: the ELF header's claim comes first.
+    fn new() -> InOrder {
+        let mut layout = InOrder {
+            sweep: Sweep::default(),
+            previous_start: None,
+            in_order: true,
+        };
+        layout.claim(0, size_of::<Header>() as u64, Owner::ElfHeader);
+        layout
+    }
+
+    /// Compares `size` bytes at `offset`, claimed for `owner`, with the claims before.
+    fn claim(&mut self, offset: u64, size: u64, owner: Owner) {
+        if let Some(claim) = claim(offset, size, owner) {
+            // Starts that only increase are in the order sorting would put the claims in.
+            self.in_order &= self.previous_start.replace(offset) < Some(offset);
+            self.sweep.add(claim);
+        }
+    }
+}
+
+/// Damage when two of the file's structures overlap (see [`Sweep::check`]), given the claims of
+/// the sections compared as they came: those of the header tables are added, and when the
+/// claims did not all come in the order of their offsets, the layout is gathered into [`Ranges`]
+/// and sorted instead.
 fn check_layout(
     header: &Header,
     sections: &Sections<'_>,
+    mut compared: InOrder,
     name: impl Fn(Owner) -> String,
 ) -> Result<(), ParseError> {
-    let mut sweep = Sweep::default();
-    let mut previous_start = None;
-    let mut in_order = true;
-    layout(header, sections, |offset, size, owner| {
-        if let Some(claim) = claim(offset, size, owner) {
-            // Starts that only increase are in the order sorting would put the claims in.
-            in_order &= previous_start.replace(offset) < Some(offset);
-            sweep.add(claim);
-        }
+    header_tables(header, sections, |offset, size, owner| {
+        compared.claim(offset, size, owner)
     });
-    if in_order {
-        return sweep.check(name);
+    if compared.in_order {
+        return compared.sweep.check(name);
     }
     let mut ranges = Ranges::default();
     layout(header, sections, |offset, size, owner| {
@@ -424,6 +455,7 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
     let mut budget = data.len().saturating_mul(READ_BUDGET_FACTOR);
     let names = section_names(header, &sections, data);
     let mut uninitialized_bytes: usize = 0;
+    let mut layout = InOrder::new();
     for (index, section) in sections.iter().enumerate() {
         // The section's name, then the names after it.
         let Some(named) = usize::try_from(section.sh_name(LE))
@@ -473,6 +505,11 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
         let align = section.sh_addralign(LE);
         check_align(align, place)?;
         if kind != SHT_NOBITS {
+            layout.claim(
+                section.sh_offset(LE),
+                section.sh_size(LE),
+                Owner::Section(index),
+            );
             // A power of two by now: a mask rather than a division.
             if section.sh_offset(LE) & (align.max(1) - 1) != 0 {
                 return Err(ParseError::new(
@@ -546,7 +583,7 @@ fn sections(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
             }
         }
     }
-    check_layout(header, &sections, |owner| match owner {
+    check_layout(header, &sections, layout, |owner| match owner {
         Owner::ElfHeader => "the ELF header".into(),
         Owner::SectionHeaders => "the section header table".into(),
         Owner::ProgramHeaders => "the program header table".into(),
