@@ -67,6 +67,8 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
     loop {
         let token = match at {
             At::Statement(s) if s.depth > 0 => pass_braces(&mut tokens, &mut brackets),
+            // Once a block, only where the statement ends matters (see `statement`).
+            At::Statement(s) if s.block => tokens.next_bracket_or_semicolon(),
             At::Statement(_) => tokens.next_mark(),
             _ => tokens.next_token(),
         };

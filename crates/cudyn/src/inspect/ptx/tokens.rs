@@ -67,14 +67,31 @@ impl<'a> Tokens<'a> {
     /// The next bracket (`{}()[]`), passing over every other token: inside braces, where the rest
     /// does not matter to [`check`](fn@super::check). `None` as for [`Tokens::next_token`].
     pub(super) fn next_bracket(&mut self) -> Option<&'a [u8]> {
+        self.next_delimiter::<false>()
+    }
+
+    /// The next bracket or `;`, passing over every other token: in a statement already known to
+    /// be a block (a function or a `.section`), whose directives no longer change what
+    /// [`check`](fn@super::check) finds. `None` as for [`Tokens::next_token`].
+    pub(super) fn next_bracket_or_semicolon(&mut self) -> Option<&'a [u8]> {
+        self.next_delimiter::<true>()
+    }
+
+    /// The next bracket, or with `SEMICOLON` also the next `;`.
+    fn next_delimiter<const SEMICOLON: bool>(&mut self) -> Option<&'a [u8]> {
         let bytes = self.text.as_bytes();
         loop {
-            // Only comments, strings and brackets change what follows.
-            self.at += find_stop::<false>(bytes.get(self.at..)?)?;
+            // Only comments, strings and the delimiters change what follows.
+            self.at += find_stop::<SEMICOLON, false>(bytes.get(self.at..)?)?;
             let start = self.at;
-            match bytes.get(start).map(|&b| CLASSES[usize::from(b)]) {
-                Some(Class::Opening) if self.pass_over_comment_or_string() => {}
-                Some(Class::Bracket) => {
+            let byte = *bytes.get(start)?;
+            match CLASSES[usize::from(byte)] {
+                Class::Opening if self.pass_over_comment_or_string() => {}
+                Class::Bracket => {
+                    self.at += 1;
+                    return bytes.get(start..self.at);
+                }
+                _ if SEMICOLON && byte == b';' => {
                     self.at += 1;
                     return bytes.get(start..self.at);
                 }
@@ -89,7 +106,7 @@ impl<'a> Tokens<'a> {
     pub(super) fn next_mark(&mut self) -> Option<&'a [u8]> {
         let bytes = self.text.as_bytes();
         loop {
-            self.at += find_stop::<true>(bytes.get(self.at..)?)?;
+            self.at += find_stop::<true, true>(bytes.get(self.at..)?)?;
             let start = self.at;
             match bytes.get(start).map(|&b| CLASSES[usize::from(b)]) {
                 Some(Class::Opening) if self.pass_over_comment_or_string() => {}
@@ -172,9 +189,10 @@ fn word_len(bytes: &[u8]) -> usize {
 }
 
 /// Where the first byte that may start a comment, a string or a bracket (`/"{}()[]`) is in
-/// `bytes`, or with `STATEMENT` also a `;` or a `.` (which may start a directive). Most of PTX is
-/// function bodies, where the first are a few bytes in a hundred: eight bytes are tested at once.
-fn find_stop<const STATEMENT: bool>(bytes: &[u8]) -> Option<usize> {
+/// `bytes`, or with `SEMICOLON` also a `;`, with `DOT` also a `.` (which may start a directive).
+/// Most of PTX is function bodies, where the first are a few bytes in a hundred: eight bytes are
+/// tested at once.
+fn find_stop<const SEMICOLON: bool, const DOT: bool>(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     // The bytes of `x` that are 0, as the highest bit of each: exact for the lowest such byte,
@@ -191,10 +209,11 @@ fn find_stop<const STATEMENT: bool>(bytes: &[u8]) -> Option<usize> {
         let quote = x ^ (ONES * u64::from(b'"'));
         let mut found =
             zeros(paren) | zeros(opening) | zeros(closing) | zeros(slash) | zeros(quote);
-        if STATEMENT {
-            let dot = x ^ (ONES * u64::from(b'.'));
-            let semicolon = x ^ (ONES * u64::from(b';'));
-            found |= zeros(dot) | zeros(semicolon);
+        if SEMICOLON {
+            found |= zeros(x ^ (ONES * u64::from(b';')));
+        }
+        if DOT {
+            found |= zeros(x ^ (ONES * u64::from(b'.')));
         }
         found &= HIGHS;
         if found != 0 {
@@ -203,7 +222,8 @@ fn find_stop<const STATEMENT: bool>(bytes: &[u8]) -> Option<usize> {
     }
     let found = tail.iter().position(|&b| {
         matches!(CLASSES[usize::from(b)], Class::Opening | Class::Bracket)
-            || (STATEMENT && matches!(b, b';' | b'.'))
+            || (SEMICOLON && b == b';')
+            || (DOT && b == b'.')
     })?;
     Some(words.len() * 8 + found)
 }
