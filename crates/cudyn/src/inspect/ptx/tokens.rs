@@ -190,8 +190,54 @@ fn word_len(bytes: &[u8]) -> usize {
 
 /// Where the first byte that may start a comment, a string or a bracket (`/"{}()[]`) is in
 /// `bytes`, or with `SEMICOLON` also a `;`, with `DOT` also a `.` (which may start a directive).
-/// Most of PTX is function bodies, where the first are a few bytes in a hundred: eight bytes are
-/// tested at once.
+/// Most of PTX is function bodies, where the first are a few bytes in a hundred: sixteen bytes
+/// are tested at once, with SSE2.
+#[cfg(target_arch = "x86_64")]
+fn find_stop<const SEMICOLON: bool, const DOT: bool>(bytes: &[u8]) -> Option<usize> {
+    // SAFETY: every x86-64 processor has SSE2, the one feature the function requires.
+    unsafe { find_stop_sse2::<SEMICOLON, DOT>(bytes) }
+}
+
+/// [`find_stop`] with SSE2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn find_stop_sse2<const SEMICOLON: bool, const DOT: bool>(bytes: &[u8]) -> Option<usize> {
+    use std::arch::x86_64::{
+        __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        _mm_set_epi64x,
+    };
+    let splat = |b: u8| _mm_set1_epi8(i8::from_ne_bytes([b]));
+    let equal = |x: __m128i, b: u8| _mm_cmpeq_epi8(x, splat(b));
+    let (blocks, tail) = bytes.as_chunks::<16>();
+    for (index, block) in blocks.iter().enumerate() {
+        let x = u128::from_le_bytes(*block);
+        let x = _mm_set_epi64x((x >> 64) as i64, x as i64);
+        // `(` and `)` differ in bit 0, `[` and `{` (and `]` and `}`) in bit 5.
+        let paren = equal(_mm_and_si128(x, splat(0xfe)), b'(');
+        let square = _mm_and_si128(x, splat(0xdf));
+        let mut found = _mm_or_si128(
+            _mm_or_si128(paren, equal(square, b'[')),
+            _mm_or_si128(
+                equal(square, b']'),
+                _mm_or_si128(equal(x, b'/'), equal(x, b'"')),
+            ),
+        );
+        if SEMICOLON {
+            found = _mm_or_si128(found, equal(x, b';'));
+        }
+        if DOT {
+            found = _mm_or_si128(found, equal(x, b'.'));
+        }
+        let found = _mm_movemask_epi8(found);
+        if found != 0 {
+            return Some(index * 16 + found.trailing_zeros() as usize);
+        }
+    }
+    Some(blocks.len() * 16 + find_stop_in_tail::<SEMICOLON, DOT>(tail)?)
+}
+
+/// [`find_stop`] where SSE2 is not known to be there: eight bytes are tested at once, in a `u64`.
+#[cfg(not(target_arch = "x86_64"))]
 fn find_stop<const SEMICOLON: bool, const DOT: bool>(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
@@ -220,12 +266,16 @@ fn find_stop<const SEMICOLON: bool, const DOT: bool>(bytes: &[u8]) -> Option<usi
             return Some(index * 8 + found.trailing_zeros() as usize / 8);
         }
     }
-    let found = tail.iter().position(|&b| {
+    Some(words.len() * 8 + find_stop_in_tail::<SEMICOLON, DOT>(tail)?)
+}
+
+/// [`find_stop`] one byte at a time, for the few bytes after the last whole block.
+fn find_stop_in_tail<const SEMICOLON: bool, const DOT: bool>(tail: &[u8]) -> Option<usize> {
+    tail.iter().position(|&b| {
         matches!(CLASSES[usize::from(b)], Class::Opening | Class::Bracket)
             || (SEMICOLON && b == b';')
             || (DOT && b == b'.')
-    })?;
-    Some(words.len() * 8 + found)
+    })
 }
 
 /// What a byte may begin, to the tokenizer.
