@@ -145,17 +145,16 @@ impl<'a> Tokens<'a> {
     /// Moves past the comment or string literal that starts where the tokens are, if one does:
     /// whether one did. To the end of the text when it ends inside one.
     fn pass_over_comment_or_string(&mut self) -> bool {
-        let Some(rest) = self.text.get(self.at..) else {
+        let Some(rest) = self.text.as_bytes().get(self.at..) else {
             return false;
         };
-        let (what, end) = if let Some(comment) = rest.strip_prefix("//") {
-            ("", Some(2 + comment.find('\n').unwrap_or(comment.len())))
-        } else if rest.starts_with("/*") {
-            ("comment", comment_end(rest))
-        } else if let Some(string) = rest.strip_prefix('"') {
-            ("string", string.find('"').map(|end| end + 2))
-        } else {
-            return false;
+        let (what, end) = match rest {
+            [b'/', b'/', comment @ ..] => {
+                ("", Some(2 + find(comment, b'\n').unwrap_or(comment.len())))
+            }
+            [b'/', b'*', ..] => ("comment", comment_end(rest)),
+            [b'"', string @ ..] => ("string", find(string, b'"').map(|end| end + 2)),
+            _ => return false,
         };
         match end {
             Some(end) => self.at += end,
@@ -170,14 +169,20 @@ impl<'a> Tokens<'a> {
 
 /// Where the `/*` comment that `rest` starts with ends, after its `*/` (whose `*` may be the
 /// opening one, as in `/*/`).
-fn comment_end(rest: &str) -> Option<usize> {
+fn comment_end(rest: &[u8]) -> Option<usize> {
     let mut star = 1;
     loop {
-        if rest.as_bytes().get(star + 1) == Some(&b'/') {
+        if rest.get(star + 1) == Some(&b'/') {
             return Some(star + 2);
         }
-        star += 1 + rest.get(star + 1..)?.find('*')?;
+        star += 1 + find(rest.get(star + 1..)?, b'*')?;
     }
+}
+
+/// Where the first `byte` is in `bytes`. Comments and strings in PTX are a line or less, too short
+/// for a call to `memchr` to pay.
+fn find(bytes: &[u8], byte: u8) -> Option<usize> {
+    bytes.iter().position(|&b| b == byte)
 }
 
 /// The length of the word `bytes` start with.
