@@ -215,6 +215,8 @@ fn find_stop_sse2<const SEMICOLON: bool, const DOT: bool>(bytes: &[u8]) -> Optio
     let equal = |x: __m128i, b: u8| _mm_cmpeq_epi8(x, splat(b));
     let (blocks, tail) = bytes.as_chunks::<16>();
     for (index, block) in blocks.iter().enumerate() {
+        // Built from the bytes rather than loaded through a pointer: no unsafe code, and the
+        // compiler makes it the same one unaligned load.
         let x = u128::from_le_bytes(*block);
         let x = _mm_set_epi64x((x >> 64) as i64, x as i64);
         // `(` and `)` differ in bit 0, `[` and `{` (and `]` and `}`) in bit 5.
