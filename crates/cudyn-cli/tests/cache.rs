@@ -108,13 +108,13 @@ fn files_under(folder: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-fn the_folders_a_compile_makes_are_private_and_one_others_may_write_is_refused() {
+fn the_folders_a_compile_makes_are_private_and_an_unsafe_kernels_folder_is_refused() {
     use std::os::unix::fs::PermissionsExt;
     let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
     let set_mode =
         |path: &Path, mode| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
 
-    // A base folder only its owner may enter: `kernels` is made at the first write, private.
+    // The folders a first compile makes are private.
     let scratch = Scratch::new();
     set_mode(scratch.cache.path(), 0o700).unwrap();
     scratch.compile("scale");
@@ -123,19 +123,27 @@ fn the_folders_a_compile_makes_are_private_and_one_others_may_write_is_refused()
     assert_eq!(mode(&kernels.join("compilers")), 0o700);
     assert_eq!(entries(&scratch.json(&["list"])).len(), 1);
 
-    // A base folder others may enter: a `kernels` folder they may write to is refused, and
-    // the compile goes on without the cache, saying so.
-    set_mode(scratch.cache.path(), 0o755).unwrap();
+    // A `kernels` folder others may write to, or a link in its place (which could lead to
+    // one), is refused, even below a private folder, and the compile goes on without the
+    // cache, saying so.
+    let refused = |reason: &str| {
+        let run = scratch.run_compile("scale");
+        assert!(run.status.success(), "{run:?}");
+        let warning = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            warning.contains("compiling without a cache") && warning.contains(reason),
+            "{warning}"
+        );
+    };
     set_mode(&kernels, 0o777).unwrap();
-    let run = scratch.run_compile("scale");
-    assert!(run.status.success(), "{run:?}");
-    let warning = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        warning.contains("compiling without a cache")
-            && warning.contains("writable by group or others"),
-        "{warning}"
-    );
+    refused("writable by group or others");
     set_mode(&kernels, 0o700).unwrap();
+    let moved = scratch.cache.path().join("elsewhere");
+    std::fs::rename(&kernels, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &kernels).unwrap();
+    refused("symbolic link");
+    std::fs::remove_file(&kernels).unwrap();
+    std::fs::rename(&moved, &kernels).unwrap();
     assert_eq!(entries(&scratch.json(&["list"])).len(), 1);
 }
 

@@ -3,8 +3,8 @@
 //! `bench_cache`'s (f).
 //!
 //! The same steps as cudyn's hit, on the same files, without cudyn's code: read the cache's
-//! settings from the environment; check the cache folder (owner and mode: a folder others may
-//! write to is refused), and its `kernels` folder when others may enter the first; hash the variables the search for NVRTC reads
+//! settings from the environment; check the cache folder and its `kernels` folder (owner and
+//! mode: a folder others may write to is refused); hash the variables the search for NVRTC reads
 //! (the fingerprint the remembered toolchain is filed under); read the remembered toolchain and
 //! hash it (its checksum); `stat` NVRTC's file (and the headers' version files, for a source that
 //! may include one); hash the source and options (the key); read the entry, hash it (its
@@ -125,14 +125,10 @@ pub fn hit(files: &Files, source: &str, arch: &str) -> Result<Arc<[u8]>, String>
     }
     // SAFETY: geteuid takes nothing and cannot fail.
     let me = unsafe { libc::geteuid() };
-    // The `kernels` folder is checked too when others may enter the base folder.
     for folder in [files.base.clone(), files.base.join("kernels")] {
         let metadata = std::fs::symlink_metadata(&folder).map_err(|e| e.to_string())?;
         if !metadata.is_dir() || metadata.uid() != me || metadata.mode() & 0o022 != 0 {
             return Err(format!("{folder:?} is not a private folder"));
-        }
-        if metadata.mode() & 0o077 == 0 {
-            break;
         }
     }
     let mut fingerprint = blake3::Hasher::new();

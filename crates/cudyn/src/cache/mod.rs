@@ -59,9 +59,8 @@
 //! loaded without being checked or hashed again. **Writes** are atomic and safe between threads, processes and hosts under the
 //! file-system assumptions of [`store`]. **The folder** must belong to the user and be writable by
 //! no one else; otherwise it is refused with a warning (printed once) and cudyn compiles without
-//! the cache. Its `kernels/` folder is held to the same rule, unless the folder above denies
-//! group and others any access (0700, as cudyn makes it), which leaves no one else a way to
-//! reach it.
+//! the cache. Its `kernels/` folder is held to the same rule (a symbolic link there is refused
+//! too: it could lead anywhere).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -228,7 +227,7 @@ impl Cache {
         Ok(Cache::in_checked_folder(dir))
     }
 
-    /// The cache at `dir`, which was checked, or lies in a folder only its owner may enter.
+    /// The cache at `dir`, a folder [`store::prepare_folder`] accepted.
     fn in_checked_folder(dir: PathBuf) -> Cache {
         Cache {
             dir,
@@ -255,13 +254,10 @@ impl Cache {
                 }
                 let base = configured_base()?;
                 let kernels = base.join("kernels");
-                let opened = store::prepare_folder(&base).and_then(|access| match access {
-                    // No other user can reach anything below the base folder: its `kernels`
-                    // folder needs no check of its own (a warm start saves the system calls),
-                    // and is made at the first write when missing.
-                    store::Access::OwnerOnly => Ok(Cache::in_checked_folder(kernels)),
-                    store::Access::Readable => Cache::open(kernels),
-                });
+                let me = store::this_user();
+                let opened = store::prepare_folder_of(&base, me)
+                    .and_then(|()| store::prepare_folder_of(&kernels, me))
+                    .map(|()| Cache::in_checked_folder(kernels));
                 match opened {
                     Ok(cache) => Some(cache),
                     Err(error) => {

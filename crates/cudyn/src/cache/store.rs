@@ -34,20 +34,16 @@ pub(crate) fn io_error(path: &Path, what: &'static str, error: std::io::Error) -
     }
 }
 
-/// Who besides its owner may enter a folder the cache accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Access {
-    /// No one: nothing below it can be reached by another user (modes such as 0700).
-    OwnerOnly,
-    /// Group or others may read or enter it, but not write to it (modes such as 0755).
-    Readable,
-}
-
 /// Creates `dir` private (0700) when missing, then refuses it unless this user owns it and no
 /// one else may write to it.
-pub(crate) fn prepare_folder(dir: &Path) -> Result<Access> {
+pub(crate) fn prepare_folder(dir: &Path) -> Result<()> {
+    prepare_folder_of(dir, this_user())
+}
+
+/// [`prepare_folder`] for the user `me`, asked once for several folders.
+pub(crate) fn prepare_folder_of(dir: &Path, me: u32) -> Result<()> {
     if let Ok(metadata) = fs::symlink_metadata(dir) {
-        return check_private(dir, &metadata);
+        return check_private(dir, &metadata, me);
     }
     if let Some(parent) = dir.parent() {
         fs::create_dir_all(parent)
@@ -61,12 +57,12 @@ pub(crate) fn prepare_folder(dir: &Path) -> Result<Access> {
     }
     let metadata =
         fs::symlink_metadata(dir).map_err(|error| io_error(dir, "reading the folder", error))?;
-    check_private(dir, &metadata)
+    check_private(dir, &metadata, me)
 }
 
-/// `Ok` when `dir`, of `metadata` (not following links), is a folder owned by this user and not
+/// `Ok` when `dir`, of `metadata` (not following links), is a folder owned by `me` and not
 /// writable by group or others.
-fn check_private(dir: &Path, metadata: &fs::Metadata) -> Result<Access> {
+fn check_private(dir: &Path, metadata: &fs::Metadata, me: u32) -> Result<()> {
     let refuse = |reason: String| Error::CacheRefused {
         path: dir.to_owned(),
         reason,
@@ -74,7 +70,7 @@ fn check_private(dir: &Path, metadata: &fs::Metadata) -> Result<Access> {
     if !metadata.is_dir() {
         return Err(refuse("it is not a folder (or is a symbolic link)".into()));
     }
-    if this_user().is_some_and(|me| me != metadata.uid()) {
+    if me != metadata.uid() {
         return Err(refuse(format!(
             "it is owned by user {}, not by this process's user",
             metadata.uid()
@@ -87,18 +83,14 @@ fn check_private(dir: &Path, metadata: &fs::Metadata) -> Result<Access> {
             mode & 0o777
         )));
     }
-    Ok(if mode & 0o077 == 0 {
-        Access::OwnerOnly
-    } else {
-        Access::Readable
-    })
+    Ok(())
 }
 
 /// The user this process runs as (its effective user), who owns the files it creates.
-fn this_user() -> Option<u32> {
+pub(crate) fn this_user() -> u32 {
     // SAFETY: geteuid takes nothing and cannot fail. (Asking the kernel directly rather than
     // stat'ing /proc/self saves a procfs path walk on every process's first cache use.)
-    Some(unsafe { libc::geteuid() })
+    unsafe { libc::geteuid() }
 }
 
 /// Whether a file is flushed to disk before it replaces the old one.
@@ -128,8 +120,8 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8], durability: Durability
     };
     let written = (|| {
         let mut file = match create() {
-            // The folder is made at the first write when its parent was trusted without it
-            // (see `Access::OwnerOnly`), or was removed meanwhile.
+            // The folder was removed since the cache checked it (a `cache clear` of another
+            // process, a user's `rm`): made again, private, rather than failing every write.
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 fs::DirBuilder::new()
                     .mode(0o700)
@@ -225,10 +217,10 @@ mod tests {
         assert!(matches!(&error, Error::CacheRefused { .. }), "{error:?}");
         assert!(error.to_string().contains("writable by group or others"));
         fs::set_permissions(&open, fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(prepare_folder(&open).unwrap(), Access::Readable);
+        prepare_folder(&open).unwrap();
 
         let fresh = dir.path().join("a/b/kernels");
-        assert_eq!(prepare_folder(&fresh).unwrap(), Access::OwnerOnly);
+        prepare_folder(&fresh).unwrap();
         let mode = fs::metadata(&fresh).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
     }
