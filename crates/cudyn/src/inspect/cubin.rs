@@ -480,7 +480,7 @@ pub(crate) fn uninitialized_bytes<'a>(
     .then(|| usize::try_from(section.sh_size(LittleEndian)).unwrap_or(usize::MAX))
 }
 
-fn variable_space(section: &[u8]) -> Option<Space> {
+pub(crate) fn variable_space(section: &[u8]) -> Option<Space> {
     if section.starts_with(b".nv.global") {
         return Some(Space::Global);
     }

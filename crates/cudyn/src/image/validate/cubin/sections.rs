@@ -1,0 +1,604 @@
+//! The walk over a cubin's sections, each checked in one place as its header is read, then over
+//! its symbols.
+
+use std::mem::size_of;
+
+use object::elf::{
+    Rel64, Rela64, SectionHeader64, Sym64, SHF_EXECINSTR, SHF_INFO_LINK, SHN_LORESERVE, SHN_UNDEF,
+    SHT_DYNSYM, SHT_NOBITS, SHT_NOTE, SHT_NULL, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
+    SHT_SYMTAB_SHNDX, STT_FUNC, STT_OBJECT,
+};
+use object::pod::slice_from_all_bytes;
+use object::read::elf::{FileHeader, NoteIterator, Rel, Rela, SectionHeader, Sym};
+use object::U32;
+
+use super::layout::{check_layout, InOrder, Owner};
+use super::{alignment_error, misaligned, outside, Header, LE};
+use crate::image::validate::Facts;
+use crate::inspect::cubin::{elf_error, variable_space};
+use crate::inspect::info::first_damage;
+use crate::inspect::ParseError;
+
+/// How many times over the image's size the sections read may add up to.
+const READ_BUDGET_FACTOR: usize = 4;
+
+type Section = SectionHeader64<LE>;
+
+/// Checks the section header table, every section and the symbol table; what the cubin's
+/// variables are.
+pub(super) fn check(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
+    // `sections` finds the section-name table too, with the errors readers of the file know;
+    // past it the table is read as the slice of headers it is.
+    let sections = header
+        .sections(LE, data)
+        .map_err(elf_error("section header table"))?;
+    let headers = sections.iter().as_slice();
+    let Some(null) = headers.first() else {
+        return Err(ParseError::new(
+            "section header table",
+            "it has no sections",
+        ));
+    };
+    let symbols = SymbolTable::find(headers, data)?;
+    if null.sh_type(LE) != SHT_NULL
+        || null.sh_name(LE) != 0
+        || null.sh_flags(LE) != 0
+        || null.sh_addr(LE) != 0
+        || null.sh_offset(LE) != 0
+        || null.sh_size(LE) != 0
+        || null.sh_link(LE) != 0
+        || null.sh_info(LE) != 0
+        || null.sh_addralign(LE) != 0
+        || null.sh_entsize(LE) != 0
+    {
+        return Err(ParseError::new(
+            "section header 0",
+            "it is not the all-zero null section",
+        ));
+    }
+    let names = section_names(header, headers, data);
+    let walk = Walk {
+        headers,
+        data,
+        names,
+        names_table: usize::from(header.e_shstrndx(LE)),
+        symbol_count: symbols.symbols.len(),
+    };
+    // The null section, all zero, has only its name to check: the table's first string.
+    if names.is_empty() {
+        return Err(unnamed(0));
+    }
+    // Section headers may all point at the same bytes; reading them over and over must not turn
+    // a small image into minutes of checking.
+    let mut budget = data.len().saturating_mul(READ_BUDGET_FACTOR);
+    // Kept here rather than in the walk, which is only read: in registers across the sections.
+    let mut layout = InOrder::new();
+    let mut uninitialized_bytes: usize = 0;
+    for (index, section) in headers.iter().enumerate().skip(1) {
+        let read = walk
+            .header(index, section, budget)
+            .map_err(|problem| walk.damage(index, section, problem))?;
+        // Within the budget, so within a `usize`.
+        budget -= read as usize;
+        let kind = section.sh_type(LE);
+        if kind != SHT_NOBITS {
+            layout.claim(
+                section.sh_offset(LE),
+                section.sh_size(LE),
+                Owner::Section(index),
+            );
+        }
+        let named = named(names, section);
+        // The attribute lists, many, are read here; the tables and notes, few, out of line.
+        if matches!(
+            kind,
+            SHT_SYMTAB | SHT_DYNSYM | SHT_REL | SHT_RELA | SHT_STRTAB | SHT_NOTE | SHT_NOBITS
+        ) {
+            let variables = walk.contents(index, section, named)?;
+            uninitialized_bytes = uninitialized_bytes.saturating_add(variables);
+        } else if is_attribute_list(named) {
+            let contents = bytes(data, section.sh_offset(LE), section.sh_size(LE));
+            walk.attributes(index, named, contents.unwrap_or_default())?;
+        }
+    }
+    check_layout(header, headers, layout, |owner| match owner {
+        Owner::ElfHeader => "the ELF header".into(),
+        Owner::SectionHeaders => "the section header table".into(),
+        Owner::ProgramHeaders => "the program header table".into(),
+        Owner::Section(index) => section_place(index, named(names, &headers[index])),
+    })?;
+    Ok(Facts {
+        defines_variables: symbols.check(headers, names)?,
+        uninitialized_bytes: Some(uninitialized_bytes),
+    })
+}
+
+/// The section-name table (e_shstrndx) up to its last NUL, empty when it cannot be read: a name
+/// resolves exactly when it starts in there, as `SectionTable::section_name` would find, without
+/// looking for each name's end.
+fn section_names<'data>(header: &Header, headers: &[Section], data: &'data [u8]) -> &'data [u8] {
+    let table = headers
+        .get(usize::from(header.e_shstrndx(LE)))
+        .and_then(|table| table.data(LE, data).ok())
+        .unwrap_or_default();
+    let end = table
+        .iter()
+        .rposition(|&byte| byte == 0)
+        .map_or(0, |last| last + 1);
+    table.get(..end).unwrap_or_default()
+}
+
+/// The names in `names` from `section`'s on: its name and those after it, empty when its name
+/// lies outside the table.
+fn named<'data>(names: &'data [u8], section: &Section) -> &'data [u8] {
+    usize::try_from(section.sh_name(LE))
+        .ok()
+        .and_then(|start| names.get(start..))
+        .unwrap_or_default()
+}
+
+/// The first of `named`: a section's name.
+fn first_name(named: &[u8]) -> &[u8] {
+    named.split(|&byte| byte == 0).next().unwrap_or_default()
+}
+
+/// Names section `index` in errors, given the names from its on: `section 3 (.text.saxpy)`.
+fn section_place(index: usize, named: &[u8]) -> String {
+    format!(
+        "section {index} ({})",
+        String::from_utf8_lossy(first_name(named))
+    )
+}
+
+/// The damage of section `index` whose name lies outside the section-name table.
+fn unnamed(index: usize) -> ParseError {
+    ParseError::new(
+        format!("section header {index}"),
+        "its name lies outside the section-name string table (e_shstrndx)",
+    )
+}
+
+/// `size` bytes at `offset` of `data`, as `SectionHeader::data` reads them: none at any offset
+/// when there are none.
+fn bytes(data: &[u8], offset: u64, size: u64) -> Option<&[u8]> {
+    if size == 0 {
+        return Some(&[]);
+    }
+    let end = usize::try_from(offset.checked_add(size)?).ok()?;
+    // The start is below the end, so it fits in a `usize` too.
+    data.get(usize::try_from(offset).ok()?..end)
+}
+
+/// What can be wrong with a section's header, in the order the walk checks it.
+#[derive(Debug, Clone, Copy)]
+enum Problem {
+    /// Its name lies outside the section-name table.
+    Unnamed,
+    /// Its bytes lie outside the image.
+    Outside,
+    /// Its offset lies past the image's end.
+    OffsetPastEnd,
+    /// It holds the section names but is not a string table.
+    NamesNotStrings,
+    /// It has an address.
+    Address,
+    /// Its alignment is not a power of two up to `MAX_ALIGN`.
+    Alignment,
+    /// Its offset is not aligned.
+    Unaligned,
+    /// Its `sh_link` names a missing section, or one of the wrong kind.
+    Link,
+    /// Its `sh_info` names a missing section or symbol.
+    Info,
+    /// Reading it would exceed the read budget.
+    Budget,
+}
+
+/// What the walk over the sections reads.
+struct Walk<'data> {
+    headers: &'data [Section],
+    data: &'data [u8],
+    /// See [`section_names`].
+    names: &'data [u8],
+    /// The index of the section-name table (e_shstrndx).
+    names_table: usize,
+    /// How many entries the symbol table has.
+    symbol_count: usize,
+}
+
+impl Walk<'_> {
+    /// The first problem of the header of section `index` (not the null section), `section`,
+    /// with `budget` bytes left to read; how many of its bytes the walk reads when it has none.
+    /// A failed check returns at once: branches never taken cost less than computing every
+    /// answer, and the message is made only then, out of line (see [`Walk::damage`]).
+    #[inline(always)]
+    fn header(&self, index: usize, section: &Section, budget: usize) -> Result<u64, Problem> {
+        if named(self.names, section).is_empty() {
+            return Err(Problem::Unnamed);
+        }
+        let kind = section.sh_type(LE);
+        let (offset, size) = (section.sh_offset(LE), section.sh_size(LE));
+        let len = self.data.len() as u64;
+        let has_bytes = kind != SHT_NOBITS;
+        // As `bytes` finds them: none at any offset when there are none.
+        let read = if has_bytes && size != 0 {
+            match offset.checked_add(size) {
+                Some(end) if end <= len => size,
+                _ => return Err(Problem::Outside),
+            }
+        } else {
+            0
+        };
+        if offset > len {
+            // Even an empty section's offset is read by the driver.
+            return Err(Problem::OffsetPastEnd);
+        }
+        if index == self.names_table && kind != SHT_STRTAB {
+            return Err(Problem::NamesNotStrings);
+        }
+        if section.sh_addr(LE) != 0 {
+            return Err(Problem::Address);
+        }
+        let align = section.sh_addralign(LE);
+        if misaligned(align) {
+            return Err(Problem::Alignment);
+        }
+        // A power of two by now: a mask rather than a division.
+        if has_bytes && offset & (align.max(1) - 1) != 0 {
+            return Err(Problem::Unaligned);
+        }
+        self.links(section, kind)?;
+        if read > budget as u64 {
+            return Err(Problem::Budget);
+        }
+        Ok(read)
+    }
+
+    /// Whether the sections `sh_link` and `sh_info` name exist and are of the kind the field's
+    /// meaning needs: a symbol table links to a string table, a relocation table and the
+    /// `.nv.info` lists to the symbol table; an `SHF_INFO_LINK` section's `sh_info` is another
+    /// section, and a code section's holds its function's symbol index in its low 24 bits (the
+    /// register count above).
+    #[inline(always)]
+    fn links(&self, section: &Section, kind: u32) -> Result<(), Problem> {
+        let count = self.headers.len();
+        let exists = |index: u32| usize::try_from(index).is_ok_and(|index| index < count);
+        let kind_of = |index: u32| {
+            usize::try_from(index)
+                .ok()
+                .filter(|&index| index != 0)
+                .and_then(|index| self.headers.get(index))
+                .map(|section| section.sh_type(LE))
+        };
+        let link = section.sh_link(LE);
+        let link_ok = match kind {
+            SHT_SYMTAB | SHT_DYNSYM => kind_of(link) == Some(SHT_STRTAB),
+            SHT_REL | SHT_RELA => kind_of(link) == Some(SHT_SYMTAB),
+            _ => link == 0 || exists(link),
+        };
+        if !link_ok {
+            return Err(Problem::Link);
+        }
+        let info = section.sh_info(LE);
+        let flags = section.sh_flags(LE);
+        let info_ok = if flags & u64::from(SHF_INFO_LINK) != 0 {
+            info != 0 && exists(info)
+        } else if flags & u64::from(SHF_EXECINSTR) != 0 {
+            usize::try_from(info & 0x00ff_ffff).is_ok_and(|symbol| symbol < self.symbol_count)
+        } else {
+            // Symbol and relocation tables' sh_info is checked with their entries. Elsewhere it
+            // is 0 or, in the sections sm_100 and later add, a section or symbol index: never more
+            // than both counts (the driver crashed on `.nv.info` and `.nv.constant3` with 32768
+            // there).
+            matches!(kind, SHT_SYMTAB | SHT_DYNSYM | SHT_REL | SHT_RELA)
+                || usize::try_from(info).is_ok_and(|info| info < count.max(self.symbol_count))
+        };
+        if !info_ok {
+            return Err(Problem::Info);
+        }
+        Ok(())
+    }
+
+    /// The damage of section `index`, whose header has `problem`.
+    #[cold]
+    #[inline(never)]
+    fn damage(&self, index: usize, section: &Section, problem: Problem) -> ParseError {
+        let place = section_place(index, named(self.names, section));
+        let (offset, size) = (section.sh_offset(LE), section.sh_size(LE));
+        match problem {
+            Problem::Unnamed => unnamed(index),
+            Problem::Outside => outside(place, offset, size, self.data.len()),
+            Problem::OffsetPastEnd => outside(place, offset, 0, self.data.len()),
+            Problem::NamesNotStrings => ParseError::new(
+                place,
+                "it holds the section names (e_shstrndx) but is not a string table",
+            ),
+            Problem::Address => {
+                ParseError::new(place, "it has an address; a cubin's sections have none")
+            }
+            Problem::Alignment => alignment_error(place, section.sh_addralign(LE)),
+            Problem::Unaligned => ParseError::new(
+                place,
+                format!(
+                    "its offset {offset} is not {}-byte aligned",
+                    section.sh_addralign(LE)
+                ),
+            ),
+            Problem::Link => ParseError::new(
+                place,
+                format!(
+                    "its sh_link names section {}, which is missing or of the wrong kind",
+                    section.sh_link(LE)
+                ),
+            ),
+            Problem::Info => ParseError::new(
+                place,
+                format!(
+                    "its sh_info ({:#x}) names no section or symbol that exists",
+                    section.sh_info(LE)
+                ),
+            ),
+            Problem::Budget => {
+                ParseError::new(place, "the sections overlap each other many times over")
+            }
+        }
+    }
+
+    /// Checks what section `index`, whose header passed, holds: the entries of a symbol or
+    /// relocation table, the end of a string table, notes, an attribute list; the device memory
+    /// of the variables of an `SHT_NOBITS` section.
+    #[inline(never)]
+    fn contents(&self, index: usize, section: &Section, named: &[u8]) -> Result<usize, ParseError> {
+        let place = || section_place(index, named);
+        let kind = section.sh_type(LE);
+        let size = section.sh_size(LE);
+        let contents = if kind == SHT_NOBITS {
+            &[][..]
+        } else {
+            bytes(self.data, section.sh_offset(LE), size).unwrap_or_default()
+        };
+        match kind {
+            SHT_SYMTAB | SHT_DYNSYM => {
+                check_table(section, size_of::<Sym64<LE>>(), place)?;
+                // A symbol table's sh_info is the index of its first global symbol.
+                let first_global = section.sh_info(LE);
+                if u64::from(first_global) > size / size_of::<Sym64<LE>>() as u64 {
+                    return Err(ParseError::new(
+                        place(),
+                        format!("its first global symbol, {first_global}, is past its end"),
+                    ));
+                }
+            }
+            SHT_REL => {
+                check_table(section, size_of::<Rel64<LE>>(), place)?;
+                let entries = slice_from_all_bytes::<Rel64<LE>>(contents).unwrap_or_default();
+                let entries = entries.iter().map(|rel| (rel.r_offset(LE), rel.r_sym(LE)));
+                self.relocations(section, entries, place)?;
+            }
+            SHT_RELA => {
+                check_table(section, size_of::<Rela64<LE>>(), place)?;
+                let entries = slice_from_all_bytes::<Rela64<LE>>(contents).unwrap_or_default();
+                let entries = entries
+                    .iter()
+                    .map(|rela| (rela.r_offset(LE), rela.r_sym(LE, false)));
+                self.relocations(section, entries, place)?;
+            }
+            SHT_STRTAB if contents.last().is_some_and(|&last| last != 0) => {
+                return Err(ParseError::new(
+                    place(),
+                    "its last string is not NUL-terminated",
+                ));
+            }
+            SHT_NOTE => notes(section, contents, place)?,
+            SHT_NOBITS if variable_space(first_name(named)).is_some() => {
+                return Ok(usize::try_from(size).unwrap_or(usize::MAX));
+            }
+            _ => {}
+        }
+        if is_attribute_list(named) {
+            self.attributes(index, named, contents)?;
+        }
+        Ok(0)
+    }
+
+    /// Checks that the attribute list section `index` holds, `contents`, reads to its end.
+    #[inline(always)]
+    fn attributes(&self, index: usize, named: &[u8], contents: &[u8]) -> Result<(), ParseError> {
+        match first_damage(contents) {
+            Some(offset) => Err(ParseError::new(
+                section_place(index, named),
+                format!("its attribute at byte {offset} is damaged or runs past its end"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Every relocation of `section`, each an offset and a symbol index, names an existing
+    /// symbol and a place inside the section it applies to.
+    fn relocations(
+        &self,
+        section: &Section,
+        entries: impl Iterator<Item = (u64, u32)>,
+        place: impl Fn() -> String,
+    ) -> Result<(), ParseError> {
+        let target = section.sh_info(LE);
+        let Some(target) = usize::try_from(target)
+            .ok()
+            .filter(|&index| index != 0)
+            .and_then(|index| self.headers.get(index))
+        else {
+            return Err(ParseError::new(
+                place(),
+                format!("it applies to section {target}, which does not exist"),
+            ));
+        };
+        let target_size = target.sh_size(LE);
+        for (index, (offset, symbol)) in entries.enumerate() {
+            if usize::try_from(symbol).map_or(true, |symbol| symbol >= self.symbol_count.max(1)) {
+                return Err(ParseError::new(
+                    format!("{}, relocation {index}", place()),
+                    format!("it names symbol {symbol} of {}", self.symbol_count),
+                ));
+            }
+            if offset >= target_size {
+                return Err(ParseError::new(
+                    format!("{}, relocation {index}", place()),
+                    format!("it patches byte {offset} of a section of {target_size} bytes"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the section whose name starts `named` holds an attribute list: `.nv.info` and
+/// `.nv.info.<kernel>`, `.nv.compat`.
+fn is_attribute_list(named: &[u8]) -> bool {
+    // Fixed-size arrays compare as a word or two, where a slice comparison calls `memcmp`; the
+    // NUL after `.nv.compat` is part of what it is compared with.
+    named.first_chunk() == Some(b".nv.info") || named.first_chunk() == Some(b".nv.compat\0")
+}
+
+/// A table section's entry size must be the standard one and divide its size.
+fn check_table(
+    section: &Section,
+    expected: usize,
+    place: impl FnOnce() -> String,
+) -> Result<(), ParseError> {
+    let entry_size = section.sh_entsize(LE);
+    if entry_size != expected as u64 || !section.sh_size(LE).is_multiple_of(expected as u64) {
+        return Err(ParseError::new(
+            place(),
+            format!(
+                "its entries are {entry_size} bytes and it holds {} bytes; a table of this type \
+                 has entries of {expected} bytes",
+                section.sh_size(LE)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The notes of a note section, `contents`, read to their end.
+fn notes(section: &Section, contents: &[u8], place: impl Fn() -> String) -> Result<(), ParseError> {
+    let error = |error: object::read::Error| ParseError::new(place(), error.to_string());
+    let mut notes =
+        NoteIterator::<Header>::new(LE, section.sh_addralign(LE), contents).map_err(error)?;
+    while notes.next().map_err(error)?.is_some() {}
+    Ok(())
+}
+
+/// The symbol table (the first `SHT_SYMTAB` section), found and read as
+/// `SectionTable::symbols` finds and reads it, with its errors.
+struct SymbolTable<'data> {
+    symbols: &'data [Sym64<LE>],
+    /// The index of its string table (`sh_link`); 0 for none.
+    strings: usize,
+}
+
+impl<'data> SymbolTable<'data> {
+    fn find(headers: &[Section], data: &'data [u8]) -> Result<Self, ParseError> {
+        let error = |problem| ParseError::new("symbol table", problem);
+        let Some(index) = headers
+            .iter()
+            .position(|section| section.sh_type(LE) == SHT_SYMTAB)
+        else {
+            return Ok(SymbolTable {
+                symbols: &[],
+                strings: 0,
+            });
+        };
+        let table = &headers[index];
+        let symbols = table
+            .data(LE, data)
+            .ok()
+            .and_then(|bytes| slice_from_all_bytes(bytes).ok())
+            .ok_or_else(|| error("Invalid ELF symbol table data"))?;
+        let strings = usize::try_from(table.sh_link(LE)).unwrap_or(usize::MAX);
+        if strings != 0 {
+            let table = headers
+                .get(strings)
+                .ok_or_else(|| error("Invalid ELF section index"))?;
+            if table.sh_type(LE) != SHT_STRTAB {
+                return Err(error("Invalid ELF string section type"));
+            }
+            if table.sh_offset(LE).checked_add(table.sh_size(LE)).is_none() {
+                return Err(error("Invalid ELF string section offset or size"));
+            }
+        }
+        // Extended section indices, which no cubin has, are read only to refuse what
+        // `SymbolTable::parse` refuses.
+        let bad_indices = |section: &Section| {
+            section.sh_type(LE) == SHT_SYMTAB_SHNDX
+                && usize::try_from(section.sh_link(LE)).is_ok_and(|link| link == index)
+                && section
+                    .data(LE, data)
+                    .ok()
+                    .and_then(|bytes| slice_from_all_bytes::<U32<LE>>(bytes).ok())
+                    .is_none()
+        };
+        if headers.iter().any(bad_indices) {
+            return Err(error("Invalid ELF symtab_shndx data"));
+        }
+        Ok(SymbolTable { symbols, strings })
+    }
+
+    /// Checks every symbol's name and place, given the section headers that passed the walk and
+    /// their names; whether any is a variable.
+    fn check(&self, headers: &[Section], names: &[u8]) -> Result<bool, ParseError> {
+        let count = headers.len();
+        // The string table ends with a NUL (checked in the walk, as every string table, and
+        // `links` made sure the symbol table's is one): every name starting inside it ends inside
+        // it, so a name's offset is all there is to check.
+        let strings = headers
+            .get(self.strings)
+            .filter(|_| self.strings != 0)
+            .map_or(0, |strings| strings.sh_size(LE));
+        let mut defines_variables = false;
+        for (index, symbol) in self.symbols.iter().enumerate() {
+            let place = || format!("symbol {index}");
+            if u64::from(symbol.st_name(LE)) >= strings {
+                return Err(ParseError::new(
+                    place(),
+                    "its name lies outside the symbol string table",
+                ));
+            }
+            let shndx = symbol.st_shndx(LE);
+            if shndx == SHN_UNDEF || shndx >= SHN_LORESERVE {
+                continue;
+            }
+            let Some(section) = headers.get(usize::from(shndx)) else {
+                return Err(ParseError::new(
+                    place(),
+                    format!("it lies in section {shndx} of {count}"),
+                ));
+            };
+            if symbol.st_type() == STT_FUNC && section.sh_flags(LE) & u64::from(SHF_EXECINSTR) == 0
+            {
+                return Err(ParseError::new(
+                    place(),
+                    format!("it is a function in section {shndx}, which holds no code"),
+                ));
+            }
+            let (start, size) = (symbol.st_value(LE), symbol.st_size(LE));
+            if start
+                .checked_add(size)
+                .is_none_or(|end| end > section.sh_size(LE))
+            {
+                return Err(ParseError::new(
+                    place(),
+                    format!(
+                        "its {size} bytes at {start} run past the end of section {shndx} ({} \
+                         bytes)",
+                        section.sh_size(LE)
+                    ),
+                ));
+            }
+            // A device variable, as `inspect::cubin::is_variable` tells one.
+            defines_variables = defines_variables
+                || symbol.st_type() == STT_OBJECT
+                    && variable_space(first_name(named(names, section))).is_some();
+        }
+        Ok(defines_variables)
+    }
+}
