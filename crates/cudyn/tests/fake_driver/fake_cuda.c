@@ -9,7 +9,9 @@
  * cuKernelGetParamInfo reports, and cuLaunchKernel copies that many argument bytes into a
  * parameter buffer, as the real driver does, so that a launch reads every argument. A module
  * (for cudarc, which loads modules) is loaded from the text of such an address in hexadecimal,
- * and its one function is that kernel, whatever name is asked for.
+ * and its one function is that kernel, whatever name is asked for. A library (the library API)
+ * loads from any image, which it does not read (cudyn checked it before the call), and every
+ * kernel looked up in it is one fake kernel without parameters.
  *
  * Every entry point counts its calls on the calling thread; fake_cuda_calls(name) reads one
  * count and fake_cuda_total_calls() all of them, which lets a test assert exactly which driver
@@ -64,7 +66,8 @@ struct fake_context {
     X(cuKernelGetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel)    \
     X(cuLaunchKernelEx) X(cuDevicePrimaryCtxRelease_v2) X(cuModuleLoadData)                    \
     X(cuModuleGetFunction) X(cuModuleUnload) X(cuStreamSynchronize) X(cuStreamWaitEvent)        \
-    X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventDestroy_v2)
+    X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventDestroy_v2)              \
+    X(cuLibraryLoadData) X(cuLibraryGetKernel) X(cuLibraryUnload)
 
 #define FAKE_SLOT(name) SLOT_##name,
 enum { FAKE_CALLS(FAKE_SLOT) SLOT_COUNT };
@@ -364,6 +367,47 @@ CUresult cuModuleUnload(const struct fake_kernel *module) {
     COUNT(cuModuleUnload);
     REQUIRE_INIT();
     return module == NULL ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+
+/* Allocated per load only to give every library an address of its own. */
+struct fake_library {
+    char unused;
+};
+
+static struct fake_kernel library_kernel = {"library_kernel", 0, NULL};
+
+CUresult cuLibraryLoadData(struct fake_library **library, const void *code, void *jit_options,
+                           void **jit_values, unsigned int jit_count, void *library_options,
+                           void **library_values, unsigned int library_count) {
+    COUNT(cuLibraryLoadData);
+    REQUIRE_INIT();
+    (void)jit_options, (void)jit_values, (void)library_options, (void)library_values;
+    if (library == NULL || code == NULL || jit_count > 32 || library_count > 8) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *library = calloc(1, sizeof **library);
+    return *library == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetKernel(const struct fake_kernel **kernel, struct fake_library *library,
+                            const char *name) {
+    COUNT(cuLibraryGetKernel);
+    REQUIRE_INIT();
+    if (kernel == NULL || library == NULL || name == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    *kernel = &library_kernel;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryUnload(struct fake_library *library) {
+    COUNT(cuLibraryUnload);
+    REQUIRE_INIT();
+    if (library == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    free(library);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuStreamSynchronize(CUstream stream) {

@@ -1,15 +1,16 @@
-//! A fake CUDA driver for measuring and testing cudyn's host-side launch path on a machine
-//! without a GPU: `fake_cuda.c` beside this file (embedded in the program), compiled at run time
-//! by the system's C compiler (`$CC`, else `cc`) into a `libcuda.so.1`, which cudyn is then told
-//! to search alone ([`cudyn::set_library_path`]). It has two devices (device 0 with an H200's
-//! limits, device 1 with 512 threads per block) and their primary contexts; every entry point
-//! answers at once, and counts its calls on the calling thread (so tests running in parallel
-//! threads count apart).
+//! A fake CUDA driver for measuring and testing cudyn's host-side launch and load paths on a
+//! machine without a GPU: `fake_cuda.c` beside this file (embedded in the program), compiled at
+//! run time by the system's C compiler (`$CC`, else `cc`) into a `libcuda.so.1`, which cudyn is
+//! then told to search alone ([`cudyn::set_library_path`]). It has two devices (device 0 with an
+//! H200's limits, device 1 with 512 threads per block) and their primary contexts; every entry
+//! point answers at once, and counts its calls on the calling thread (so tests running in
+//! parallel threads count apart).
 //!
 //! A kernel is made by [`kernel`]: a parameter layout that the fake `cuKernelGetParamInfo`
 //! reports and the fake `cuLaunchKernel` copies the arguments by, as the real driver packs them.
 //!
-//! Shared by tests/launch_driver_calls.rs and examples/bench_launch_host.rs (through `#[path]`).
+//! Shared by tests/launch_driver_calls.rs, tests/load_driver_calls.rs and
+//! examples/bench_launch_host.rs (through `#[path]`).
 //! A process installs it once, before any other cudyn call: the search path is fixed at the
 //! driver's first opening.
 #![allow(dead_code)]
