@@ -40,8 +40,9 @@
 //! warm disk-cache start on the same source, the same way.
 //!
 //! Run on a machine with a GPU: `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (or have the
-//! CUDA toolkit), then `cargo run --release -p cudyn --example bench_cache`. The caches it uses
-//! are temporary folders; the user's cache is never touched.
+//! CUDA toolkit), then `cargo run --release -p cudyn --example bench_cache` (`-- --starts N` for
+//! N process starts per measurement instead of 11). The caches it uses are temporary folders;
+//! the user's cache is never touched.
 
 mod cache_floor;
 #[macro_use]
@@ -67,7 +68,7 @@ const ARCH_ENV: &str = "CUDYN_BENCH_CACHE_ARCH";
 /// The warm cache's files, for (f) ([`cache_floor::Files::to_env`]).
 const FLOOR_ENV: &str = "CUDYN_BENCH_CACHE_FLOOR";
 
-/// Process starts per measurement.
+/// Process starts per measurement, unless `--starts N` says otherwise.
 const STARTS: usize = 11;
 /// Repetitions of (d) in one process.
 const REPEATS: usize = 2000;
@@ -126,7 +127,7 @@ fn main() -> ExitCode {
             Some(mode) => measure(mode),
             None => Err(format!("unknown {MODE_ENV}={mode}")),
         },
-        Err(_) => benchmark(),
+        Err(_) => starts_from_arguments().and_then(benchmark),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -342,8 +343,22 @@ fn env_path(name: &str) -> std::result::Result<PathBuf, String> {
 
 // ---------------------------------------------------------------- the parent
 
-/// Runs every measurement `STARTS` times, each in a new process, and prints medians and ratios.
-fn benchmark() -> std::result::Result<(), String> {
+/// The process starts per measurement: `--starts N` (at least 1), else [`STARTS`].
+fn starts_from_arguments() -> std::result::Result<usize, String> {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    match arguments.as_slice() {
+        [] => Ok(STARTS),
+        [flag, count] if flag == "--starts" => count
+            .parse()
+            .ok()
+            .filter(|&count| count > 0)
+            .ok_or_else(|| format!("--starts takes a whole number above 0, not `{count}`")),
+        _ => Err("usage: bench_cache [--starts N]".to_owned()),
+    }
+}
+
+/// Runs every measurement `starts` times, each in a new process, and prints medians and ratios.
+fn benchmark(starts: usize) -> std::result::Result<(), String> {
     match cudyn::Device::count() {
         Ok(0) => return Err("needs a GPU: the driver sees none".to_owned()),
         Ok(_) => {}
@@ -374,7 +389,7 @@ fn benchmark() -> std::result::Result<(), String> {
     let floor_files = cache_floor::Files::find(&warm_cache)?.to_env();
 
     let mut samples: [Vec<Vec<u64>>; 7] = Default::default();
-    for start in 0..STARTS {
+    for start in 0..starts {
         for (i, mode) in Mode::ALL.into_iter().enumerate() {
             let cache = match mode {
                 Mode::Cold => scratch.path().join(format!("cold-{start}")),
@@ -412,7 +427,7 @@ fn benchmark() -> std::result::Result<(), String> {
     let ideal = column(Mode::Ideal, 1);
 
     println!(
-        "compile cache, {} (medians of {STARTS} process starts each; context creation excluded)",
+        "compile cache, {} (medians of {starts} process starts each; context creation excluded)",
         compiled.arch()
     );
     println!(
@@ -488,7 +503,7 @@ fn benchmark() -> std::result::Result<(), String> {
     );
     println!(
         "warm disk-cache start, source to kernel handle, context excluded: cudyn {:.3} ms \
-         (median of {STARTS} process starts)",
+         (median of {starts} process starts)",
         ms(warm)
     );
     Ok(())
