@@ -220,6 +220,15 @@ fn real_images_of_every_kind_and_architecture_are_accepted() {
     }
     let arch_specific = Image::from_file(&fixtures.arch_specific).unwrap();
     arch_specific.validate().unwrap();
+    // Blackwell cubins, whose `.nv.merc.` sections cover exactly the bytes of the constant
+    // banks and of the debug sections they mirror.
+    for arch in ["-arch=sm_100", "-arch=sm_120"] {
+        for options in [&[arch][..], &[arch, "-G"], &[arch, "-lineinfo"]] {
+            let cubin = fixtures::compile(options, Output::Cubin);
+            validate(&cubin).unwrap_or_else(|error| panic!("{options:?}: {error}"));
+            whole(&cubin).unwrap_or_else(|reason| panic!("{options:?}: {reason}"));
+        }
+    }
     // Debug information: PTX with `.file` and `.section` directives, cubins with DWARF sections.
     for options in [&["-G"][..], &["-lineinfo"][..]] {
         for (arch, output) in [("compute_90", Output::Ptx), ("sm_90", Output::Cubin)] {

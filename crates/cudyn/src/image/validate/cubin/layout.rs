@@ -37,13 +37,23 @@ impl Ranges {
         self.0.extend(claim(offset, size, owner));
     }
 
-    /// Damage when two claims overlap (see [`Sweep::check`]).
-    fn check(mut self, name: impl Fn(Owner) -> String) -> Result<(), ParseError> {
+    /// Damage when two claims overlap (see [`Sweep::check`]), but for claims of exactly the same
+    /// bytes whose owners `may_share` them.
+    fn check(
+        mut self,
+        name: impl Fn(Owner) -> String,
+        may_share: impl Fn(Owner, Owner) -> bool,
+    ) -> Result<(), ParseError> {
         if !self.0.is_sorted() {
             self.0.sort_unstable();
         }
         let mut sweep = Sweep::default();
         for &claim in &self.0 {
+            // Sorted, claims of the same bytes are neighbours, the first of them the furthest.
+            let furthest = sweep.furthest;
+            if (claim.0, claim.1) == (furthest.0, furthest.1) && may_share(claim.2, furthest.2) {
+                continue;
+            }
             sweep.add(claim);
         }
         sweep.check(name)
@@ -179,12 +189,14 @@ impl InOrder {
 /// Damage when two of the file's structures overlap (see [`Sweep::check`]), given the claims of
 /// the sections compared as they came: those of the header tables are added, and when the
 /// claims did not all come in the order of their offsets, the layout is gathered into [`Ranges`]
-/// and sorted instead.
+/// and sorted instead. Two sections may have exactly the same bytes when `may_share` says so of
+/// them (claims of the same start are never in order, so the sorted path decides it).
 pub(super) fn check_layout(
     header: &Header,
     sections: &[SectionHeader64<LE>],
     mut compared: InOrder,
     name: impl Fn(Owner) -> String,
+    may_share: impl Fn(Owner, Owner) -> bool,
 ) -> Result<(), ParseError> {
     header_tables(header, sections, |offset, size, owner| {
         compared.claim(offset, size, owner)
@@ -196,7 +208,7 @@ pub(super) fn check_layout(
     layout(header, sections, |offset, size, owner| {
         ranges.claim(offset, size, owner)
     });
-    ranges.check(name)
+    ranges.check(name, may_share)
 }
 
 #[cfg(test)]
@@ -207,6 +219,45 @@ mod tests {
         format!("{owner:?}")
     }
 
+    fn never(_: Owner, _: Owner) -> bool {
+        false
+    }
+
+    #[test]
+    fn sections_allowed_to_share_bytes_may_only_share_them_exactly() {
+        // Sections 4 and 9 may share, as a `.nv.merc.` view of another section's bytes.
+        let shares = |a: Owner, b: Owner| {
+            matches!((a, b), (Owner::Section(4), Owner::Section(9)))
+                || matches!((a, b), (Owner::Section(9), Owner::Section(4)))
+        };
+        let ranges = |claims: &[(u64, u64, Owner)]| {
+            let mut ranges = Ranges::default();
+            ranges.claim(0, 64, Owner::ElfHeader);
+            for &(offset, size, owner) in claims {
+                ranges.claim(offset, size, owner);
+            }
+            ranges
+        };
+        let exact = [(64, 16, Owner::Section(4)), (64, 16, Owner::Section(9))];
+        assert!(ranges(&exact).check(name, shares).is_ok());
+        assert!(ranges(&exact).check(name, never).is_err());
+        for partly in [
+            [(64, 16, Owner::Section(4)), (64, 8, Owner::Section(9))],
+            [(64, 16, Owner::Section(4)), (72, 16, Owner::Section(9))],
+        ] {
+            let error = ranges(&partly).check(name, shares).unwrap_err();
+            assert_eq!(error.place, "Section(9)");
+        }
+        // Sharing with one section lets no third one in.
+        let third = [
+            (64, 16, Owner::Section(4)),
+            (64, 16, Owner::Section(9)),
+            (64, 16, Owner::Section(5)),
+        ];
+        let error = ranges(&third).check(name, shares).unwrap_err();
+        assert!(error.problem.contains("overlap Section(4)"), "{error}");
+    }
+
     #[test]
     fn claims_that_only_touch_pass_and_any_overlap_is_named_by_its_later_owner() {
         let mut touching = Ranges::default();
@@ -214,7 +265,7 @@ mod tests {
         touching.claim(128, 0, Owner::Section(1));
         touching.claim(64, 64, Owner::Section(2));
         touching.claim(128, 8, Owner::SectionHeaders);
-        assert!(touching.check(name).is_ok());
+        assert!(touching.check(name, never).is_ok());
 
         // A long section covering one that starts far after it, past another in between: the
         // overlap is found although the two are not neighbours once sorted.
@@ -223,7 +274,7 @@ mod tests {
         covering.claim(64, 1000, Owner::Section(1));
         covering.claim(2000, 8, Owner::SectionHeaders);
         covering.claim(500, 16, Owner::Section(3));
-        let error = covering.check(name).unwrap_err();
+        let error = covering.check(name, never).unwrap_err();
         assert_eq!(error.place, "Section(3)");
         assert_eq!(error.problem, "its bytes 500..516 overlap Section(1)");
 
@@ -231,7 +282,7 @@ mod tests {
         let mut earlier = Ranges::default();
         earlier.claim(100, 50, Owner::SectionHeaders);
         earlier.claim(90, 20, Owner::Section(4));
-        let error = earlier.check(name).unwrap_err();
+        let error = earlier.check(name, never).unwrap_err();
         assert_eq!(error.place, "Section(4)");
         assert!(error.problem.contains("overlap SectionHeaders"), "{error}");
     }

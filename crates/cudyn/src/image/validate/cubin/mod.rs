@@ -11,7 +11,8 @@
 //! Beyond lying inside the bytes, an image must have the shape every compiler's cubin has (NVRTC,
 //! nvcc, ptxas, nvJitLink): the ELF header's fixed fields hold their only values, section 0 is
 //! the null section, sections have no address and do not overlap each other or the header
-//! tables, section indices in `sh_link` and `sh_info` point where their kind says, and segments
+//! tables (but that a `.nv.merc.` section, which compilers for sm_100 and later write as a
+//! second view of a data section's bytes, may cover exactly the bytes of one), section indices in `sh_link` and `sh_info` point where their kind says, and segments
 //! have no address and cover their program header table. The driver reads these fields as
 //! indices and offsets without checking them: a cubin with one of them damaged has crashed the
 //! driver's loader, so cudyn refuses what no compiler writes rather than guess which damage the

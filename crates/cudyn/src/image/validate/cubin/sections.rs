@@ -5,8 +5,8 @@ use std::mem::size_of;
 
 use object::elf::{
     Rel64, Rela64, SectionHeader64, Sym64, SHF_EXECINSTR, SHF_INFO_LINK, SHN_LORESERVE, SHN_UNDEF,
-    SHT_DYNSYM, SHT_NOBITS, SHT_NOTE, SHT_NULL, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
-    SHT_SYMTAB_SHNDX, STT_FUNC, STT_OBJECT,
+    SHT_DYNSYM, SHT_NOBITS, SHT_NOTE, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB,
+    SHT_SYMTAB, SHT_SYMTAB_SHNDX, STT_FUNC, STT_OBJECT,
 };
 use object::pod::slice_from_all_bytes;
 use object::read::elf::{FileHeader, NoteIterator, Rel, Rela, SectionHeader, Sym};
@@ -21,6 +21,12 @@ use crate::inspect::ParseError;
 
 /// How many times over the image's size the sections read may add up to.
 const READ_BUDGET_FACTOR: usize = 4;
+
+/// The names of the sections that compilers for sm_100 and later write as a second view of the
+/// code and its tables for the driver (`.nv.merc.nv.constant.pic`, `.nv.merc.debug_str`, ...):
+/// such a section may cover exactly the bytes of a data section (`SHT_PROGBITS`: `.nv.constant4`,
+/// `.debug_str`).
+const MERC: &[u8] = b".nv.merc.";
 
 type Section = SectionHeader64<LE>;
 
@@ -101,12 +107,30 @@ pub(super) fn check(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
             walk.attributes(index, named, contents.unwrap_or_default())?;
         }
     }
-    check_layout(header, headers, layout, |owner| match owner {
-        Owner::ElfHeader => "the ELF header".into(),
-        Owner::SectionHeaders => "the section header table".into(),
-        Owner::ProgramHeaders => "the program header table".into(),
-        Owner::Section(index) => section_place(index, named(names, &headers[index])),
-    })?;
+    let section = |owner: Owner| match owner {
+        Owner::Section(index) => Some(&headers[index]),
+        _ => None,
+    };
+    let is_merc = |owner: Owner| section(owner).is_some_and(|s| named(names, s).starts_with(MERC));
+    let is_data = |owner: Owner| section(owner).is_some_and(|s| s.sh_type(LE) == SHT_PROGBITS);
+    // A second view of plain data (constants, debug information), never of a table the driver
+    // follows indices through.
+    let may_share = |one: Owner, other: Owner| {
+        (is_merc(one) && !is_merc(other) && is_data(other))
+            || (is_merc(other) && !is_merc(one) && is_data(one))
+    };
+    check_layout(
+        header,
+        headers,
+        layout,
+        |owner| match owner {
+            Owner::ElfHeader => "the ELF header".into(),
+            Owner::SectionHeaders => "the section header table".into(),
+            Owner::ProgramHeaders => "the program header table".into(),
+            Owner::Section(index) => section_place(index, named(names, &headers[index])),
+        },
+        may_share,
+    )?;
     Ok(Facts {
         defines_variables: symbols.check(headers, names)?,
         uninitialized_bytes: Some(uninitialized_bytes),
