@@ -623,6 +623,9 @@ pub struct CallError {
     pub message: String,
     /// The compiler, linker or JIT log, when the call produces one.
     pub log: Option<String>,
+    /// What the failure means and what to do, when cudyn can tell more than the status says
+    /// (nvJitLink, for one, reports a missing definition as an internal error).
+    pub hint: Option<String>,
 }
 
 impl std::error::Error for CallError {}
@@ -634,6 +637,9 @@ impl fmt::Display for CallError {
             "{} failed ({}): {} ({}): {}",
             self.call, self.api, self.name, self.code, self.message
         )?;
+        if let Some(hint) = &self.hint {
+            write!(f, "\n{hint}")?;
+        }
         if let Some(log) = &self.log {
             write!(f, "\nlog:\n{}", log.trim_end())?;
         }
@@ -717,6 +723,7 @@ mod tests {
             name: "NVRTC_ERROR_COMPILATION".to_owned(),
             message: "the source did not compile (see the log)".to_owned(),
             log: Some("kernel.cu(3): error: expected a \";\"".to_owned()),
+            hint: None,
         };
         let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(call.clone());
         assert_eq!(boxed.to_string(), call.to_string());

@@ -533,6 +533,7 @@ fn getter_failed(name: &str, status: runtime::cudaError_t) -> crate::Error {
             name: format!("cudaError {status}"),
             message: "no CUDA runtime was found to describe this status".to_owned(),
             log: None,
+            hint: None,
         },
     };
     crate::Error::LinkedKernel {
@@ -683,6 +684,7 @@ mod tests {
             name: "cudaErrorInvalidDeviceFunction".to_owned(),
             message: "invalid device function".to_owned(),
             log: None,
+            hint: None,
         }))
     }
 

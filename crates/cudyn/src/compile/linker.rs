@@ -346,6 +346,9 @@ impl<'a> Linker<'a> {
         outcome.map_err(|error| match error {
             Error::Cuda(mut failure) => {
                 let mut log = self.error_log();
+                if log.contains(UNDEFINED_REFERENCE) {
+                    failure.hint = Some(UNDEFINED_HINT.to_owned());
+                }
                 let info = self.info_log();
                 if !info.trim().is_empty() {
                     log.push_str("\ninfo log:\n");
@@ -358,6 +361,15 @@ impl<'a> Linker<'a> {
         })
     }
 }
+
+/// What nvJitLink's error log says of a symbol an input uses and no input defines, a failure it
+/// reports with the status of an internal error.
+const UNDEFINED_REFERENCE: &str = "Undefined reference";
+
+/// What a link that failed on an undefined reference needs.
+const UNDEFINED_HINT: &str = "The link is missing a definition (the log names the symbol and \
+    the input that uses it): add the input that defines it, such as the piece compiled from its \
+    source, or libcudadevrt.a for kernels that launch kernels.";
 
 /// A log as text. A log that cannot be read is reported as its reason: it is read only to
 /// explain something else.
@@ -469,5 +481,14 @@ mod tests {
         let log = error.log().unwrap_or_default();
         assert!(log.contains("Undefined reference"), "{log}");
         assert!(log.contains("'kernel_piece.cubin'"), "{log}");
+        // nvJitLink calls it an internal error: the message says what it is.
+        let Error::Cuda(failure) = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(failure.hint.as_deref(), Some(UNDEFINED_HINT));
+        assert!(
+            error.to_string().contains("missing a definition"),
+            "{error}"
+        );
     }
 }

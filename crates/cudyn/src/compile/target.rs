@@ -304,6 +304,7 @@ mod tests {
             name: "CUDA_ERROR_NO_DEVICE".to_owned(),
             message: "no CUDA-capable device is detected".to_owned(),
             log: None,
+            hint: None,
         };
         let message = arch_of_device(Err(Error::Cuda(Box::new(call))))
             .unwrap_err()

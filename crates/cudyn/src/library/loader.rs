@@ -763,6 +763,7 @@ mod tests {
             name: "cudaErrorUnsupportedPtxVersion".into(),
             message: "the provided PTX was compiled with an unsupported toolchain".into(),
             log: None,
+            hint: None,
         }));
         let error = log.attach(error);
         assert_eq!(

@@ -49,6 +49,7 @@ impl ApiTable for DriverApi {
             message: unsafe { static_c_str(message) }
                 .unwrap_or_else(|| "unknown driver status".into()),
             log: None,
+            hint: None,
         }
     }
 }

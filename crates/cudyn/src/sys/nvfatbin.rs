@@ -40,6 +40,7 @@ impl ApiTable for NvFatbinApi {
                 .map_or_else(|| format!("NVFATBIN_STATUS_{status}"), str::to_owned),
             message: message.unwrap_or_else(|| "unknown nvFatbin status".into()),
             log: None,
+            hint: None,
         }
     }
 }

@@ -36,6 +36,7 @@ impl ApiTable for NvJitLinkApi {
             name: name.map_or_else(|| format!("NVJITLINK_STATUS_{status}"), str::to_owned),
             message: describe(status).to_owned(),
             log: None,
+            hint: None,
         }
     }
 }

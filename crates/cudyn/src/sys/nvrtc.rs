@@ -55,6 +55,7 @@ impl ApiTable for NvrtcApi {
             message: describe(status).to_owned(),
             name,
             log: None,
+            hint: None,
         }
     }
 }

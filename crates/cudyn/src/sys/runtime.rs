@@ -53,6 +53,7 @@ impl ApiTable for RuntimeApi {
             name: name.unwrap_or_else(|| "cudaErrorUnknown".into()),
             message: message.unwrap_or_else(|| "unknown runtime status".into()),
             log: None,
+            hint: None,
         }
     }
 }

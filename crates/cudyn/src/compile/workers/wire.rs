@@ -575,6 +575,7 @@ pub(super) fn decode_outcome(message: &[u8]) -> Result<(u64, Outcome), Malformed
                 name: reader.text()?,
                 message: reader.text()?,
                 log: reader.switch()?.then(|| reader.text()).transpose()?,
+                hint: None,
             })))
         }
         2 => {
@@ -705,6 +706,7 @@ mod tests {
             name: "NVRTC_ERROR_COMPILATION".into(),
             message: "compilation failed".into(),
             log: Some("k.cu(1): error".into()),
+            hint: None,
         }));
         let (_, outcome) =
             decode_outcome(&encode_outcome(4, &Outcome::Failed(failure.clone()))).unwrap();
