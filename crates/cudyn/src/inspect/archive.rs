@@ -45,8 +45,60 @@ impl Archive {
     }
 }
 
+/// The size of a member's header, before its bytes.
+const HEADER: usize = 60;
+
+/// Checks that the archive's members, symbol and name tables included, each a header and the
+/// bytes it gives the size of (padded to an even offset), take up the file exactly: a file cut
+/// inside its symbol table would otherwise read as an archive of no members.
+fn check_extent(bytes: &[u8]) -> Result<(), ParseError> {
+    let mut at = MAGIC.len();
+    while at < bytes.len() {
+        let Some(header) = bytes.get(at..at + HEADER) else {
+            return Err(ParseError::new(
+                format!("the member header at byte {at}"),
+                format!(
+                    "it is cut short: {} of its {HEADER} bytes are there",
+                    bytes.len() - at
+                ),
+            ));
+        };
+        let place = || format!("{} (its header at byte {at})", member_name(header));
+        let size = std::str::from_utf8(&header[48..58])
+            .ok()
+            .and_then(|digits| digits.trim_end().parse::<usize>().ok())
+            .ok_or_else(|| ParseError::new(place(), "its size is not a number"))?;
+        let end = (at + HEADER)
+            .checked_add(size)
+            .filter(|&end| end <= bytes.len())
+            .ok_or_else(|| {
+                ParseError::new(
+                    place(),
+                    format!(
+                        "it gives {size} bytes, but only {} are left",
+                        bytes.len() - at - HEADER
+                    ),
+                )
+            })?;
+        // Members start at even offsets; the padding byte of the last may be missing.
+        at = end + end % 2;
+    }
+    Ok(())
+}
+
+/// What a member header's name field names, for an error: a member, or one of the tables.
+fn member_name(header: &[u8]) -> String {
+    let field = String::from_utf8_lossy(&header[..16]);
+    match field.trim_end() {
+        "/" | "/SYM64/" | "__.SYMDEF" | "__.SYMDEF SORTED" => "the symbol table".to_owned(),
+        "//" => "the table of long member names".to_owned(),
+        name => format!("member {}", name.strip_suffix('/').unwrap_or(name)),
+    }
+}
+
 /// The members of an archive with their bytes; an error for a damaged archive or member.
 pub(crate) fn members(bytes: &[u8]) -> Result<Vec<(String, &[u8])>, ParseError> {
+    check_extent(bytes)?;
     let archive = ArchiveFile::parse(bytes)
         .map_err(|error| ParseError::new("archive headers", error.to_string()))?;
     let mut out = Vec::new();
@@ -159,6 +211,27 @@ mod tests {
             "{error}"
         );
         assert!(error.to_string().contains("InputKind::Library"), "{error}");
+    }
+
+    #[test]
+    fn an_archive_cut_anywhere_inside_a_member_is_an_error() {
+        let bytes = archive(&[("k.cubin", &[0u8; 64]), ("notes.txt", b"notes\n")]);
+        Image::new(&bytes[..]).unwrap().inspect().unwrap();
+        let second = MAGIC.len() + HEADER + 64;
+        for cut in (MAGIC.len() + 1..bytes.len()).filter(|&cut| cut != second) {
+            let inspected = Image::new(&bytes[..cut]).and_then(|image| image.inspect());
+            assert!(inspected.is_err(), "cut at {cut}: {inspected:?}");
+        }
+        // Cut between members, the archive is whole: one member.
+        let Contents::Archive(first) = Image::new(&bytes[..second])
+            .unwrap()
+            .inspect()
+            .unwrap()
+            .contents
+        else {
+            panic!("not read as an archive");
+        };
+        assert_eq!(first.members.len(), 1);
     }
 
     #[test]
