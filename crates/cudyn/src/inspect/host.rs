@@ -42,9 +42,24 @@ pub struct FatbinSection {
 }
 
 /// For bytes that are a host object file: `Ok` when they embed device code, else why not.
-/// `None` when they are not an object file at all.
+/// `None` when they are not an object file at all. A file whose header says what object file it
+/// is but which cannot be read (cut short, say) is one that cannot be read, not an unknown kind.
 pub(crate) fn detect(bytes: &[u8]) -> Option<Result<(), String>> {
-    let file = object::File::parse(bytes).ok()?;
+    let file = match object::File::parse(bytes) {
+        Ok(file) => file,
+        Err(error) => {
+            let format = match object::FileKind::parse(bytes).ok()? {
+                object::FileKind::Elf32 | object::FileKind::Elf64 => "an ELF file",
+                object::FileKind::MachO32 | object::FileKind::MachO64 => "a Mach-O file",
+                object::FileKind::Pe32 | object::FileKind::Pe64 => "a PE file",
+                object::FileKind::Coff | object::FileKind::CoffBig => "a COFF object",
+                _ => return None,
+            };
+            return Some(Err(format!(
+                "it is {format} that cannot be read ({error}): is it cut short or damaged?"
+            )));
+        }
+    };
     let found = fatbin_sections(&file).next().is_some();
     Some(if found {
         Ok(())
@@ -203,4 +218,27 @@ fn split(mut data: &[u8]) -> impl Iterator<Item = Result<&[u8], ParseError>> {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_file_cut_short_is_said_to_be_unreadable_not_of_an_unknown_kind() {
+        // This test's own program: an object file with no device code.
+        let program = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let whole = detect(&program).expect("an object file").unwrap_err();
+        assert!(whole.contains("no embedded device code"), "{whole}");
+        for cut in [64, 4096, program.len() / 2, program.len() - 1] {
+            let reason = detect(&program[..cut])
+                .expect("still an object file by its header")
+                .unwrap_err();
+            assert!(
+                reason.contains("cannot be read") && reason.contains("cut short"),
+                "cut at {cut}: {reason}"
+            );
+        }
+        assert!(detect(b"not an object file at all").is_none());
+    }
 }
