@@ -328,6 +328,12 @@ pub(crate) fn detect(bytes: &[u8]) -> std::result::Result<ImageKind, String> {
     if let Some(found) = host::detect(bytes) {
         return found.map(|()| ImageKind::HostBinary);
     }
+    if let Some(nul) = nul_inside_ptx(bytes) {
+        return Err(format!(
+            "it is PTX text with a NUL byte inside it, at byte {nul}: the driver reads PTX only \
+             up to its first NUL, so the text after it would be lost"
+        ));
+    }
     let head: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
     Err(format!(
         "it starts with the bytes {}, the header of none of the kinds cudyn knows (PTX, a \
@@ -335,6 +341,14 @@ pub(crate) fn detect(bytes: &[u8]) -> std::result::Result<ImageKind, String> {
          static library)",
         head.join(" ")
     ))
+}
+
+/// Where the first NUL is in `bytes` when the text before it is PTX and other bytes than NULs
+/// follow it: PTX cut by a stray NUL rather than a file of no known kind.
+fn nul_inside_ptx(bytes: &[u8]) -> Option<usize> {
+    let nul = bytes.iter().position(|&b| b == 0)?;
+    let after = &bytes[nul..];
+    (after.iter().any(|&b| b != 0) && ptx::looks_like_ptx(&bytes[..nul])).then_some(nul)
 }
 
 /// `e_machine` of an ELF header, read with the file's own byte order.
@@ -356,6 +370,25 @@ mod tests {
         let error = Image::detect(b"// just a comment\nint main() {}\n").unwrap_err();
         assert!(matches!(error, Error::NotDeviceCode { .. }), "{error}");
         assert!(error.to_string().contains("2f 2f 20 6a"), "{error}");
+    }
+
+    #[test]
+    fn ptx_with_a_nul_inside_is_said_to_be_cut_by_it() {
+        let ptx = b".version 9.0\n.target sm_90\n.address_size 64\n";
+        let mut stray = ptx.to_vec();
+        stray.insert(30, 0);
+        let error = Image::detect(&stray).unwrap_err();
+        assert!(
+            error.to_string().contains("NUL byte inside it, at byte 30"),
+            "{error}"
+        );
+        // NULs that end the text are its terminator.
+        let mut terminated = ptx.to_vec();
+        terminated.extend_from_slice(&[0, 0]);
+        assert_eq!(Image::detect(&terminated).unwrap(), ImageKind::Ptx);
+        // Nor is any text before a NUL PTX.
+        let error = Image::detect(b"int x;\0.version 9.0\n.target sm_90\n").unwrap_err();
+        assert!(!error.to_string().contains("NUL byte"), "{error}");
     }
 
     #[test]
