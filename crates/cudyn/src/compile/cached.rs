@@ -37,19 +37,20 @@ fn search_fingerprint() -> Key {
 /// when NVRTC's file cannot be identified. A compiler recalled for a program without includes
 /// has had NVRTC's file checked alone; `with_headers` checks the headers' files too.
 fn compiler(cache: &Cache, with_headers: bool) -> Result<Option<Arc<ResolvedCompiler>>> {
-    if let Some(compiler) = current_compiler().as_ref() {
+    let current = current_compiler().clone();
+    if let Some(compiler) = current {
         if !with_headers || compiler.headers_checked() {
-            return Ok(Some(Arc::clone(compiler)));
+            return Ok(Some(compiler));
+        }
+        // Recalled for programs without includes: its headers' files are checked now, once.
+        if let Some(checked) = compiler.with_headers_checked() {
+            return Ok(Some(keep(checked)));
         }
     }
     let fingerprint = (!sys::is_open(Component::Nvrtc)).then(search_fingerprint);
-    let checked = current_compiler()
+    let recalled = fingerprint
         .as_ref()
-        .and_then(|compiler| compiler.with_headers_checked());
-    let recalled = checked.or_else(|| {
-        let fingerprint = fingerprint.as_ref()?;
-        resolved::recall(cache.path(), fingerprint, with_headers)
-    });
+        .and_then(|fingerprint| resolved::recall(cache.path(), fingerprint, with_headers));
     let compiler = match recalled {
         Some(compiler) => {
             sys::settle(Component::Nvrtc);
@@ -65,9 +66,14 @@ fn compiler(cache: &Cache, with_headers: bool) -> Result<Option<Arc<ResolvedComp
             compiler
         }
     };
+    Ok(Some(keep(compiler)))
+}
+
+/// Makes `compiler` this process's compiler.
+fn keep(compiler: ResolvedCompiler) -> Arc<ResolvedCompiler> {
     let compiler = Arc::new(compiler);
     *current_compiler() = Some(Arc::clone(&compiler));
-    Ok(Some(compiler))
+    compiler
 }
 
 /// The compiler found by walking the search order: NVRTC's file, its version as `cache`
@@ -108,7 +114,7 @@ fn confirm_compiler(cache: &Cache, keyed: &ResolvedCompiler) -> bool {
     }
     resolved::remember(cache.path(), &search_fingerprint(), &found);
     let same_compiler = found.same_compiler(keyed);
-    *current_compiler() = Some(Arc::new(found));
+    keep(found);
     same_compiler
 }
 
