@@ -18,7 +18,7 @@
 //!
 //! - **direct**: the fake `cuLaunchKernel`, called through the symbol cudyn resolved, with an
 //!   argument array built once: the least a caller can do, what the GPU benchmark calls raw;
-//! - **+ctx**: the same after a `cuCtxGetCurrent`, which cudyn's launch asks before every launch
+//! - **+ctx**: the same after a `cuCtxGetId`, which cudyn's launch asks before every launch
 //!   (another context may have been made current since the last one);
 //! - **unchecked**: cudyn's `Kernel::launch_unchecked` with that array;
 //! - **checked**: cudyn's `Kernel::launch` with typed arguments, checked against the kernel's
@@ -219,11 +219,11 @@ fn cudarc_error(error: DriverError) -> String {
     format!("cudarc: {error:?}")
 }
 
-/// `cuCtxGetCurrent` then `cuLaunchKernel`, both through the symbols cudyn resolved.
+/// `cuCtxGetId` then `cuLaunchKernel`, both through the symbols cudyn resolved.
 #[derive(Clone, Copy)]
 struct Direct {
     raw: RawLauncher,
-    get_current: unsafe extern "C" fn(*mut driver::CUcontext) -> driver::CUresult,
+    context_id: unsafe extern "C" fn(driver::CUcontext, *mut u64) -> driver::CUresult,
 }
 
 impl Direct {
@@ -235,10 +235,9 @@ impl Direct {
         config: &LaunchConfig<'_>,
         params: *mut *mut c_void,
     ) -> Result<(), String> {
-        let mut context = std::ptr::null_mut();
-        // SAFETY: writes one pointer.
-        if unsafe { (self.get_current)(&mut context) } != driver::CUDA_SUCCESS || context.is_null()
-        {
+        let mut id = 0;
+        // SAFETY: a null context asks for the current one; writes one integer.
+        if unsafe { (self.context_id)(std::ptr::null_mut(), &mut id) } != driver::CUDA_SUCCESS {
             return Err("no current context".into());
         }
         // SAFETY: the caller's contract.
@@ -546,7 +545,7 @@ fn run() -> Result<(), String> {
     let api = &cudyn::sys::driver().map_err(cudyn_error)?.api;
     let direct = Direct {
         raw: RawLauncher::new()?,
-        get_current: api.cuCtxGetCurrent.ok_or("no cuCtxGetCurrent")?,
+        context_id: api.cuCtxGetId.ok_or("no cuCtxGetId")?,
     };
     let cudarc = Cudarc::new()?;
     match mode {

@@ -35,6 +35,7 @@
 //!   the code into a device's context the first time it is used there.
 
 use std::cell::Cell;
+use std::num::NonZeroU64;
 use std::sync::RwLock;
 
 use crate::api::driver as api;
@@ -45,9 +46,9 @@ use crate::sys::driver::{CUcontext, Driver};
 thread_local! {
     /// The device chosen with `set_device` on this thread, used when no context is current.
     static THREAD_DEVICE: Cell<usize> = const { Cell::new(0) };
-    /// The last context seen current on this thread, with the driver, its device and limits:
-    /// while it stays current, a call that needs a context (every launch) asks the driver for
-    /// the current context alone, and reads nothing else but this thread-local.
+    /// The last context seen current on this thread, with the driver, its id, device and
+    /// limits: while it stays current, a call that needs a context (every launch) asks the
+    /// driver for the current context's id alone, and reads nothing else but this thread-local.
     static SEEN: Cell<Option<Current>> = const { Cell::new(None) };
 }
 
@@ -59,8 +60,24 @@ static PRIMARY: PerDevice<usize> = PerDevice::new();
 pub(crate) struct Current {
     pub(crate) driver: &'static Driver,
     pub(crate) context: CUcontext,
+    /// The context's id (`cuCtxGetId`), unique in the process, unlike its handle: a context
+    /// destroyed and another made at the same address, or a primary context reset, get a new
+    /// one. `None` where the driver has no ids (before CUDA 12.0).
+    pub(crate) id: Option<NonZeroU64>,
     pub(crate) device: Device,
     pub(crate) limits: &'static DeviceLimits,
+}
+
+impl Current {
+    /// Whether this context is still the current one of the calling thread: the same context
+    /// instance by its id where the driver has ids, else the same handle.
+    #[inline]
+    fn is_still_current(&self) -> Result<bool> {
+        match self.id {
+            Some(id) => Ok(api::current_context_id(self.driver) == Some(id)),
+            None => Ok(api::context_get_current(self.driver)? == self.context),
+        }
+    }
 }
 
 /// Makes `ordinal` this thread's current device, as `cudaSetDevice` does: its primary context is
@@ -112,12 +129,12 @@ pub fn synchronize() -> Result<()> {
 /// Makes sure a context is current on this thread and says which device it belongs to.
 ///
 /// This is on the launch path: when the current context is the one seen last on this thread, it
-/// costs one `cuCtxGetCurrent`, which reads a thread-local in the driver, and the read of one
+/// costs one `cuCtxGetId`, which reads a thread-local in the driver, and the read of one
 /// thread-local here; the driver was initialized when that context was first seen.
 #[inline]
 pub(crate) fn current() -> Result<Current> {
     if let Some(seen) = SEEN.with(Cell::get) {
-        if api::context_get_current(seen.driver)? == seen.context {
+        if seen.is_still_current()? {
             return Ok(seen);
         }
     }
@@ -138,8 +155,9 @@ fn current_from_driver() -> Result<Current> {
         // SAFETY: a retained primary context stays valid for the life of the process.
         unsafe { api::context_set_current(driver, context) }?;
     }
+    let id = api::current_context_id(driver);
     if let Some(seen) = SEEN.with(Cell::get) {
-        if seen.context == context {
+        if seen.context == context && seen.id == id {
             return Ok(seen);
         }
     }
@@ -147,6 +165,7 @@ fn current_from_driver() -> Result<Current> {
     let current = Current {
         driver,
         context,
+        id,
         device,
         limits: device.limits()?,
     };

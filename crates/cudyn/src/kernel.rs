@@ -14,6 +14,7 @@ use crate::context::{self, Current};
 use crate::device::{initialized_driver, Device};
 use crate::error::Result;
 use crate::image::Image;
+use crate::launch::ContextFunctions;
 use crate::library::Library;
 use crate::param::ParamLayout;
 use crate::raw::{cudaError_t, cudaKernel_t, CUfunction, CUfunction_attribute, CUkernel};
@@ -56,6 +57,8 @@ pub(crate) struct KernelState {
     /// The start of the last program-long argument layout list found equal to `params`
     /// (see `KernelArgs::static_layouts`); null when none was.
     matched_layouts: AtomicPtr<ParamLayout>,
+    /// The kernel's function in the contexts it was launched in (see `launch::function`).
+    functions: ContextFunctions,
 }
 
 // SAFETY: a kernel handle is context-independent and not tied to a host thread; the driver's
@@ -78,6 +81,7 @@ impl KernelState {
             name,
             params: SuccessCache::new(),
             matched_layouts: AtomicPtr::new(std::ptr::null_mut()),
+            functions: ContextFunctions::default(),
         })
     }
 
@@ -296,6 +300,16 @@ impl Kernel {
     /// (they then act on the kernel in the current context).
     pub fn as_function(&self) -> CUfunction {
         self.inner.raw.cast()
+    }
+
+    /// What a launch in the context `current` hands to the driver as the function: the
+    /// kernel's function there once known, else the kernel handle (see `launch::function`).
+    #[inline]
+    pub(crate) fn launch_function(&self, current: &Current) -> CUfunction {
+        // SAFETY: `self` keeps its library loaded while the state lives (a `Kernel` holds the
+        // library, or, from `from_raw`, its caller promised it stays loaded), and `current` is
+        // the calling thread's current context.
+        unsafe { self.inner.functions.for_launch(self.inner.raw, current) }
     }
 
     /// The handle as the `const void*` "function" the runtime's `cudaLaunchKernel` and

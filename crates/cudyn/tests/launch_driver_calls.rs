@@ -1,8 +1,10 @@
 //! The driver calls of a launch, counted by a fake driver (tests/fake_driver), on any machine: a
-//! launch makes exactly two, `cuCtxGetCurrent` (another context may have been made current
-//! since the last launch, and the configuration is checked against its device) and the launch
-//! itself; everything else it needs (the kernel's parameter layout, the device and its limits)
-//! is asked once and kept. A launch refused by a check reaches no launch call.
+//! launch makes exactly two, `cuCtxGetId` (another context may have been made current since the
+//! last launch, and the configuration is checked against its device) and the launch itself, of
+//! the kernel's function in that context; everything else it needs (the kernel's parameter
+//! layout and function, the device and its limits) is asked once and kept. A launch refused by
+//! a check reaches no launch call. A function is kept by the context's id, never its handle: a
+//! context made at the address of one destroyed gets the function found again.
 //!
 //! A launch after another context was made current is checked against that context's device:
 //! the fake driver's device 1 allows 512 threads per block, device 0 1024.
@@ -27,7 +29,9 @@ fn fake() -> &'static FakeDriver {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Calls {
     launch: u64,
-    get_current: u64,
+    /// Launches of the kernel's function rather than its handle.
+    of_function: u64,
+    context_id: u64,
     total: u64,
 }
 
@@ -36,7 +40,8 @@ impl Calls {
         let fake = fake();
         Calls {
             launch: fake.calls("cuLaunchKernel"),
-            get_current: fake.calls("cuCtxGetCurrent"),
+            of_function: fake.function_launches(),
+            context_id: fake.calls("cuCtxGetId"),
             total: fake.total_calls(),
         }
     }
@@ -46,7 +51,8 @@ impl Calls {
         let now = Calls::now();
         Calls {
             launch: now.launch - earlier.launch,
-            get_current: now.get_current - earlier.get_current,
+            of_function: now.of_function - earlier.of_function,
+            context_id: now.context_id - earlier.context_id,
             total: now.total - earlier.total,
         }
     }
@@ -63,13 +69,15 @@ fn calls_of(launches: u64, mut launch: impl FnMut() -> cudyn::Result<()>) -> Cal
     Calls::since(before)
 }
 
-/// Exactly one launch call and one context query per launch, nothing else.
+/// Exactly one launch call, of the kernel's function, and one context query per launch, nothing
+/// else.
 fn assert_two_calls_per_launch(what: &str, calls: Calls, launches: u64) {
     assert_eq!(
         calls,
         Calls {
             launch: launches,
-            get_current: launches,
+            of_function: launches,
+            context_id: launches,
             total: 2 * launches,
         },
         "{what}: driver calls of {launches} launches"
@@ -298,4 +306,74 @@ fn a_remembered_match_lets_no_other_arguments_through() {
         );
     }
     assert_eq!(fake().calls("cuLaunchKernel") - before, 6);
+}
+
+#[test]
+fn a_kernel_asks_for_its_function_once_per_context_and_launches_it_there() {
+    let fake = fake();
+    let config = LaunchConfig::new(1, 256);
+    let empty = fake_driver::kernel("empty", &[]);
+    let found = || fake.calls("cuKernelGetFunction");
+    let before = (found(), Calls::now());
+    for _ in 0..10 {
+        // SAFETY: the fake driver runs nothing.
+        unsafe { empty.launch(&config, ()) }.unwrap();
+    }
+    let calls = Calls::since(before.1);
+    assert_eq!(
+        found() - before.0,
+        1,
+        "device 0's function was asked for once"
+    );
+    assert_eq!((calls.launch, calls.of_function), (10, 10));
+
+    cudyn::set_device(1).unwrap();
+    for _ in 0..10 {
+        // SAFETY: as above.
+        unsafe { empty.launch(&config, ()) }.unwrap();
+    }
+    assert_eq!(
+        found() - before.0,
+        2,
+        "device 1's function was asked for once"
+    );
+    cudyn::set_device(0).unwrap();
+    let calls = calls_of(10, || {
+        // SAFETY: as above.
+        unsafe { empty.launch(&config, ()) }
+    });
+    assert_two_calls_per_launch("back on device 0", calls, 10);
+    assert_eq!(found() - before.0, 2, "both functions were kept");
+}
+
+#[test]
+fn a_context_made_where_one_was_destroyed_gets_the_function_found_again() {
+    let fake = fake();
+    let set_current = cudyn::sys::driver().unwrap().api.cuCtxSetCurrent.unwrap();
+    let config = LaunchConfig::new(1, 256);
+    let empty = fake_driver::kernel("empty", &[]);
+    let found = || fake.calls("cuKernelGetFunction");
+    let first = fake.remake_context();
+    // SAFETY: the fake driver's context lives as long as the process.
+    assert_eq!(unsafe { set_current(first) }, 0);
+    // SAFETY: the fake driver runs nothing.
+    unsafe { empty.launch(&config, ()) }.unwrap();
+    let before = (found(), Calls::now());
+
+    // The same handle, another context: the fake driver refuses the function found in the
+    // first, as the real one has unloaded it.
+    let second = fake.remake_context();
+    assert_eq!(second, first);
+    for _ in 0..3 {
+        // SAFETY: as above.
+        unsafe { empty.launch(&config, ()) }.expect("the launch used the new context's function");
+    }
+    let calls = Calls::since(before.1);
+    assert_eq!(
+        found() - before.0,
+        1,
+        "the new context's function was asked for"
+    );
+    assert_eq!((calls.launch, calls.of_function), (3, 3));
+    cudyn::set_device(0).unwrap();
 }

@@ -4,12 +4,14 @@
 //! path) pays for no lookup; [`initialized`] gives it, `cuInit` done.
 
 use std::ffi::{c_char, c_void};
+use std::num::NonZeroU64;
 use std::sync::OnceLock;
 
 use crate::error::Result;
 use crate::sys::driver::{
     CUcontext, CUdevice, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction,
     CUfunction_attribute, CUkernel, CUlaunchConfig, CUlibrary, CUmodule, CUstream, Driver,
+    CUDA_SUCCESS,
 };
 use crate::sys::{self, call};
 
@@ -97,6 +99,21 @@ pub(crate) fn context_get_current(driver: &Driver) -> Result<CUcontext> {
     // SAFETY: writes one pointer.
     unsafe { call!(driver, cuCtxGetCurrent(&mut context)) }?;
     Ok(context)
+}
+
+/// `cuCtxGetId` of the calling thread's current context: an id no other context of the process
+/// ever has, so that a context destroyed and another made at the same address, or a primary
+/// context reset and made again under the same handle, are told apart. `None` when no context is
+/// current (or it was destroyed), or when the driver lacks the call (before CUDA 12.0).
+#[inline]
+pub(crate) fn current_context_id(driver: &Driver) -> Option<NonZeroU64> {
+    let get_id = driver.api.cuCtxGetId?;
+    let mut id = 0;
+    // SAFETY: a null context asks for the current one; the call writes one integer.
+    if unsafe { get_id(std::ptr::null_mut(), &mut id) } != CUDA_SUCCESS {
+        return None;
+    }
+    NonZeroU64::new(id)
 }
 
 /// `cuCtxSetCurrent`: makes `context` current on the calling thread (null: none).
@@ -305,6 +322,19 @@ pub(crate) unsafe fn library_module(driver: &Driver, library: CUlibrary) -> Resu
     // SAFETY: writes one module handle; the caller vouches for the library.
     unsafe { call!(driver, cuLibraryGetModule(&mut module, library)) }?;
     Ok(module)
+}
+
+/// `cuKernelGetFunction`: the kernel's function in the current context, its code loaded there if
+/// it was not yet. The function stays valid while the kernel's library stays loaded and that
+/// context lives.
+///
+/// # Safety
+/// `kernel` belongs to a loaded library; a context is current.
+pub(crate) unsafe fn kernel_function(driver: &Driver, kernel: CUkernel) -> Result<CUfunction> {
+    let mut function = std::ptr::null_mut();
+    // SAFETY: writes one function handle; the caller vouches for the kernel.
+    unsafe { call!(driver, cuKernelGetFunction(&mut function, kernel)) }?;
+    Ok(function)
 }
 
 /// `cuKernelGetName`: the kernel's name, owned by the driver while its library is loaded.

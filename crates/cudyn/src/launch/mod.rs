@@ -19,10 +19,11 @@
 //! the device limits are cached after the first launch, a tuple's layout is computed at compile
 //! time (and once found equal to a kernel's layout, recognized by its address afterwards), and
 //! the argument pointers are packed on the stack. Besides the launch, the only driver call of a
-//! launch is `cuCtxGetCurrent`, since another context may have been made current since the
-//! last one. Launches go to the driver's `cuLaunchKernel` on the kernel handle (the runtime's
-//! `cudaLaunchKernel` ends there too), or `cuLaunchKernelEx` for clusters and cooperative
-//! launches.
+//! launch is `cuCtxGetId`, since another context may have been made current since the last
+//! one. Launches go to the driver's `cuLaunchKernel` (the runtime's `cudaLaunchKernel` ends
+//! there too), or `cuLaunchKernelEx` for clusters and cooperative launches, with the kernel's
+//! function in the current context, asked of the driver once per context, which spares the
+//! driver finding it from the kernel handle on every launch.
 //!
 //! # The launch-safety contract
 //!
@@ -71,6 +72,7 @@
 mod args;
 mod check;
 mod config;
+mod function;
 
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
@@ -79,6 +81,7 @@ pub use args::{ArgList, KernelArg, KernelArgs, INLINE_ARGS};
 pub use check::{check_arguments, ArgumentMismatch};
 use config::within_limits;
 pub use config::{check_config, check_cooperative_grid, ConfigViolation, Dim3, LaunchConfig};
+pub(crate) use function::ContextFunctions;
 
 use crate::api::driver as api;
 use crate::context::{self, Current};
@@ -300,11 +303,11 @@ impl Kernel {
             shared_mem_bytes: config.shared_mem_bytes,
         };
         let stream = config.stream.map_or(std::ptr::null_mut(), Stream::as_raw);
-        // SAFETY: a CUkernel may be passed as the CUfunction of cuLaunchKernel; the stream is
-        // borrowed by `config`; the caller vouches for `params`.
-        let status = unsafe {
-            api::launch_kernel(current.driver, self.as_function(), shape, stream, params)
-        };
+        let function = self.launch_function(current);
+        // SAFETY: `function` is the kernel's function in the current context, or the kernel
+        // handle, which cuLaunchKernel accepts as its function; the stream is borrowed by
+        // `config`; the caller vouches for `params`.
+        let status = unsafe { api::launch_kernel(current.driver, function, shape, stream, params) };
         match status {
             Ok(()) => Ok(()),
             Err(error) => Err(self.explain_launch_failure(error, config, current)),
@@ -354,9 +357,11 @@ impl Kernel {
             attrs: attributes.as_mut_ptr(),
             numAttrs: count as u32,
         };
-        // SAFETY: `launch` and its `count` attributes live until the call returns; the kernel
-        // handle is accepted as a CUfunction; the caller vouches for `params`.
-        unsafe { api::launch_kernel_ex(driver, &launch, self.as_function(), params) }
+        let function = self.launch_function(current);
+        // SAFETY: `launch` and its `count` attributes live until the call returns; `function`
+        // is the kernel's function in the current context or the kernel handle, which the
+        // driver accepts as a CUfunction; the caller vouches for `params`.
+        unsafe { api::launch_kernel_ex(driver, &launch, function, params) }
             .map_err(|error| self.explain_launch_failure(error, config, current))
     }
 

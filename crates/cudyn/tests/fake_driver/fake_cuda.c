@@ -13,6 +13,15 @@
  * loads from any image, which it does not read (cudyn checked it before the call), and every
  * kernel looked up in it is one fake kernel without parameters.
  *
+ * Every context has an id (cuCtxGetId), and cuKernelGetFunction gives a kernel's function in
+ * the current context: a copy of the kernel, bound to the context's id.
+ * fake_cuda_remake_context() destroys the driver's one context besides the primary ones and
+ * makes a new one on device 0 at the same address, as the real driver may (a context created
+ * after another was destroyed, or a primary context reset): the same handle with a new id. A
+ * launch refuses a function bound to an id that is gone, as the real driver's is unloaded.
+ * fake_cuda_function_launches() counts the calling thread's launches of a function rather than
+ * a kernel handle.
+ *
  * Every entry point counts its calls on the calling thread; fake_cuda_calls(name) reads one
  * count and fake_cuda_total_calls() all of them, which lets a test assert exactly which driver
  * calls a launch makes.
@@ -54,6 +63,7 @@ struct fake_kernel {
 
 struct fake_context {
     CUdevice device;
+    unsigned long long id;
 };
 
 /* The calls counted, one slot each; the names are the exported symbols. */
@@ -67,7 +77,8 @@ struct fake_context {
     X(cuLaunchKernelEx) X(cuDevicePrimaryCtxRelease_v2) X(cuModuleLoadData)                    \
     X(cuModuleGetFunction) X(cuModuleUnload) X(cuStreamSynchronize) X(cuStreamWaitEvent)        \
     X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventDestroy_v2)              \
-    X(cuLibraryLoadData) X(cuLibraryGetKernel) X(cuLibraryUnload)
+    X(cuLibraryLoadData) X(cuLibraryGetKernel) X(cuLibraryUnload) X(cuCtxGetId)                 \
+    X(cuKernelGetFunction)
 
 #define FAKE_SLOT(name) SLOT_##name,
 enum { FAKE_CALLS(FAKE_SLOT) SLOT_COUNT };
@@ -84,7 +95,9 @@ static __thread unsigned long long calls[SLOT_COUNT];
 static const int max_threads[DEVICES] = {1024, 512};
 
 static int initialized;
-static struct fake_context primary[DEVICES] = {{0}, {1}};
+static struct fake_context primary[DEVICES] = {{0, 1}, {1, 2}};
+/* The id the next context (or a reset primary context) gets: ids are never reused. */
+static unsigned long long next_context_id = DEVICES + 1;
 /* The thread's current context, a thread-local as in the real driver. */
 static __thread CUcontext current;
 static unsigned long long next_allocation = 0x7f0000000000ull;
@@ -295,6 +308,28 @@ CUresult cuCtxPopCurrent_v2(CUcontext *context) {
     current = pushed;
     pushed = NULL;
     return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetId(CUcontext context, unsigned long long *id) {
+    COUNT(cuCtxGetId);
+    REQUIRE_INIT();
+    if (context == NULL) {
+        context = current;
+    }
+    if (context == NULL || id == NULL) {
+        return context == NULL ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_INVALID_VALUE;
+    }
+    *id = __atomic_load_n(&context->id, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
+}
+
+/* The one context that is not a primary one: made (again) by fake_cuda_remake_context. */
+static struct fake_context remade = {0, 0};
+
+CUcontext fake_cuda_remake_context(void) {
+    unsigned long long id = __atomic_fetch_add(&next_context_id, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&remade.id, id, __ATOMIC_RELAXED);
+    return &remade;
 }
 
 CUresult cuCtxGetDevice(CUdevice *device) {
@@ -509,10 +544,64 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const struct f
 
 /* What both launch calls do: check the handle and the context, and copy every argument into
  * the parameter buffer at its offset. */
+/* The functions handed out, each a copy of its kernel bound to one context id; a kernel and
+ * a context id have one function, found again by a later call. */
+#define FUNCTIONS 64
+static struct fake_function {
+    struct fake_kernel copy;
+    const struct fake_kernel *kernel;
+    unsigned long long context_id;
+} functions[FUNCTIONS];
+static int function_count;
+static int functions_lock;
+static __thread unsigned long long function_launches;
+
+unsigned long long fake_cuda_function_launches(void) {
+    return function_launches;
+}
+
+CUresult cuKernelGetFunction(const struct fake_kernel **function,
+                             const struct fake_kernel *kernel) {
+    COUNT(cuKernelGetFunction);
+    REQUIRE_CONTEXT();
+    if (function == NULL || kernel == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    unsigned long long id = __atomic_load_n(&current->id, __ATOMIC_RELAXED);
+    while (__atomic_exchange_n(&functions_lock, 1, __ATOMIC_ACQUIRE)) {
+    }
+    int found = 0;
+    while (found < function_count &&
+           (functions[found].kernel != kernel || functions[found].context_id != id)) {
+        found++;
+    }
+    CUresult status = CUDA_SUCCESS;
+    if (found == FUNCTIONS) {
+        status = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        if (found == function_count) {
+            functions[found] = (struct fake_function){*kernel, kernel, id};
+            function_count++;
+        }
+        *function = &functions[found].copy;
+    }
+    __atomic_store_n(&functions_lock, 0, __ATOMIC_RELEASE);
+    return status;
+}
+
 static CUresult launch(const struct fake_kernel *kernel, void **params, void **extra) {
     REQUIRE_CONTEXT();
     if (kernel == NULL) {
         return CUDA_ERROR_INVALID_HANDLE;
+    }
+    uintptr_t address = (uintptr_t)kernel;
+    if (address >= (uintptr_t)functions && address < (uintptr_t)(functions + FUNCTIONS)) {
+        const struct fake_function *function = (const struct fake_function *)kernel;
+        /* A function runs only in the context it was found in, and not after its reset. */
+        if (function->context_id != __atomic_load_n(&current->id, __ATOMIC_RELAXED)) {
+            return CUDA_ERROR_INVALID_HANDLE;
+        }
+        function_launches++;
     }
     if (extra != NULL || (kernel->count > 0 && params == NULL)) {
         return CUDA_ERROR_INVALID_VALUE;

@@ -37,6 +37,10 @@ type CallsFn = unsafe extern "C" fn(*const c_char) -> u64;
 type TotalFn = unsafe extern "C" fn() -> u64;
 /// `fake_cuda_set_cold_caches(int on)`.
 type ColdCachesFn = unsafe extern "C" fn(i32);
+/// `fake_cuda_function_launches(void)`: the calling thread's launches of a function.
+type FunctionLaunchesFn = unsafe extern "C" fn() -> u64;
+/// `fake_cuda_remake_context(void)`.
+type RemakeContextFn = unsafe extern "C" fn() -> cudyn::raw::CUcontext;
 
 impl FakeDriver {
     /// Compiles the fake driver and makes it the only driver cudyn finds, opens it through cudyn
@@ -90,6 +94,34 @@ impl FakeDriver {
                 .get::<ColdCachesFn>(b"fake_cuda_set_cold_caches\0")
                 .expect("the fake driver exports fake_cuda_set_cold_caches");
             set(i32::from(on));
+        }
+    }
+
+    /// How many of this thread's launches handed the driver a kernel's function in the
+    /// current context (from `cuKernelGetFunction`) rather than the kernel handle.
+    pub fn function_launches(&self) -> u64 {
+        // SAFETY: the symbol is defined in fake_cuda.c with this signature.
+        unsafe {
+            let launches = self
+                .counters
+                .get::<FunctionLaunchesFn>(b"fake_cuda_function_launches\0")
+                .expect("the fake driver exports fake_cuda_function_launches");
+            launches()
+        }
+    }
+
+    /// Destroys the driver's one context that is not a primary one, if it was made, and makes
+    /// a new one on device 0 at the same address, as the real driver may after `cuCtxDestroy`
+    /// and `cuCtxCreate` (or a primary context reset): the same handle with a new id. The
+    /// functions found in the old one can no longer be launched. Nothing is made current.
+    pub fn remake_context(&self) -> cudyn::raw::CUcontext {
+        // SAFETY: the symbol is defined in fake_cuda.c with this signature.
+        unsafe {
+            let remake = self
+                .counters
+                .get::<RemakeContextFn>(b"fake_cuda_remake_context\0")
+                .expect("the fake driver exports fake_cuda_remake_context");
+            remake()
         }
     }
 
