@@ -295,12 +295,16 @@ fn program_key(
         hasher.field(name.as_bytes()).field(text.as_bytes());
     }
     add_driver_for_ptx(&mut hasher, program.output);
-    key::add_disk_includes(
-        &mut hasher,
-        &program.source,
-        &program.headers,
-        &program.include_folders,
-    )?;
+    // A program that cannot include a header has no includes to add: its texts were searched
+    // for the word once, by `may_read_headers`.
+    if reads_headers {
+        key::add_disk_includes(
+            &mut hasher,
+            &program.source,
+            &program.headers,
+            &program.include_folders,
+        )?;
+    }
     Some(hasher.finish())
 }
 
