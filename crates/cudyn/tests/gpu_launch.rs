@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{compile, random_floats, Output, SAXPY};
+use common::{compile, random_floats, saxpy_matches_the_cpu, Output, SAXPY};
 use cudyn::{
     ArgumentMismatch, ConfigViolation, DeviceBuffer, Error, Event, Kernel, LaunchConfig, Library,
     Stream,
@@ -18,34 +18,7 @@ fn kernel(name: &str) -> Kernel {
 #[test]
 #[ignore = "gpu: SAXPY on 2^26 random elements against the CPU"]
 fn saxpy_on_two_to_the_26_random_elements_equals_the_cpu() {
-    let n = 1usize << 26;
-    let a = 1.75f32;
-    let x = random_floats(n, 1);
-    let y = random_floats(n, 2);
-    let expected: Vec<f32> = x.iter().zip(&y).map(|(x, y)| a.mul_add(*x, *y)).collect();
-
-    let saxpy = kernel("saxpy");
-    let dx = DeviceBuffer::from_slice(&x).unwrap();
-    let dy = DeviceBuffer::from_slice(&y).unwrap();
-    let mut out = DeviceBuffer::<f32>::alloc(n).unwrap();
-    // NaN everywhere: an element the kernel misses cannot equal the reference.
-    out.fill_bytes(0xff).unwrap();
-    // SAFETY: saxpy reads x[i], y[i] and writes out[i] for i < n, and the three buffers hold n
-    // floats; the copy below waits for it.
-    unsafe {
-        saxpy.launch(
-            &LaunchConfig::for_elements(n, 256),
-            (a, &dx, &dy, &mut out, n as u64),
-        )
-    }
-    .unwrap();
-    let got = out.to_vec().unwrap();
-    let wrong = got
-        .iter()
-        .zip(&expected)
-        .filter(|(g, e)| g.to_bits() != e.to_bits())
-        .count();
-    assert_eq!(wrong, 0, "{wrong} of {n} elements differ from the CPU");
+    saxpy_matches_the_cpu(&kernel("saxpy"), 1.75, 1 << 26, 1);
 }
 
 #[test]

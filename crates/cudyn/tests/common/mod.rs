@@ -95,6 +95,34 @@ pub fn random_floats(len: usize, seed: u64) -> Vec<f32> {
     (0..len).map(|_| rng.f32() * 2.0 - 1.0).collect()
 }
 
+/// Runs [`SAXPY`]'s `saxpy` (`kernel`) with `a` on `n` random elements (from `seed`) and
+/// asserts that every element equals the CPU's, bit for bit; the output starts as NaN, so an
+/// element the kernel misses cannot pass.
+pub fn saxpy_matches_the_cpu(kernel: &cudyn::Kernel, a: f32, n: usize, seed: u64) {
+    let (x, y) = (random_floats(n, seed), random_floats(n, seed + 1));
+    let expected: Vec<f32> = x.iter().zip(&y).map(|(x, y)| a.mul_add(*x, *y)).collect();
+    let dx = cudyn::DeviceBuffer::from_slice(&x).unwrap();
+    let dy = cudyn::DeviceBuffer::from_slice(&y).unwrap();
+    let mut out = cudyn::DeviceBuffer::<f32>::alloc(n).unwrap();
+    out.fill_bytes(0xff).unwrap();
+    // SAFETY: saxpy reads x[i], y[i] and writes out[i] for i < n, and the three buffers hold n
+    // floats; the copy below waits for it.
+    unsafe {
+        kernel.launch(
+            &cudyn::LaunchConfig::for_elements(n, 256),
+            (a, &dx, &dy, &mut out, n as u64),
+        )
+    }
+    .unwrap();
+    let got = out.to_vec().unwrap();
+    let wrong = got
+        .iter()
+        .zip(&expected)
+        .filter(|(g, e)| g.to_bits() != e.to_bits())
+        .count();
+    assert_eq!(wrong, 0, "{wrong} of {n} elements differ from the CPU");
+}
+
 /// A SAXPY with five parameters, fused multiply-add written out so that the CPU reference
 /// (`f32::mul_add`) is bit-for-bit the same.
 pub const SAXPY: &str = r#"
