@@ -2,14 +2,14 @@
 //! when cudyn knows it, else the kernel handle.
 //!
 //! A kernel handle is context-independent: the driver accepts it where a function is expected
-//! and finds the kernel's function in the current context on every launch. That search costs
-//! about 50 ns of a 3.5 µs launch on an H200 (1.5–2 %), more than everything cudyn checks. So a
-//! kernel remembers its function (`cuKernelGetFunction`) in the first few contexts it is
-//! launched in, each under the context's id (`cuCtxGetId`), never under its handle: a handle is
-//! reused by a context made after another was destroyed, and a primary context keeps its handle
-//! through a reset, which unloads every function of the context. An id is never reused, so a
-//! function kept for a context that is gone is never launched again. Launches in further
-//! contexts, or where the driver has no ids, hand over the kernel handle, as before.
+//! and finds the kernel's function in the current context on every launch. Given the function,
+//! an H200 launches an empty kernel 0.5-2.8% faster (about 50 ns of 3.5 µs). So a kernel
+//! remembers its function (`cuKernelGetFunction`) in the first few contexts it is launched in,
+//! each under the context's id (`cuCtxGetId`), never under its handle: a handle is reused by a
+//! context made after another was destroyed, and a primary context keeps its handle through a
+//! reset, which unloads every function of the context. An id is never reused, so a function kept
+//! for a context that is gone is never launched again. Launches in further contexts, or where
+//! the driver has no ids, hand over the kernel handle, as before.
 
 use std::num::NonZeroU64;
 use std::sync::OnceLock;
