@@ -21,9 +21,9 @@
 //! which opens the driver and the runtime; neither opens a library while timed ((a) checks that
 //! NVRTC is still unmapped afterwards); both read one file of code and hand it to
 //! `cudaLibraryLoadData` then `cudaLibraryGetKernel` of that same runtime. (a) adds what the cache
-//! is: the key (blake3 of the source and options), the check of the remembered toolchain (a small
-//! file and a few `stat` calls), the entry's checksum, and cudyn's check of the image before the
-//! load.
+//! is: the key (blake3 of the source and options), the checks of the cache's folders, the entry's
+//! checksum, a `stat` of NVRTC's file that the entry names (the compiler unchanged), and cudyn's
+//! bookkeeping around the load (the check of the image was done when the entry was made).
 //!
 //! (a) and (b) are also printed in three parts each ((a): the compile, a cache hit; the load;
 //! the kernel lookup. (b): the file read; the load; the lookup), with the page faults the whole
@@ -498,8 +498,8 @@ fn benchmark(starts: usize) -> std::result::Result<(), String> {
     println!(
         "  (a) and (b) both begin after the context exists (driver and runtime opened) and open \
          no library while timed; both read one file and call cudaLibraryLoadData + \
-         cudaLibraryGetKernel. (a) adds the key, the check of the remembered toolchain, the \
-         entry's checksum and cudyn's check of the image: (e) is that part without the load."
+         cudaLibraryGetKernel. (a) adds the key, the folder checks, the entry's checksum and \
+         a stat of NVRTC's file: (e) is that part without the load."
     );
     println!(
         "warm disk-cache start, source to kernel handle, context excluded: cudyn {:.3} ms \

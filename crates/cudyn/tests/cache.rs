@@ -205,7 +205,7 @@ fn threads_compiling_one_key_at_once_leave_one_valid_entry() {
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|entry| entry.unwrap().file_name())
-        .filter(|name| name != "compilers")
+        .filter(|name| name != "compilers" && name != "direct")
         .collect();
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
     let cache = Cache::open(dir.path()).unwrap();
@@ -240,6 +240,60 @@ fn a_warm_process_never_opens_nvrtc() {
     run_child("cold", dir.path(), &[]);
     run_child("warm", dir.path(), &[]);
     run_child("warm-then-search-path", dir.path(), &[]);
+}
+
+/// The direct names of the entries in the cache folder `dir` (a folder per environment).
+fn direct_names(dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(environments) = std::fs::read_dir(dir.join("kernels/direct")) else {
+        return Vec::new();
+    };
+    environments
+        .flat_map(|environment| entry_files(&environment.unwrap().path()))
+        .collect()
+}
+
+#[test]
+fn a_first_lookup_takes_the_direct_name_without_the_remembered_toolchain() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    run_child("cold", dir.path(), &[]);
+    let names = direct_names(dir.path());
+    assert_eq!(
+        names.len(),
+        1,
+        "the miss filed its entry under a direct name"
+    );
+    let entries = entry_files(&dir.path().join("kernels"));
+    assert_eq!(entries.len(), 1);
+    let inode = |path: &Path| std::fs::metadata(path).unwrap().ino();
+    assert_eq!(inode(&names[0]), inode(&entries[0]), "one file, two names");
+    // Without the remembered toolchain and NVRTC's remembered version, only the direct name can
+    // make this a hit without opening NVRTC.
+    std::fs::remove_dir_all(dir.path().join("kernels/compilers")).unwrap();
+    run_child("warm", dir.path(), &[]);
+    assert!(!dir.path().join("kernels/compilers").exists());
+
+    // A damaged entry (written in place, so both names see it) is a miss by both names,
+    // compiled again; the new entry gets the direct name back.
+    let mut bytes = std::fs::read(&entries[0]).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&entries[0], bytes).unwrap();
+    run_child("cold", dir.path(), &[]);
+    let names = direct_names(dir.path());
+    assert_eq!(names.len(), 1);
+    assert_eq!(inode(&names[0]), inode(&entries[0]));
+    // Another environment has another direct name: its first lookup goes by key, then files it.
+    let elsewhere = [("CUDA_PATH", dir.path().to_str().unwrap())];
+    run_child("warm", dir.path(), &elsewhere);
+    assert_eq!(direct_names(dir.path()).len(), 2);
+    std::fs::remove_dir_all(dir.path().join("kernels/compilers")).unwrap();
+    run_child("warm", dir.path(), &[]);
+    run_child("warm", dir.path(), &elsewhere);
+    // Evicting the entry frees its space: its direct names go with it.
+    let cache = Cache::open(dir.path().join("kernels")).unwrap();
+    assert_eq!(cache.clear().unwrap(), 1);
+    assert_eq!(direct_names(dir.path()), Vec::<std::path::PathBuf>::new());
 }
 
 /// A copy of NVRTC (and its builtins) in a folder of its own, dated an hour ago.
@@ -318,7 +372,12 @@ fn a_result_of_another_nvrtc_than_the_remembered_one_is_not_stored() {
     // remembered one's key.
     nvrtc_copy(earlier.path());
     run_child("warm", dir.path(), &order);
+    assert_eq!(direct_names(dir.path()).len(), 1);
     run_child("miss-not-stored", dir.path(), &order);
+    // The miss replaced the remembered toolchain: the direct names filed under the one before
+    // went with it, so the program first compiled by the NVRTC found then is compiled again.
+    assert_eq!(direct_names(dir.path()), Vec::<std::path::PathBuf>::new());
+    run_child("cold-again", dir.path(), &order);
     run_child("miss-stored", dir.path(), &order);
 }
 
@@ -343,6 +402,11 @@ fn the_switches_turn_the_process_wide_cache_off() {
 fn the_size_cap_comes_from_the_environment() {
     let dir = tempfile::tempdir().unwrap();
     run_child("tiny-cap", dir.path(), &[(cache::MAX_BYTES_ENV, "100")]);
+    assert_eq!(
+        direct_names(dir.path()),
+        Vec::<std::path::PathBuf>::new(),
+        "the evicted entry's direct name is gone"
+    );
     assert!(entry_files(&dir.path().join("kernels")).is_empty());
 }
 

@@ -1,15 +1,15 @@
 //! The floor under a warm hit of the compile cache: the work any cache that keeps cudyn's
-//! promises must do in a new process, written inline with `std` and `blake3`, for
+//! promises must do in a new process, written inline with `std`, `blake3` and `xxhash-rust`, for
 //! `bench_cache`'s (f).
 //!
 //! The same steps as cudyn's hit, on the same files, without cudyn's code: read the cache's
 //! settings from the environment; check the cache folder and its `kernels` folder (owner and
 //! mode: a folder others may write to is refused); hash the variables the search for NVRTC reads
-//! (the fingerprint the remembered toolchain is filed under); read the remembered toolchain and
-//! hash it (its checksum); `stat` NVRTC's file (and the headers' version files, for a source that
-//! may include one); hash the source and options (the key); read the entry, hash it (its
-//! checksum) and copy its code out. What cudyn's hit costs beyond this is its own code's, run for
-//! the first time in the process.
+//! (the fingerprint an entry's direct name is made of); hash the source and options (the key);
+//! read the entry through its direct name, hash it (its checksum, xxh3-128 as cudyn's), `stat`
+//! NVRTC's file (and the headers' version files, for a source that may include one), which the
+//! entry names, and copy its code out. What cudyn's hit costs beyond this is its own code's, run
+//! for the first time in the process.
 
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -21,9 +21,10 @@ use std::sync::Arc;
 pub struct Files {
     /// The cache's base folder (`CUDYN_CACHE_DIR`); entries live in its `kernels` folder.
     pub base: PathBuf,
-    /// The remembered toolchain of this environment.
+    /// The remembered toolchain of this environment, which names the files a hit checks (read
+    /// by [`Files::find`], not by a hit: an entry holds its toolchain).
     pub record: PathBuf,
-    /// The entry of the benchmark's source.
+    /// The entry of the benchmark's source, by its direct name.
     pub entry: PathBuf,
     /// The files of the remembered toolchain a hit checks: NVRTC's first, then those the
     /// headers were read from.
@@ -51,7 +52,8 @@ impl Files {
         let record = only(kernels.join("compilers"), &|name| {
             name.starts_with("toolchain-")
         })?;
-        let entry = only(kernels, &|name| name.ends_with(".cudyn"))?;
+        let environment = only(kernels.join("direct"), &|_| true)?;
+        let entry = only(environment, &|name| name.ends_with(".cudyn"))?;
         let bytes = std::fs::read(&record).map_err(|e| e.to_string())?;
         let stamps = stamped_files(&bytes).ok_or("the toolchain record does not read")?;
         Ok(Files {
@@ -139,8 +141,8 @@ pub fn hit(files: &Files, source: &str, arch: &str) -> Result<Arc<[u8]>, String>
         };
     }
     let fingerprint = fingerprint.finalize();
-    let record = read_small(&files.record)?;
-    std::hint::black_box(blake3::hash(&record));
+    let entry = read_whole(&files.entry)?;
+    std::hint::black_box(xxhash_rust::xxh3::xxh3_128(&entry));
     // A source that includes nothing cannot read CUDA's headers: NVRTC's file alone is checked.
     let checked = if source.contains("include") {
         &files.stamps[..]
@@ -159,8 +161,6 @@ pub fn hit(files: &Files, source: &str, arch: &str) -> Result<Arc<[u8]>, String>
         .update(arch.as_bytes())
         .update(source.as_bytes());
     std::hint::black_box(key.finalize());
-    let entry = read_whole(&files.entry)?;
-    std::hint::black_box(blake3::hash(&entry));
     code_of(&entry)
         .map(Arc::from)
         .ok_or_else(|| format!("{:?} is not an entry", files.entry))
@@ -176,23 +176,6 @@ fn code_of(entry: &[u8]) -> Option<&[u8]> {
     }
     let (_manifest, rest) = length_prefixed(entry.get(8..)?)?;
     Some(length_prefixed(rest)?.0)
-}
-
-/// A small file whole, its contents checked by their checksum: one read into a buffer larger
-/// than the file (2 KiB, as cudyn's first read), without asking its length.
-fn read_small(path: &Path) -> Result<Vec<u8>, String> {
-    const FIRST_READ: usize = 2048;
-    let read = || {
-        let mut bytes = vec![0; FIRST_READ];
-        let filled = std::fs::File::open(path)?.read(&mut bytes)?;
-        bytes.truncate(filled);
-        Ok::<_, std::io::Error>(bytes)
-    };
-    match read() {
-        Ok(bytes) if bytes.len() < FIRST_READ => Ok(bytes),
-        Ok(_) => Err(format!("{path:?} is larger than the floor reads")),
-        Err(e) => Err(format!("{path:?}: {e}")),
-    }
 }
 
 /// A whole entry, read as cudyn reads it: its length (and its time of last use) from its

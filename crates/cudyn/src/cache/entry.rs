@@ -1,22 +1,24 @@
 //! One cache entry, one file: a manifest and the device code, sealed by a checksum.
 //!
-//! Layout: the magic `CUDYNKC3`, the manifest's length (u64, little-endian), the manifest, the
-//! code's length, the code, then the checksum (32 bytes): the blake3 hash of everything before
-//! it with the code replaced by its own blake3 hash. Checking it hashes the code once and leaves
-//! the code's hash known, which is what the process-wide library registry keys a load on, so a
-//! load of the entry's code need not hash it again. A file whose length, checksum or manifest
-//! does not check out is never loaded.
+//! Layout: the magic `CUDYNKC4`, the manifest's length (u64, little-endian), the manifest, the
+//! code's length, the code, then the checksum of everything before it ([`super::codec`]). A
+//! file whose length, checksum or manifest does not check out is never loaded.
+//!
+//! The manifest of code that passed cudyn's check before a load holds the code's blake3 digest,
+//! which the process-wide library registry keys a load on: a hit hands it on with the code, so
+//! that neither the hit nor the load hashes the code with blake3 (the checksum, a faster hash,
+//! covers the digest and the code alike). `cudyn cache verify` hashes the code again and compares.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::codec::{Reader, Writer, CHECKSUM};
+use super::codec::{self, Reader, Writer};
 use super::key::Key;
 use crate::compile::{Arch, Output};
 use crate::image::{Checked, Digest, Facts, ImageKind};
 use crate::param::ParamLayout;
 
-const MAGIC: &[u8; 8] = b"CUDYNKC3";
+const MAGIC: &[u8; 8] = b"CUDYNKC4";
 
 /// What every format of entry file starts with, the format's number following.
 const MAGIC_FAMILY: &[u8; 7] = b"CUDYNKC";
@@ -120,6 +122,10 @@ pub(crate) struct Entry {
     /// What the check before a load found in the code, when it passed, with the code's digest
     /// (always the digest of `code`).
     pub checked: Option<Checked>,
+    /// The compiler that made the code, as a [remembered toolchain](super::resolved::record)
+    /// (empty when there is none, as for a link): what a process's first lookup through a
+    /// direct name checks instead of reading the toolchain's own file (see [`super`]).
+    pub toolchain: Vec<u8>,
 }
 
 impl Entry {
@@ -167,7 +173,7 @@ impl Entry {
         }
         manifest.bytes(&self.listing.0);
         match self.checked {
-            Some(Checked { facts, .. }) => {
+            Some(Checked { facts, digest }) => {
                 manifest.u64(1);
                 manifest.text(CHECKED_BY);
                 manifest.u64(u64::from(facts.defines_variables));
@@ -176,21 +182,23 @@ impl Entry {
                         .uninitialized_bytes
                         .map_or(UNKNOWN_BYTES, |bytes| bytes as u64),
                 );
+                manifest.bytes(&digest);
             }
             None => manifest.u64(0),
         }
-        let digest = self.checked.map_or_else(
-            || crate::image::digest(&self.code),
-            |checked| checked.digest,
-        );
+        manifest.bytes(&self.toolchain);
         let mut file = Writer::default();
         file.0.extend_from_slice(MAGIC);
         file.bytes(&manifest.0);
-        let code_at = file.0.len() + 8;
         file.bytes(&self.code);
-        let checksum = checksum(&file.0[..code_at], &digest);
-        file.0.extend_from_slice(&checksum);
-        file.0
+        codec::seal(file.0)
+    }
+
+    /// Whether the digest the manifest gives the code is the code's: what a hit trusts the
+    /// checksum for, checked by hashing the code again.
+    pub fn digest_matches(&self) -> bool {
+        self.checked
+            .is_none_or(|checked| checked.digest == crate::image::digest(&self.code))
     }
 
     /// Whether `bytes` are an entry file of another format than this cudyn's (another version's
@@ -201,17 +209,10 @@ impl Entry {
 
     /// The entry in `bytes`, or `None` when they are not a whole, intact entry.
     pub fn decode(bytes: &[u8]) -> Option<Entry> {
-        let sealed_len = bytes.len().checked_sub(CHECKSUM)?;
-        let (sealed, sealed_with) = bytes.split_at(sealed_len);
-        let mut file = Reader(sealed.strip_prefix(MAGIC)?);
+        let mut file = Reader(codec::unsealed(bytes)?.strip_prefix(MAGIC)?);
         let mut manifest = Reader(file.bytes()?);
-        let code_at = sealed.len() - file.0.len() + 8;
         let code = file.bytes()?;
         if !file.0.is_empty() {
-            return None;
-        }
-        let digest = crate::image::digest(code);
-        if checksum(&sealed[..code_at], &digest) != sealed_with {
             return None;
         }
         let key = Key(manifest.bytes()?.try_into().ok()?);
@@ -237,10 +238,12 @@ impl Entry {
                         bytes => Some(usize::try_from(bytes).ok()?),
                     },
                 };
+                let digest: Digest = manifest.bytes()?.try_into().ok()?;
                 (checked_by == CHECKED_BY).then_some(Checked { facts, digest })
             }
             _ => return None,
         };
+        let toolchain = manifest.bytes()?.to_vec();
         if !manifest.0.is_empty() {
             return None;
         }
@@ -253,15 +256,9 @@ impl Entry {
             listing,
             code: code.into(),
             checked,
+            toolchain,
         })
     }
-}
-
-/// The checksum of an entry whose bytes up to its code are `head` and whose code has `digest`.
-fn checksum(head: &[u8], digest: &Digest) -> [u8; CHECKSUM] {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(head).update(digest);
-    *hasher.finalize().as_bytes()
 }
 
 #[cfg(test)]
@@ -278,6 +275,7 @@ pub(crate) mod tests {
             listing: Listing::of(&listed()),
             code: (0..code_len).map(|i| i as u8).collect(),
             checked: None,
+            toolchain: b"a toolchain record".to_vec(),
         }
     }
 
@@ -363,32 +361,49 @@ pub(crate) mod tests {
         }
     }
 
+    /// `entry`'s file with the manifest bytes `from` replaced by `to` (of the same length),
+    /// sealed again: a file as another writer could have made it.
+    fn resealed(entry: &Entry, from: &[u8], to: &[u8]) -> Vec<u8> {
+        let bytes = entry.encode();
+        let at = bytes
+            .windows(from.len())
+            .position(|window| window == from)
+            .unwrap();
+        let mut body = bytes[..bytes.len() - codec::CHECKSUM].to_vec();
+        body[at..at + to.len()].copy_from_slice(to);
+        codec::seal(body)
+    }
+
     #[test]
     fn what_another_cudyn_found_is_not_trusted_and_the_entry_still_reads() {
         let entry = checked_sample(300);
-        let bytes = entry.encode();
-        // The same entry as a cudyn of another version wrote it, sealed again.
         let ours = CHECKED_BY.as_bytes();
-        let at = bytes
-            .windows(ours.len())
-            .position(|window| window == ours)
-            .unwrap();
-        let mut theirs = bytes[..bytes.len() - CHECKSUM].to_vec();
-        theirs[at + ours.len() - 1] ^= 1;
-        let code_at = theirs.len() - entry.code.len();
-        let checksum = checksum(&theirs[..code_at], &crate::image::digest(&entry.code));
-        theirs.extend_from_slice(&checksum);
-        let read = Entry::decode(&theirs).expect("a whole entry");
+        let mut theirs = ours.to_vec();
+        *theirs.last_mut().unwrap() ^= 1;
+        let read = Entry::decode(&resealed(&entry, ours, &theirs)).expect("a whole entry");
         assert_eq!(read.checked, None);
         assert_eq!(read.code, entry.code);
     }
 
     #[test]
-    fn the_checksum_covers_the_code_through_its_digest() {
+    fn a_digest_that_is_not_the_codes_reads_but_fails_verification() {
+        let entry = checked_sample(300);
+        assert!(entry.digest_matches());
+        let digest = entry.checked.unwrap().digest;
+        let read = Entry::decode(&resealed(&entry, &digest, &[0; 32])).expect("a sealed entry");
+        assert_eq!(read.checked.unwrap().digest, [0; 32]);
+        assert!(!read.digest_matches());
+        assert!(
+            sample(Key([7; 32]), 300).digest_matches(),
+            "no digest to check"
+        );
+    }
+
+    #[test]
+    fn the_checksum_covers_the_code() {
         let entry = sample(Key([7; 32]), 300);
         let mut bytes = entry.encode();
-        // The code ends 32 bytes (the checksum) before the end of the file.
-        let last_code_byte = bytes.len() - CHECKSUM - 1;
+        let last_code_byte = bytes.len() - codec::CHECKSUM - 1;
         bytes[last_code_byte] ^= 1;
         assert_eq!(Entry::decode(&bytes), None);
     }

@@ -4,6 +4,7 @@
 //! reads the entry, to the minute ([`read_and_touch`](super::store::read_and_touch)): access
 //! times are unreliable (`noatime`, `relatime`).
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -72,6 +73,48 @@ pub(crate) fn remove_stale_temporaries(dir: &Path) {
         if temporary && stale {
             let _ = fs::remove_file(path);
         }
+    }
+}
+
+/// Removes the direct names under `direct` (a folder per environment; see [`super`]) whose
+/// entry is no longer in `dir`: a name is a second link to an entry file, so one whose file is
+/// not among the entries names an entry that was evicted, removed as damaged or replaced, and
+/// only holds its space. Leftover temporaries go too, and folders left empty. A name filed by
+/// another process between the listing and the sweep may go as well, which costs a later
+/// process only the slower lookup by key.
+pub(crate) fn remove_orphaned_links(dir: &Path, direct: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(environments) = fs::read_dir(direct) else {
+        return;
+    };
+    let file_id = |metadata: fs::Metadata| (metadata.dev(), metadata.ino());
+    let entries: BTreeSet<(u64, u64)> = match list(dir) {
+        Ok(entries) => entries
+            .iter()
+            .filter_map(|entry| Some(file_id(fs::symlink_metadata(&entry.path).ok()?)))
+            .collect(),
+        Err(_) => return,
+    };
+    for environment in environments.filter_map(|item| item.ok()) {
+        let folder = environment.path();
+        remove_stale_temporaries(&folder);
+        let Ok(names) = fs::read_dir(&folder) else {
+            continue;
+        };
+        for name in names.filter_map(|name| name.ok()) {
+            let path = name.path();
+            let is_name = path
+                .extension()
+                .is_some_and(|extension| extension == EXTENSION);
+            let orphaned = name
+                .metadata()
+                .is_ok_and(|metadata| !entries.contains(&file_id(metadata)));
+            if is_name && orphaned {
+                let _ = fs::remove_file(path);
+            }
+        }
+        // Fails, as it should, unless the folder is empty now.
+        let _ = fs::remove_dir(&folder);
     }
 }
 

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 /// The version of the key and entry format: entries of another schema are never found.
-pub(crate) const SCHEMA: &[u8] = b"cudyn-cache-3";
+pub(crate) const SCHEMA: &[u8] = b"cudyn-cache-4";
 
 /// A cache key: the blake3 hash of a compile's inputs.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

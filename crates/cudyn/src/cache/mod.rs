@@ -52,9 +52,24 @@
 //! another NVRTC than its key names is not stored. `cudyn cache clear` forgets the remembered
 //! outcomes too; files modified in the last two seconds are never trusted this way.
 //!
+//! **A process's first lookup reads one file** (its direct name): an entry holds the remembered
+//! toolchain of the compiler that made it, and once written, or found by key, it is also filed
+//! (a hard link, no copy) under `direct/<fingerprint>/<inputs>`, where the inputs are the hash
+//! of everything the key takes of the program itself. A new process, which knows its
+//! environment's fingerprint and the program but not yet its compiler, opens that name, checks
+//! the entry's toolchain as a recall would (one `stat` of NVRTC's file, and of the headers' files
+//! for a program that may include one) and that the entry is the one of the key this toolchain
+//! and these inputs make: a hit that reads neither the remembered toolchain nor the compiler's
+//! version. Any doubt (no such name, a damaged or changed file, another key) is a lookup by key
+//! as before, which files the name for the next process. Replacing the toolchain remembered for
+//! an environment forgets the direct names filed under it; a name whose file is no longer an
+//! entry (evicted, removed as damaged, replaced) is removed by the next eviction, `verify` or
+//! `clear`. File systems without hard links go without direct names.
+//!
 //! **Entries** are one file each, the code and a manifest (kind, architecture, kernels with
 //! their parameter layouts, lowered names, toolchain, creation time, and what cudyn's check
-//! before a load found in the code) sealed by a blake3 checksum, verified on every read (length,
+//! before a load found in the code, with the code's blake3 digest) sealed by a checksum (xxh3-128:
+//! it finds damage; the folder's ownership keeps others out), verified on every read (length,
 //! checksum, manifest); a damaged one is a miss and is rewritten. The code of a hit is therefore
 //! loaded without being checked or hashed again. **Writes** are atomic and safe between threads, processes and hosts under the
 //! file-system assumptions of [`store`]. **The folder** must belong to the user and be writable by
@@ -84,6 +99,9 @@ pub use key::{Key, KeyHasher};
 
 use entry::Entry;
 use memory::{MemoryCache, DEFAULT_MEMORY_BYTES};
+
+/// The folder of `kernels/` holding the direct names of entries, one folder per environment.
+const DIRECT: &str = "direct";
 
 /// The environment variable that moves the cache.
 pub const DIR_ENV: &str = "CUDYN_CACHE_DIR";
@@ -325,8 +343,8 @@ impl Cache {
             .collect())
     }
 
-    /// Reads and checks every entry; damaged ones, and those of another version's format, are
-    /// removed.
+    /// Reads and checks every entry, more than a hit does (the listing decoded, the code's
+    /// digest computed again); damaged ones, and those of another version's format, are removed.
     pub fn verify(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport {
             checked: 0,
@@ -340,7 +358,9 @@ impl Cache {
                 .as_deref()
                 .and_then(Entry::decode)
                 .is_some_and(|entry| {
-                    Some(entry.key) == key_of_file(&file.path) && entry.listing.read().is_some()
+                    Some(entry.key) == key_of_file(&file.path)
+                        && entry.listing.read().is_some()
+                        && entry.digest_matches()
                 });
             if intact {
                 continue;
@@ -355,6 +375,7 @@ impl Cache {
                 report.removed.push(stem);
             }
         }
+        evict::remove_orphaned_links(&self.dir, &self.dir.join(DIRECT));
         Ok(report)
     }
 
@@ -370,6 +391,7 @@ impl Cache {
                 memory.remove(&key);
             }
         }
+        evict::remove_orphaned_links(&self.dir, &self.dir.join(DIRECT));
         bump(&self.counters.evictions, removed.len() as u64);
         *self.lock_disk_total() = DiskTotal {
             bytes: Some(remaining_bytes),
@@ -382,11 +404,12 @@ impl Cache {
         })
     }
 
-    /// Removes every entry, on disk and in memory, and the toolchains remembered in its
-    /// `compilers/` folder; returns how many entries were on disk.
+    /// Removes every entry, on disk and in memory, with their direct names and the toolchains
+    /// remembered in its `compilers/` folder; returns how many entries were on disk.
     pub fn clear(&self) -> Result<usize> {
         self.lock_memory().clear();
         resolved::forget_all(&self.dir);
+        let _ = std::fs::remove_dir_all(self.dir.join(DIRECT));
         Ok(self.prune(0)?.removed)
     }
 
@@ -438,10 +461,53 @@ impl Cache {
         }
     }
 
+    /// The file of a program's direct name: its inputs' hash `inputs` in the folder of the
+    /// environment's `fingerprint` (see the [module documentation](self)).
+    fn direct_path(&self, fingerprint: &Key, inputs: &Key) -> PathBuf {
+        let mut file = inputs.hex();
+        file.push('.');
+        file.push_str(store::EXTENSION);
+        self.dir.join(DIRECT).join(fingerprint.hex()).join(file)
+    }
+
+    /// The entry filed under a direct name, read whole and intact, or `None`. Not yet a hit: the
+    /// caller checks that it is the entry of its key, then [accepts](Cache::accept_direct) it.
+    /// Reading it records a use of the entry, whose file this is.
+    pub(crate) fn lookup_direct(&self, fingerprint: &Key, inputs: &Key) -> Option<Entry> {
+        Entry::decode(&store::read_and_touch(
+            &self.direct_path(fingerprint, inputs),
+        )?)
+    }
+
+    /// Counts an entry found through its direct name as a disk hit and keeps it in memory.
+    pub(crate) fn accept_direct(&self, entry: Entry) -> Arc<Entry> {
+        bump(&self.counters.disk_hits, 1);
+        let entry = Arc::new(entry);
+        self.lock_memory().insert(Arc::clone(&entry));
+        entry
+    }
+
+    /// Files the entry of `key`, on disk, under a direct name too. A failure (a file system
+    /// without hard links, the entry evicted meanwhile) only costs later processes the read of
+    /// the remembered toolchain.
+    pub(crate) fn link_direct(&self, key: &Key, fingerprint: &Key, inputs: &Key) {
+        let _ = store::link_atomically(
+            &self.entry_path(key),
+            &self.direct_path(fingerprint, inputs),
+        );
+    }
+
+    /// Forgets the direct names filed under `fingerprint`: the toolchain remembered for it is
+    /// being replaced, and they name what the one before made.
+    pub(crate) fn forget_direct(&self, fingerprint: &Key) {
+        let _ = std::fs::remove_dir_all(self.dir.join(DIRECT).join(fingerprint.hex()));
+    }
+
     /// Stores an entry in memory and on disk, then evicts down to the size cap when the total
-    /// may exceed it. A failed write leaves the result uncached (the compile itself succeeded):
-    /// it is counted, and the first one of the process printed as a warning.
-    pub(crate) fn store(&self, entry: Entry) {
+    /// may exceed it; whether it was written. A failed write leaves the result uncached (the
+    /// compile itself succeeded): it is counted, and the first one of the process printed as a
+    /// warning.
+    pub(crate) fn store(&self, entry: Entry) -> bool {
         let path = self.entry_path(&entry.key);
         let entry = Arc::new(entry);
         self.lock_memory().insert(Arc::clone(&entry));
@@ -452,6 +518,7 @@ impl Cache {
                 if self.may_exceed_cap(bytes.len() as u64) {
                     let _ = self.prune(self.max_bytes.load(Ordering::Relaxed));
                 }
+                true
             }
             Err(error) => {
                 bump(&self.counters.failed_writes, 1);
@@ -463,6 +530,7 @@ impl Cache {
                          process."
                     );
                 }
+                false
             }
         }
     }
@@ -718,20 +786,37 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path().join("kernels")).unwrap();
         let (good, bad) = (Key([1; 32]), Key([2; 32]));
-        cache.store(sample(good, 50));
-        cache.store(sample(bad, 50));
+        let environment = Key([9; 32]);
+        let (good_name, bad_name) = (Key([3; 32]), Key([4; 32]));
+        for (key, name) in [(good, good_name), (bad, bad_name)] {
+            assert!(cache.store(sample(key, 50)));
+            cache.link_direct(&key, &environment, &name);
+        }
         cache.lock_memory().clear();
         let path = cache.entry_path(&bad);
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[40] ^= 4;
         std::fs::write(&path, bytes).unwrap();
         assert!(cache.lookup(&bad).is_none());
+        assert!(
+            cache.lookup_direct(&environment, &bad_name).is_none(),
+            "one file"
+        );
         assert_eq!(cache.lookup(&good).unwrap().code, sample(good, 50).code);
         let report = cache.verify().unwrap();
         assert_eq!(report.checked, 2);
         assert_eq!(report.removed, [bad.hex()]);
         let stats = cache.stats().unwrap();
         assert_eq!((stats.entries, stats.corrupt, stats.disk_hits), (1, 2, 1));
+        // The removed entry's direct name went with it; the good one's still reads.
+        assert!(!cache.direct_path(&environment, &bad_name).exists());
+        assert_eq!(
+            cache.lookup_direct(&environment, &good_name),
+            Some(sample(good, 50))
+        );
+        cache.forget_direct(&environment);
+        assert_eq!(cache.lookup_direct(&environment, &good_name), None);
+        assert!(cache.lookup(&good).is_some(), "the entry itself stays");
     }
 
     #[test]

@@ -41,7 +41,7 @@ use crate::sys::LibraryFile;
 use crate::version::Version;
 
 /// What a remembered toolchain's file starts with; another format is never read.
-const MAGIC: &[u8; 8] = b"CUDYNTC3";
+const MAGIC: &[u8; 8] = b"CUDYNTC4";
 
 /// Files modified more recently than this are not trusted to show a later change.
 const SETTLED: Duration = Duration::from_secs(2);
@@ -179,7 +179,12 @@ pub(crate) fn recall(
     with_headers: bool,
 ) -> Option<ResolvedCompiler> {
     let bytes = store::read_small(&path_of(dir, fingerprint))?;
-    let mut record = Reader(codec::unsealed(&bytes)?.strip_prefix(MAGIC)?);
+    from_record(codec::unsealed(&bytes)?, with_headers)
+}
+
+/// The toolchain a [`record`] describes, checked as [`recall`] checks it.
+pub(crate) fn from_record(record: &[u8], with_headers: bool) -> Option<ResolvedCompiler> {
+    let mut record = Reader(record.strip_prefix(MAGIC)?);
     let stamped = record.list(|record| {
         let file = path(record.bytes()?);
         let mut stamp: Stamp = [0; 7];
@@ -234,19 +239,15 @@ pub(crate) fn recall(
     })
 }
 
-/// Remembers `compiler` under `fingerprint`; nothing when it is this process's own (a copy
-/// already loaded) or one of its files changed too recently. A failure only costs the next
-/// process a walk.
+/// Remembers `compiler` under `fingerprint`; nothing when it has no [`record`]. A failure only
+/// costs the next process a walk.
 pub(crate) fn remember(dir: &Path, fingerprint: &Key, compiler: &ResolvedCompiler) {
-    if compiler.file.origin == Origin::AlreadyLoaded {
-        return;
-    }
-    let Some(bytes) = encode(compiler) else {
+    let Some(record) = record(compiler) else {
         return;
     };
     let _ = store::write_atomically(
         &path_of(dir, fingerprint),
-        &bytes,
+        &codec::seal(record),
         store::Durability::RenameOnly,
     );
 }
@@ -256,10 +257,16 @@ pub(crate) fn forget_all(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir.join("compilers"));
 }
 
-/// The record, sealed by its checksum: the magic, the files it was read from with their stamps
-/// (first, so that a reader can list them alone), the two identities, then NVRTC (origin, version,
-/// path), the two header folders (origin, CUDA version, folder) and CCCL's version.
-fn encode(compiler: &ResolvedCompiler) -> Option<Vec<u8>> {
+/// What a later process needs to take `compiler` without a search: the magic, the files it
+/// was read from with their stamps (first, so that a reader can list them alone), the two
+/// identities, then NVRTC (origin, version, path), the two header folders (origin, CUDA
+/// version, folder) and CCCL's version. Unsealed: its file, or the entry holding it, seals it.
+/// `None` when the compiler is this process's own (a copy already loaded, which another process
+/// would not find) or one of its files changed too recently to trust a later check of it.
+pub(crate) fn record(compiler: &ResolvedCompiler) -> Option<Vec<u8>> {
+    if compiler.file.origin == Origin::AlreadyLoaded {
+        return None;
+    }
     let mut files = vec![compiler.file.path.clone()];
     files.extend(compiler.headers.source_files());
     files.sort();
@@ -290,7 +297,7 @@ fn encode(compiler: &ResolvedCompiler) -> Option<Vec<u8>> {
         });
     }
     record.optional(compiler.headers.cccl_version.as_deref(), Writer::text);
-    Some(codec::seal(record.0))
+    Some(record.0)
 }
 
 /// A file's size, modification and change times, device and inode (the signed times as their
@@ -344,7 +351,7 @@ fn read_version(record: &mut Reader) -> Option<Version> {
     Some(Version::new(part()?, part()?))
 }
 
-/// A header folder as [`encode`] wrote it.
+/// A header folder as [`record`] wrote it.
 fn read_folder(record: &mut Reader) -> Option<HeaderFolder> {
     Some(HeaderFolder {
         origin: decode_origin(record.bytes()?)?,

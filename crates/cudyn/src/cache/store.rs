@@ -104,13 +104,7 @@ pub(crate) enum Durability {
 
 /// Writes `bytes` as `path` atomically (see the module documentation).
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8], durability: Durability) -> Result<()> {
-    let folder = path.parent().unwrap_or(Path::new("."));
-    let temporary = folder.join(format!(
-        ".{}.{}.{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id(),
-        unique_suffix()
-    ));
+    let (folder, temporary) = temporary_beside(path);
     let create = || {
         OpenOptions::new()
             .write(true)
@@ -141,6 +135,42 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8], durability: Durability
         let _ = fs::remove_file(&temporary);
         io_error(path, "writing an entry", error)
     })
+}
+
+/// The folder of `path` and a temporary name in it, unique to this thread's write.
+fn temporary_beside(path: &Path) -> (&Path, std::path::PathBuf) {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let temporary = folder.join(format!(
+        ".{}.{}.{}.tmp",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id(),
+        unique_suffix()
+    ));
+    (folder, temporary)
+}
+
+/// Makes `path` a second name of the file `existing` (a hard link), atomically replacing what
+/// `path` named: linked under a temporary name, then renamed. The folder of `path` is made
+/// (private) when missing. File systems without hard links refuse it; the caller does without.
+pub(crate) fn link_atomically(existing: &Path, path: &Path) -> std::io::Result<()> {
+    let (folder, temporary) = temporary_beside(path);
+    let linked = match fs::hard_link(existing, &temporary) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && !folder.exists() => {
+            fs::DirBuilder::new()
+                .mode(0o700)
+                .recursive(true)
+                .create(folder)?;
+            fs::hard_link(existing, &temporary)
+        }
+        linked => linked,
+    };
+    linked?;
+    let renamed = fs::rename(&temporary, path);
+    // A rename between two links of one file does nothing and succeeds (POSIX), which leaves
+    // the temporary name behind when `path` already named this file (another process filed it
+    // meanwhile): it goes here in every case.
+    let _ = fs::remove_file(&temporary);
+    renamed
 }
 
 /// A suffix that differs between the threads of one process.
@@ -277,5 +307,31 @@ mod tests {
         write_atomically(&path, b"two", Durability::RenameOnly).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_link_makes_its_folder_replaces_the_old_name_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+        write_atomically(&one, b"one", Durability::RenameOnly).unwrap();
+        write_atomically(&two, b"two", Durability::RenameOnly).unwrap();
+        let names = dir.path().join("names/env");
+        let name = names.join("name.cudyn");
+        link_atomically(&one, &name).unwrap();
+        assert_eq!(fs::read(&name).unwrap(), b"one");
+        let mode = fs::metadata(dir.path().join("names")).unwrap().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // The same file again (the rename does nothing), then another file.
+        link_atomically(&one, &name).unwrap();
+        link_atomically(&two, &name).unwrap();
+        assert_eq!(fs::read(&name).unwrap(), b"two");
+        assert_eq!(
+            fs::read_dir(&names).unwrap().count(),
+            1,
+            "no temporary left"
+        );
+        assert_eq!(fs::metadata(&one).unwrap().nlink(), 1);
+        assert!(link_atomically(&dir.path().join("gone"), &name).is_err());
+        assert_eq!(fs::read(&name).unwrap(), b"two");
     }
 }

@@ -36,7 +36,12 @@ fn search_fingerprint() -> Key {
 /// from its file and the version `cache` remembers for it, else by opening NVRTC once. `None`
 /// when NVRTC's file cannot be identified. A compiler recalled for a program without includes
 /// has had NVRTC's file checked alone; `with_headers` checks the headers' files too.
-fn compiler(cache: &Cache, with_headers: bool) -> Result<Option<Arc<ResolvedCompiler>>> {
+/// `fingerprint` is the environment's, when the caller computed it already.
+fn compiler(
+    cache: &Cache,
+    with_headers: bool,
+    fingerprint: Option<Key>,
+) -> Result<Option<Arc<ResolvedCompiler>>> {
     let current = current_compiler().clone();
     if let Some(compiler) = current {
         if !with_headers || compiler.headers_checked() {
@@ -47,7 +52,8 @@ fn compiler(cache: &Cache, with_headers: bool) -> Result<Option<Arc<ResolvedComp
             return Ok(Some(keep(checked)));
         }
     }
-    let fingerprint = (!sys::is_open(Component::Nvrtc)).then(search_fingerprint);
+    let fingerprint =
+        fingerprint.or_else(|| (!sys::is_open(Component::Nvrtc)).then(search_fingerprint));
     let recalled = fingerprint
         .as_ref()
         .and_then(|fingerprint| resolved::recall(cache.path(), fingerprint, with_headers));
@@ -61,12 +67,52 @@ fn compiler(cache: &Cache, with_headers: bool) -> Result<Option<Arc<ResolvedComp
                 return Ok(None);
             };
             if let Some(fingerprint) = &fingerprint {
-                resolved::remember(cache.path(), fingerprint, &compiler);
+                remember(cache, fingerprint, &compiler);
             }
             compiler
         }
     };
     Ok(Some(keep(compiler)))
+}
+
+/// A process's first lookup, before it knows its compiler: the environment's fingerprint,
+/// under which the program's direct name is filed (see [`crate::cache`]). `None` once the
+/// compiler is known, or when NVRTC is open already (then the search is not what decides the
+/// compiler).
+struct FirstLookup {
+    fingerprint: Key,
+}
+
+impl FirstLookup {
+    fn new() -> Option<FirstLookup> {
+        if current_compiler().is_some() || sys::is_open(Component::Nvrtc) {
+            return None;
+        }
+        Some(FirstLookup {
+            fingerprint: search_fingerprint(),
+        })
+    }
+
+    /// The entry filed under the program's direct name, with its compiler, when that
+    /// compiler's files are unchanged and the entry is the one of the key they and `inputs`
+    /// make.
+    fn hit(
+        &self,
+        cache: &Cache,
+        inputs: &Key,
+        reads_headers: bool,
+    ) -> Option<(ResolvedCompiler, Entry)> {
+        let entry = cache.lookup_direct(&self.fingerprint, inputs)?;
+        let compiler = resolved::from_record(&entry.toolchain, reads_headers)?;
+        (program_key(inputs, &compiler, reads_headers) == entry.key).then_some((compiler, entry))
+    }
+}
+
+/// Remembers `compiler` for the environment of `fingerprint`, in place of what was remembered
+/// for it, and forgets the direct names filed under it, which name what that one made.
+fn remember(cache: &Cache, fingerprint: &Key, compiler: &ResolvedCompiler) {
+    resolved::remember(cache.path(), fingerprint, compiler);
+    cache.forget_direct(fingerprint);
 }
 
 /// Makes `compiler` this process's compiler.
@@ -112,7 +158,7 @@ fn confirm_compiler(cache: &Cache, keyed: &ResolvedCompiler) -> bool {
     if found.same_as(keyed) {
         return true;
     }
-    resolved::remember(cache.path(), &search_fingerprint(), &found);
+    remember(cache, &search_fingerprint(), &found);
     let same_compiler = found.same_compiler(keyed);
     keep(found);
     same_compiler
@@ -161,21 +207,36 @@ pub(super) enum Lookup {
 pub(super) struct Miss {
     /// CUDA's header folders the compile searches after the program's own.
     pub(super) defaults: Vec<PathBuf>,
-    /// The key the result is stored under, with the compiler it names; `None` when the result
-    /// cannot be cached (NVRTC's file or the program's inputs cannot be identified).
-    keyed: Option<(Key, Arc<ResolvedCompiler>)>,
+    /// What the result is stored under, with the compiler the key names; `None` when the
+    /// result cannot be cached (NVRTC's file or the program's inputs cannot be identified).
+    keyed: Option<Keyed>,
+}
+
+/// The key of a program, with what made it.
+#[derive(Debug)]
+struct Keyed {
+    key: Key,
+    compiler: Arc<ResolvedCompiler>,
+    /// The hash of the program's own inputs (see [`program_inputs`]).
+    inputs: Key,
 }
 
 impl Miss {
     /// Stores `compiled` under the key when `confirm` says it was made by the compiler the key
-    /// names, with what the check before a load finds in it, which `compiled` then carries too.
+    /// names, with what the check before a load finds in it, which `compiled` then carries too;
+    /// files it under the program's direct name in this environment too.
     pub(super) fn store(
         self,
         cache: &Cache,
         compiled: &mut Compiled,
         confirm: impl FnOnce(&ResolvedCompiler) -> bool,
     ) {
-        let Some((key, compiler)) = self.keyed else {
+        let Some(Keyed {
+            key,
+            compiler,
+            inputs,
+        }) = self.keyed
+        else {
             return;
         };
         if !confirm(&compiler) {
@@ -183,7 +244,8 @@ impl Miss {
         }
         let kind = ImageKind::of_output(compiled.output);
         compiled.checked = Checked::compiler_output(&compiled.code, kind);
-        cache.store(Entry {
+        let toolchain = resolved::record(&compiler);
+        let written = cache.store(Entry {
             key,
             output: compiled.output,
             arch: compiled.arch,
@@ -197,45 +259,84 @@ impl Miss {
             }),
             code: Arc::clone(&compiled.code),
             checked: compiled.checked,
+            toolchain: toolchain.clone().unwrap_or_default(),
         });
+        // A compiler with a record was found by this environment's search (not a copy already
+        // loaded), which a later process with the same fingerprint walks to the same end.
+        if written && toolchain.is_some() {
+            cache.link_direct(&key, &search_fingerprint(), &inputs);
+        }
     }
 }
 
 /// Looks `program`, compiled for `arch`, up in `cache`, without opening NVRTC when the compiler
-/// is known.
+/// is known. A process's first lookup tries the program's direct name first: a hit there reads
+/// one file and checks NVRTC's, where a lookup by key also reads the remembered toolchain; a
+/// hit by key files the entry under the direct name for the next process.
 pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lookup> {
     let reads_headers = may_read_headers(program);
-    let Some(compiler) = compiler(cache, reads_headers)? else {
+    let inputs = program_inputs(program, arch, reads_headers);
+    let first = inputs.as_ref().and_then(|_| FirstLookup::new());
+    if let (Some(first), Some(inputs)) = (&first, &inputs) {
+        if let Some((compiler, entry)) = first.hit(cache, inputs, reads_headers) {
+            require_loadable(program, &compiler)?;
+            sys::settle(Component::Nvrtc);
+            keep(compiler);
+            return Ok(Lookup::Hit(hit(program, &cache.accept_direct(entry))));
+        }
+    }
+    let fingerprint = first.as_ref().map(|first| first.fingerprint);
+    let Some(compiler) = compiler(cache, reads_headers, fingerprint)? else {
         return Ok(Lookup::Miss(Miss {
             defaults: program_defaults(program, None),
             keyed: None,
         }));
     };
-    let Some(key) = program_key(program, &compiler, arch, reads_headers) else {
+    let Some(inputs) = inputs else {
         return Ok(Lookup::Miss(Miss {
             defaults: program_defaults(program, Some(&compiler.headers)),
             keyed: None,
         }));
     };
+    let key = program_key(&inputs, &compiler, reads_headers);
+    require_loadable(program, &compiler)?;
+    if let Some(entry) = cache.lookup(&key) {
+        if let Some(first) = &first {
+            cache.link_direct(&key, &first.fingerprint, &inputs);
+        }
+        return Ok(Lookup::Hit(hit(program, &entry)));
+    }
+    Ok(Lookup::Miss(Miss {
+        defaults: program_defaults(program, Some(&compiler.headers)),
+        keyed: Some(Keyed {
+            key,
+            compiler,
+            inputs,
+        }),
+    }))
+}
+
+/// Refuses PTX output that `compiler`'s version makes newer than the driver can load, unless
+/// the program allows it.
+fn require_loadable(program: &Program, compiler: &ResolvedCompiler) -> Result<()> {
     if program.output == Output::Ptx {
         PtxVerdict::here(compiler.version)
             .require_loadable(Component::Nvrtc, program.allow_newer_ptx)?;
     }
-    if let Some(entry) = cache.lookup(&key) {
-        return Ok(Lookup::Hit(Compiled {
-            name: program.name.clone(),
-            output: entry.output,
-            arch: entry.arch,
-            code: Arc::clone(&entry.code),
-            log: entry.log.clone(),
-            lowered_names: entry.lowered_names.clone(),
-            checked: entry.checked,
-        }));
+    Ok(())
+}
+
+/// The result of `program` that `entry` holds.
+fn hit(program: &Program, entry: &Entry) -> Compiled {
+    Compiled {
+        name: program.name.clone(),
+        output: entry.output,
+        arch: entry.arch,
+        code: Arc::clone(&entry.code),
+        log: entry.log.clone(),
+        lowered_names: entry.lowered_names.clone(),
+        checked: entry.checked,
     }
-    Ok(Lookup::Miss(Miss {
-        defaults: program_defaults(program, Some(&compiler.headers)),
-        keyed: Some((key, compiler)),
-    }))
 }
 
 /// CUDA's header folders for `program`: from `headers` when given, else as found for this process.
@@ -264,28 +365,18 @@ fn may_read_headers(program: &Program) -> bool {
         || program.extra.iter().any(|option| key::may_include(option))
 }
 
-/// The key of `program` (see [`crate::cache`]); `None` when its inputs cannot be known.
+/// The hash of what the key of `program`, compiled for `arch`, takes of the program itself
+/// (see [`crate::cache`]): everything but the compiler. `None` when its inputs cannot be known.
 ///
 /// CUDA's header folders, which the compile searches after the program's own when it uses
-/// them, are keyed through the compiler's identity, which covers them with their versions; the
-/// key of a program that reads no header (`reads_headers`, what [`may_read_headers`] says of
-/// it) takes NVRTC's identity alone.
-fn program_key(
-    program: &Program,
-    compiler: &ResolvedCompiler,
-    arch: Arch,
-    reads_headers: bool,
-) -> Option<Key> {
-    let identity = if reads_headers {
-        &compiler.identity
-    } else {
-        &compiler.nvrtc_identity
-    };
-    let mut hasher = KeyHasher::new("nvrtc");
+/// them, are keyed through the compiler's identity, which covers them with their versions
+/// ([`program_key`]); a program that reads no header (`reads_headers`, what
+/// [`may_read_headers`] says of it) is keyed on NVRTC's identity alone.
+fn program_inputs(program: &Program, arch: Arch, reads_headers: bool) -> Option<Key> {
+    let mut hasher = KeyHasher::new("nvrtc program");
     hasher
-        .field(&identity.0)
         .fields(&program.options_with(arch, &[]))
-        .field(&[u8::from(program.default_includes)])
+        .field(&[u8::from(program.default_includes), u8::from(reads_headers)])
         .field(program.output.extension().as_bytes())
         .field(program.name.as_bytes())
         .field(program.source.as_bytes())
@@ -306,6 +397,19 @@ fn program_key(
         )?;
     }
     Some(hasher.finish())
+}
+
+/// The key of a program whose own inputs hash to `inputs`, compiled by `compiler`.
+fn program_key(inputs: &Key, compiler: &ResolvedCompiler, reads_headers: bool) -> Key {
+    let identity = if reads_headers {
+        &compiler.identity
+    } else {
+        &compiler.nvrtc_identity
+    };
+    KeyHasher::new("nvrtc")
+        .field(&identity.0)
+        .field(&inputs.0)
+        .finish()
 }
 
 /// A link's key as its inputs arrive: nvJitLink's identity and options first.
@@ -370,14 +474,18 @@ mod tests {
     fn only_a_program_that_may_include_a_header_is_keyed_on_cudas_headers() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
-        let compiler = compiler(&cache, true).unwrap().expect("NVRTC identified");
+        let compiler = compiler(&cache, true, None)
+            .unwrap()
+            .expect("NVRTC identified");
         let mut headers = compiler.headers.clone();
         headers.cccl_version = Some("0.0.0".into());
         let other_headers = ResolvedCompiler::new(compiler.file.clone(), compiler.version, headers);
         assert_ne!(other_headers.identity, compiler.identity);
         let arch = Arch::new(9, 0);
         let key = |program: &Program, compiler: &ResolvedCompiler| {
-            program_key(program, compiler, arch, may_read_headers(program)).unwrap()
+            let reads_headers = may_read_headers(program);
+            let inputs = program_inputs(program, arch, reads_headers).unwrap();
+            program_key(&inputs, compiler, reads_headers)
         };
 
         let plain = program();
