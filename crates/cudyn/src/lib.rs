@@ -117,6 +117,7 @@ pub mod locate;
 pub mod memory;
 pub mod param;
 pub mod raw;
+mod shared_bytes;
 pub mod stream;
 #[doc(hidden)]
 pub mod sys;

@@ -17,6 +17,7 @@ use super::key::Key;
 use crate::compile::{Arch, Output};
 use crate::image::{Checked, Digest, Facts, ImageKind};
 use crate::param::ParamLayout;
+use crate::shared_bytes::SharedBytes;
 
 const MAGIC: &[u8; 8] = b"CUDYNKC4";
 
@@ -118,14 +119,14 @@ pub(crate) struct Entry {
     pub lowered_names: Vec<(String, String)>,
     /// The program's name, the tools, the kernels and the creation time.
     pub listing: Listing,
-    pub code: Arc<[u8]>,
+    pub code: SharedBytes,
     /// What the check before a load found in the code, when it passed, with the code's digest
     /// (always the digest of `code`).
     pub checked: Option<Checked>,
     /// The compiler that made the code, as a [remembered toolchain](super::resolved::record)
     /// (empty when there is none, as for a link): what a process's first lookup through a
     /// direct name checks instead of reading the toolchain's own file (see [`super`]).
-    pub toolchain: Vec<u8>,
+    pub toolchain: SharedBytes,
 }
 
 impl Entry {
@@ -207,9 +208,15 @@ impl Entry {
         bytes.len() >= MAGIC.len() && bytes.starts_with(MAGIC_FAMILY) && !bytes.starts_with(MAGIC)
     }
 
-    /// The entry in `bytes`, or `None` when they are not a whole, intact entry.
-    pub fn decode(bytes: &[u8]) -> Option<Entry> {
-        let mut file = Reader(codec::unsealed(bytes)?.strip_prefix(MAGIC)?);
+    /// The entry in `bytes`, or `None` when they are not a whole, intact entry. The code and
+    /// the toolchain record stay in `bytes`, shared, not copied.
+    pub fn decode(bytes: Vec<u8>) -> Option<Entry> {
+        let buffer = Arc::new(bytes);
+        let shared = |part: &[u8]| {
+            let start = part.as_ptr() as usize - buffer.as_ptr() as usize;
+            SharedBytes::range_of(&buffer, start..start + part.len())
+        };
+        let mut file = Reader(codec::unsealed(&buffer)?.strip_prefix(MAGIC)?);
         let mut manifest = Reader(file.bytes()?);
         let code = file.bytes()?;
         if !file.0.is_empty() {
@@ -230,7 +237,7 @@ impl Entry {
         let checked = match manifest.u64()? {
             0 => None,
             1 => {
-                let checked_by = manifest.text()?;
+                let checked_by = manifest.bytes()?;
                 let facts = Facts {
                     defines_variables: manifest.u64()? != 0,
                     uninitialized_bytes: match manifest.u64()? {
@@ -239,11 +246,11 @@ impl Entry {
                     },
                 };
                 let digest: Digest = manifest.bytes()?.try_into().ok()?;
-                (checked_by == CHECKED_BY).then_some(Checked { facts, digest })
+                (checked_by == CHECKED_BY.as_bytes()).then_some(Checked { facts, digest })
             }
             _ => return None,
         };
-        let toolchain = manifest.bytes()?.to_vec();
+        let toolchain = shared(manifest.bytes()?)?;
         if !manifest.0.is_empty() {
             return None;
         }
@@ -254,7 +261,7 @@ impl Entry {
             log,
             lowered_names,
             listing,
-            code: code.into(),
+            code: shared(code)?,
             checked,
             toolchain,
         })
@@ -273,9 +280,9 @@ pub(crate) mod tests {
             log: "warning: none".into(),
             lowered_names: vec![("saxpy<float>".into(), "_Z5saxpyIfEvv".into())],
             listing: Listing::of(&listed()),
-            code: (0..code_len).map(|i| i as u8).collect(),
+            code: (0..code_len).map(|i| i as u8).collect::<Vec<u8>>().into(),
             checked: None,
-            toolchain: b"a toolchain record".to_vec(),
+            toolchain: b"a toolchain record".to_vec().into(),
         }
     }
 
@@ -317,7 +324,7 @@ pub(crate) mod tests {
         let mut older = bytes.clone();
         older[7] = b'1';
         assert!(Entry::is_other_format(&older));
-        assert_eq!(Entry::decode(&older), None);
+        assert_eq!(Entry::decode(older), None);
         assert!(!Entry::is_other_format(&bytes[..7]));
         assert!(!Entry::is_other_format(b"garbage of some length"));
     }
@@ -341,7 +348,7 @@ pub(crate) mod tests {
     #[test]
     fn an_entry_round_trips() {
         let entry = sample(Key([7; 32]), 300);
-        assert_eq!(Entry::decode(&entry.encode()), Some(entry));
+        assert_eq!(Entry::decode(entry.encode()), Some(entry));
     }
 
     #[test]
@@ -357,7 +364,7 @@ pub(crate) mod tests {
             },
         ] {
             entry.checked = Some(Checked { facts, digest });
-            assert_eq!(Entry::decode(&entry.encode()), Some(entry.clone()));
+            assert_eq!(Entry::decode(entry.encode()), Some(entry.clone()));
         }
     }
 
@@ -380,7 +387,7 @@ pub(crate) mod tests {
         let ours = CHECKED_BY.as_bytes();
         let mut theirs = ours.to_vec();
         *theirs.last_mut().unwrap() ^= 1;
-        let read = Entry::decode(&resealed(&entry, ours, &theirs)).expect("a whole entry");
+        let read = Entry::decode(resealed(&entry, ours, &theirs)).expect("a whole entry");
         assert_eq!(read.checked, None);
         assert_eq!(read.code, entry.code);
     }
@@ -390,7 +397,7 @@ pub(crate) mod tests {
         let entry = checked_sample(300);
         assert!(entry.digest_matches());
         let digest = entry.checked.unwrap().digest;
-        let read = Entry::decode(&resealed(&entry, &digest, &[0; 32])).expect("a sealed entry");
+        let read = Entry::decode(resealed(&entry, &digest, &[0; 32])).expect("a sealed entry");
         assert_eq!(read.checked.unwrap().digest, [0; 32]);
         assert!(!read.digest_matches());
         assert!(
@@ -405,20 +412,24 @@ pub(crate) mod tests {
         let mut bytes = entry.encode();
         let last_code_byte = bytes.len() - codec::CHECKSUM - 1;
         bytes[last_code_byte] ^= 1;
-        assert_eq!(Entry::decode(&bytes), None);
+        assert_eq!(Entry::decode(bytes), None);
     }
 
     #[test]
     fn every_truncation_and_every_flipped_bit_is_refused() {
         let bytes = checked_sample(64).encode();
         for len in 0..bytes.len() {
-            assert_eq!(Entry::decode(&bytes[..len]), None, "truncated to {len}");
+            assert_eq!(
+                Entry::decode(bytes[..len].to_vec()),
+                None,
+                "truncated to {len}"
+            );
         }
         for offset in 0..bytes.len() {
             for bit in 0..8 {
                 let mut damaged = bytes.clone();
                 damaged[offset] ^= 1 << bit;
-                assert_eq!(Entry::decode(&damaged), None, "bit {bit} of byte {offset}");
+                assert_eq!(Entry::decode(damaged), None, "bit {bit} of byte {offset}");
             }
         }
     }

@@ -321,7 +321,7 @@ impl Cache {
         Ok(evict::list(&self.dir)?
             .into_iter()
             .filter_map(|file| {
-                let entry = Entry::decode(&std::fs::read(&file.path).ok()?)?;
+                let entry = Entry::decode(std::fs::read(&file.path).ok()?)?;
                 let listed = entry.listing.read()?;
                 Some(EntryInfo {
                     key: entry.key.hex(),
@@ -354,21 +354,19 @@ impl Cache {
         for file in evict::list(&self.dir)? {
             report.checked += 1;
             let bytes = std::fs::read(&file.path).ok();
-            let intact = bytes
-                .as_deref()
-                .and_then(Entry::decode)
-                .is_some_and(|entry| {
-                    Some(entry.key) == key_of_file(&file.path)
-                        && entry.listing.read().is_some()
-                        && entry.digest_matches()
-                });
+            let other_format = bytes.as_deref().is_some_and(Entry::is_other_format);
+            let intact = bytes.and_then(Entry::decode).is_some_and(|entry| {
+                Some(entry.key) == key_of_file(&file.path)
+                    && entry.listing.read().is_some()
+                    && entry.digest_matches()
+            });
             if intact {
                 continue;
             }
             let _ = std::fs::remove_file(&file.path);
             let stem = file.path.file_stem().unwrap_or_default();
             let stem = stem.to_string_lossy().into_owned();
-            if bytes.as_deref().is_some_and(Entry::is_other_format) {
+            if other_format {
                 report.outdated.push(stem);
             } else {
                 bump(&self.counters.corrupt, 1);
@@ -441,7 +439,7 @@ impl Cache {
             return Some(entry);
         }
         let path = self.entry_path(key);
-        let found = store::read_and_touch(&path).map(|bytes| Entry::decode(&bytes));
+        let found = store::read_and_touch(&path).map(Entry::decode);
         match found {
             Some(Some(entry)) if entry.key == *key => {
                 bump(&self.counters.disk_hits, 1);
@@ -474,7 +472,7 @@ impl Cache {
     /// caller checks that it is the entry of its key, then [accepts](Cache::accept_direct) it.
     /// Reading it records a use of the entry, whose file this is.
     pub(crate) fn lookup_direct(&self, fingerprint: &Key, inputs: &Key) -> Option<Entry> {
-        Entry::decode(&store::read_and_touch(
+        Entry::decode(store::read_and_touch(
             &self.direct_path(fingerprint, inputs),
         )?)
     }

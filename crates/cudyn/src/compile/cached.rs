@@ -257,9 +257,9 @@ impl Miss {
                 kernels: Entry::kernels_of(&compiled.code),
                 created: SystemTime::now(),
             }),
-            code: Arc::clone(&compiled.code),
+            code: compiled.code.clone(),
             checked: compiled.checked,
-            toolchain: toolchain.clone().unwrap_or_default(),
+            toolchain: toolchain.clone().unwrap_or_default().into(),
         });
         // A compiler with a record was found by this environment's search (not a copy already
         // loaded), which a later process with the same fingerprint walks to the same end.
@@ -332,7 +332,7 @@ fn hit(program: &Program, entry: &Entry) -> Compiled {
         name: program.name.clone(),
         output: entry.output,
         arch: entry.arch,
-        code: Arc::clone(&entry.code),
+        code: entry.code.clone(),
         log: entry.log.clone(),
         lowered_names: entry.lowered_names.clone(),
         checked: entry.checked,

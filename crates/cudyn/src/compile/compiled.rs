@@ -1,9 +1,8 @@
 //! What NVRTC produces: the kinds of output, and a compiled program.
 
-use std::sync::Arc;
-
 use super::target::Arch;
 use crate::image::Checked;
+use crate::shared_bytes::SharedBytes;
 
 /// The kind of device code a [`Program`](super::Program) produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -40,7 +39,7 @@ pub struct Compiled {
     pub(super) name: String,
     pub(super) output: Output,
     pub(super) arch: Arch,
-    pub(super) code: Arc<[u8]>,
+    pub(super) code: SharedBytes,
     pub(super) log: String,
     pub(crate) lowered_names: Vec<(String, String)>,
     /// What the check before a load found in the code, when it was checked as it was stored in

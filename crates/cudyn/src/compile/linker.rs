@@ -312,7 +312,7 @@ impl<'a> Linker<'a> {
                 }),
                 code: linked.code.as_slice().into(),
                 checked: None,
-                toolchain: Vec::new(),
+                toolchain: Vec::new().into(),
             });
         }
         Ok(linked)
