@@ -215,14 +215,14 @@ fn measure(mode: Mode) -> std::result::Result<(), String> {
             let start = Instant::now();
             let code = cache_floor::hit(&files, &source, &arch)?;
             let elapsed = start.elapsed();
-            std::hint::black_box(code);
+            std::hint::black_box(code.as_ref());
             vec![nanos(elapsed)]
         }
         Mode::Ideal => {
             let (files, arch) = floor_inputs()?;
             let (figures, code) = raw_start(|| cache_floor::hit(&files, &source, &arch))?;
             let reference = std::fs::read(env_path(CUBIN_ENV)?).map_err(|e| e.to_string())?;
-            if *code != *reference {
+            if code.as_ref() != reference.as_slice() {
                 return Err("the floor's code differs from the reference cubin".to_owned());
             }
             figures

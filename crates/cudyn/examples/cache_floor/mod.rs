@@ -1,21 +1,20 @@
 //! The floor under a warm hit of the compile cache: the work any cache that keeps cudyn's
-//! promises must do in a new process, written inline with `std`, `blake3` and `xxhash-rust`, for
+//! promises must do in a new process, written inline with `std` and `xxhash-rust`, for
 //! `bench_cache`'s (f).
 //!
 //! The same steps as cudyn's hit, on the same files, without cudyn's code: read the cache's
 //! settings from the environment; check the cache folder and its `kernels` folder (owner and
-//! mode: a folder others may write to is refused); hash the variables the search for NVRTC reads
-//! (the fingerprint an entry's direct name is made of); hash the source and options (the key);
-//! read the entry through its direct name, hash it (its checksum, xxh3-128 as cudyn's), `stat`
-//! NVRTC's file (and the headers' version files, for a source that may include one), which the
-//! entry names, and copy its code out. What cudyn's hit costs beyond this is its own code's, run
-//! for the first time in the process.
+//! mode: a folder others may write to is refused); name the variables the search for NVRTC reads
+//! and the program (source and options) by a hash each, the entry's direct name; read the entry
+//! through that name, hash it (its checksum, xxh3-128 as cudyn's), compare the source it was made
+//! from with this one, `stat` NVRTC's file (and the headers' version files, for a source that may
+//! include one), which the entry names, and copy its code out. What cudyn's hit costs beyond this
+//! is its own code's, run for the first time in the process.
 
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// The files a hit of one warm cache reads, found by the parent (outside the clock).
 pub struct Files {
@@ -119,9 +118,21 @@ fn stamped_files(record: &[u8]) -> Option<Vec<PathBuf>> {
     (files.first() == Some(&nvrtc)).then_some(files)
 }
 
+/// The code of an entry, where it was read: in the entry's bytes, not copied out.
+pub struct Code {
+    entry: Vec<u8>,
+    range: std::ops::Range<usize>,
+}
+
+impl AsRef<[u8]> for Code {
+    fn as_ref(&self) -> &[u8] {
+        &self.entry[self.range.clone()]
+    }
+}
+
 /// The essential work of a hit, `source` compiled for `arch` (e.g. `sm_90`): the entry's code,
 /// ready for `cudaLibraryLoadData`.
-pub fn hit(files: &Files, source: &str, arch: &str) -> Result<Arc<[u8]>, String> {
+pub fn hit(files: &Files, source: &str, arch: &str) -> Result<Code, String> {
     for name in ["CUDYN_CACHE", "CUDYN_CACHE_DIR"] {
         std::hint::black_box(std::env::var_os(name));
     }
@@ -133,16 +144,30 @@ pub fn hit(files: &Files, source: &str, arch: &str) -> Result<Arc<[u8]>, String>
             return Err(format!("{folder:?} is not a private folder"));
         }
     }
-    let mut fingerprint = blake3::Hasher::new();
+    // The environment and the program as bytes, each named by a hash for the entry's file name.
+    let mut fingerprint = Vec::new();
     for name in cudyn::locate::SEARCH_ENV {
         match std::env::var_os(name) {
-            Some(value) => fingerprint.update(value.as_encoded_bytes()),
-            None => fingerprint.update(b"unset"),
+            Some(value) => fingerprint.extend_from_slice(value.as_encoded_bytes()),
+            None => fingerprint.extend_from_slice(b"unset"),
         };
     }
-    let fingerprint = fingerprint.finalize();
+    let inputs = [b"-arch=", arch.as_bytes(), source.as_bytes()].concat();
+    std::hint::black_box(xxhash_rust::xxh3::xxh3_128(&fingerprint));
+    std::hint::black_box(xxhash_rust::xxh3::xxh3_128(&inputs));
     let entry = read_whole(&files.entry)?;
     std::hint::black_box(xxhash_rust::xxh3::xxh3_128(&entry));
+    // The program the entry was made from, compared with this one: its manifest ends with the
+    // source, then two empty lists (name expressions, headers), each a count of 0 as an 8-byte
+    // field.
+    let empty_list = [8u64.to_le_bytes(), 0u64.to_le_bytes()].concat();
+    if !manifest_of(&entry).is_some_and(|manifest| {
+        manifest
+            .strip_suffix([empty_list.as_slice(), &empty_list].concat().as_slice())
+            .is_some_and(|rest| rest.ends_with(source.as_bytes()))
+    }) {
+        return Err(format!("{:?} was not made from this source", files.entry));
+    }
     // A source that includes nothing cannot read CUDA's headers: NVRTC's file alone is checked.
     let checked = if source.contains("include") {
         &files.stamps[..]
@@ -154,26 +179,29 @@ pub fn hit(files: &Files, source: &str, arch: &str) -> Result<Arc<[u8]>, String>
         let metadata = std::fs::metadata(file).map_err(|e| format!("{file:?}: {e}"))?;
         stamps ^= metadata.size() ^ metadata.ino() ^ metadata.mtime() as u64;
     }
-    let mut key = blake3::Hasher::new();
-    key.update(fingerprint.as_bytes())
-        .update(&stamps.to_le_bytes())
-        .update(b"-arch=")
-        .update(arch.as_bytes())
-        .update(source.as_bytes());
-    std::hint::black_box(key.finalize());
-    code_of(&entry)
-        .map(Arc::from)
-        .ok_or_else(|| format!("{:?} is not an entry", files.entry))
+    std::hint::black_box(stamps);
+    let code = code_of(&entry).ok_or_else(|| format!("{:?} is not an entry", files.entry))?;
+    let start = code.as_ptr() as usize - entry.as_ptr() as usize;
+    let range = start..start + code.len();
+    Ok(Code { entry, range })
 }
 
-/// The code of an entry file: after the 8-byte magic, the manifest and the code, each after its
-/// length (a little-endian `u64`), then the checksum.
+/// A field after its length (a little-endian `u64`), and what follows it.
+fn length_prefixed(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = bytes.split_first_chunk::<8>()?;
+    let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
+    (len <= rest.len()).then(|| rest.split_at(len))
+}
+
+/// The manifest of an entry file: after the 8-byte magic, the manifest and the code, each after
+/// its length, then the checksum. Its last field is the program's inputs, ending with the source,
+/// then its name expressions and in-memory headers (see `hit`).
+fn manifest_of(entry: &[u8]) -> Option<&[u8]> {
+    Some(length_prefixed(entry.get(8..)?)?.0)
+}
+
+/// The code of an entry file (see [`manifest_of`]).
 fn code_of(entry: &[u8]) -> Option<&[u8]> {
-    fn length_prefixed(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
-        let (len, rest) = bytes.split_first_chunk::<8>()?;
-        let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
-        (len <= rest.len()).then(|| rest.split_at(len))
-    }
     let (_manifest, rest) = length_prefixed(entry.get(8..)?)?;
     Some(length_prefixed(rest)?.0)
 }

@@ -19,7 +19,7 @@ use crate::image::{Checked, Digest, Facts, ImageKind};
 use crate::param::ParamLayout;
 use crate::shared_bytes::SharedBytes;
 
-const MAGIC: &[u8; 8] = b"CUDYNKC4";
+const MAGIC: &[u8; 8] = b"CUDYNKC5";
 
 /// What every format of entry file starts with, the format's number following.
 const MAGIC_FAMILY: &[u8; 7] = b"CUDYNKC";
@@ -127,6 +127,9 @@ pub(crate) struct Entry {
     /// (empty when there is none, as for a link): what a process's first lookup through a
     /// direct name checks instead of reading the toolchain's own file (see [`super`]).
     pub toolchain: SharedBytes,
+    /// What the key took of the program itself, as bytes (empty for a link): a lookup through a
+    /// direct name compares them with its program's instead of hashing those into a key.
+    pub inputs: SharedBytes,
 }
 
 impl Entry {
@@ -188,6 +191,7 @@ impl Entry {
             None => manifest.u64(0),
         }
         manifest.bytes(&self.toolchain);
+        manifest.bytes(&self.inputs);
         let mut file = Writer::default();
         file.0.extend_from_slice(MAGIC);
         file.bytes(&manifest.0);
@@ -251,6 +255,7 @@ impl Entry {
             _ => return None,
         };
         let toolchain = shared(manifest.bytes()?)?;
+        let inputs = shared(manifest.bytes()?)?;
         if !manifest.0.is_empty() {
             return None;
         }
@@ -264,6 +269,7 @@ impl Entry {
             code: shared(code)?,
             checked,
             toolchain,
+            inputs,
         })
     }
 }
@@ -283,6 +289,7 @@ pub(crate) mod tests {
             code: (0..code_len).map(|i| i as u8).collect::<Vec<u8>>().into(),
             checked: None,
             toolchain: b"a toolchain record".to_vec().into(),
+            inputs: b"the program's inputs".to_vec().into(),
         }
     }
 

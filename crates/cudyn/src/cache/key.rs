@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 /// The version of the key and entry format: entries of another schema are never found.
-pub(crate) const SCHEMA: &[u8] = b"cudyn-cache-4";
+pub(crate) const SCHEMA: &[u8] = b"cudyn-cache-5";
 
 /// A cache key: the blake3 hash of a compile's inputs.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -123,6 +123,54 @@ impl KeyHasher {
             Some(hashed) => hashed.clone().update(&self.pending).finalize(),
         };
         Key(*hash.as_bytes())
+    }
+}
+
+/// Where length-prefixed fields go: a [`KeyHasher`], which hashes them, or [`Fields`], which
+/// keeps their bytes. The encoding is the same, so one function can write a program's inputs to
+/// either.
+pub(crate) trait FieldSink {
+    /// Adds one field.
+    fn field(&mut self, bytes: &[u8]) -> &mut Self;
+
+    /// Adds a list of text fields, with their count.
+    fn fields<S: AsRef<str>>(&mut self, items: &[S]) -> &mut Self {
+        self.field(&(items.len() as u64).to_le_bytes());
+        for item in items {
+            self.field(item.as_ref().as_bytes());
+        }
+        self
+    }
+}
+
+impl FieldSink for KeyHasher {
+    fn field(&mut self, bytes: &[u8]) -> &mut Self {
+        KeyHasher::field(self, bytes)
+    }
+}
+
+/// Fields kept as their bytes, in the encoding [`KeyHasher`] hashes. A program's inputs are
+/// kept so: hashed into its key when the key is needed, and compared byte for byte with those an
+/// entry was made from where a new process's first lookup would otherwise hash them (its first
+/// use of blake3, CPU detection included, on the path of every warm start).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Fields(pub(crate) Vec<u8>);
+
+impl FieldSink for Fields {
+    fn field(&mut self, bytes: &[u8]) -> &mut Self {
+        self.0
+            .extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        self.0.extend_from_slice(bytes);
+        self
+    }
+}
+
+impl Fields {
+    /// A short name for these fields, for a file name: 32 hexadecimal digits of their xxh3-128
+    /// hash. Not a key: whatever is found under it is compared with the fields themselves, or
+    /// checked like the file it stands for.
+    pub(crate) fn name(&self) -> String {
+        hex(&xxhash_rust::xxh3::xxh3_128(&self.0).to_le_bytes())
     }
 }
 
@@ -257,7 +305,7 @@ fn scan(path: &Path) -> Option<Scanned> {
 /// (see the module documentation). `None` when a computed include makes the program's inputs
 /// unknowable while it has folders of its own: such a program is not cached.
 pub(crate) fn add_disk_includes(
-    hasher: &mut KeyHasher,
+    hasher: &mut impl FieldSink,
     source: &str,
     headers: &[(String, String)],
     folders: &[PathBuf],
@@ -272,7 +320,7 @@ pub(crate) fn add_disk_includes(
 
 /// [`add_disk_includes`] by reading every text's include lines.
 fn scan_includes(
-    hasher: &mut KeyHasher,
+    hasher: &mut impl FieldSink,
     source: &str,
     headers: &[(String, String)],
     folders: &[PathBuf],

@@ -52,16 +52,20 @@
 //! another NVRTC than its key names is not stored. `cudyn cache clear` forgets the remembered
 //! outcomes too; files modified in the last two seconds are never trusted this way.
 //!
-//! **A process's first lookup reads one file** (its direct name): an entry holds the remembered
-//! toolchain of the compiler that made it, and once written, or found by key, it is also filed
-//! (a hard link, no copy) under `direct/<fingerprint>/<inputs>`, where the inputs are the hash
-//! of everything the key takes of the program itself. A new process, which knows its
-//! environment's fingerprint and the program but not yet its compiler, opens that name, checks
-//! the entry's toolchain as a recall would (one `stat` of NVRTC's file, and of the headers' files
-//! for a program that may include one) and that the entry is the one of the key this toolchain
-//! and these inputs make: a hit that reads neither the remembered toolchain nor the compiler's
-//! version. Any doubt (no such name, a damaged or changed file, another key) is a lookup by key
-//! as before, which files the name for the next process. Replacing the toolchain remembered for
+//! **A process's first lookup reads one file and hashes nothing with blake3** (its direct name):
+//! an entry holds the remembered toolchain of the compiler that made it and the program's own
+//! inputs (everything the key takes of the program: options, source, headers, name
+//! expressions), and once written, or found by key, it is also filed (a hard link, no copy)
+//! under `direct/<environment>/<program>`, each part the xxh3-128 hash of the environment's
+//! fingerprint or of those inputs: a name, not a key. A new process, which knows its environment
+//! and the program but not yet its compiler, opens that name, compares the inputs the entry was
+//! made from with its program's, byte for byte, and checks the entry's toolchain as a recall
+//! would (one `stat` of NVRTC's file, and of the headers' files for a program that may include
+//! one): the entry is then the one of the blake3 key that compiler and these inputs make, as
+//! when it was stored, and the hit reads neither the remembered toolchain nor the compiler's
+//! version, and computes no key (the process's first blake3 hash, CPU detection included, was
+//! a fifth of a warm start on an H200 host). Any doubt (no such name, a damaged or changed file,
+//! other inputs) is a lookup by key as before, which files the name for the next process. Replacing the toolchain remembered for
 //! an environment forgets the direct names filed under it; a name whose file is no longer an
 //! entry (evicted, removed as damaged, replaced) is removed by the next eviction, `verify` or
 //! `clear`. File systems without hard links go without direct names.
@@ -98,7 +102,9 @@ pub use evict::DEFAULT_MAX_BYTES;
 pub use key::{Key, KeyHasher};
 
 use entry::Entry;
+use key::Fields;
 use memory::{MemoryCache, DEFAULT_MEMORY_BYTES};
+use resolved::Fingerprint;
 
 /// The folder of `kernels/` holding the direct names of entries, one folder per environment.
 const DIRECT: &str = "direct";
@@ -459,19 +465,23 @@ impl Cache {
         }
     }
 
-    /// The file of a program's direct name: its inputs' hash `inputs` in the folder of the
+    /// The file of a program's direct name: named after its `inputs`, in the folder of the
     /// environment's `fingerprint` (see the [module documentation](self)).
-    fn direct_path(&self, fingerprint: &Key, inputs: &Key) -> PathBuf {
-        let mut file = inputs.hex();
+    fn direct_path(&self, fingerprint: &Fingerprint, inputs: &Fields) -> PathBuf {
+        let mut file = inputs.name();
         file.push('.');
         file.push_str(store::EXTENSION);
-        self.dir.join(DIRECT).join(fingerprint.hex()).join(file)
+        self.dir.join(DIRECT).join(fingerprint.name()).join(file)
     }
 
     /// The entry filed under a direct name, read whole and intact, or `None`. Not yet a hit: the
     /// caller checks that it is the entry of its key, then [accepts](Cache::accept_direct) it.
     /// Reading it records a use of the entry, whose file this is.
-    pub(crate) fn lookup_direct(&self, fingerprint: &Key, inputs: &Key) -> Option<Entry> {
+    pub(crate) fn lookup_direct(
+        &self,
+        fingerprint: &Fingerprint,
+        inputs: &Fields,
+    ) -> Option<Entry> {
         Entry::decode(store::read_and_touch(
             &self.direct_path(fingerprint, inputs),
         )?)
@@ -488,7 +498,7 @@ impl Cache {
     /// Files the entry of `key`, on disk, under a direct name too. A failure (a file system
     /// without hard links, the entry evicted meanwhile) only costs later processes the read of
     /// the remembered toolchain.
-    pub(crate) fn link_direct(&self, key: &Key, fingerprint: &Key, inputs: &Key) {
+    pub(crate) fn link_direct(&self, key: &Key, fingerprint: &Fingerprint, inputs: &Fields) {
         let _ = store::link_atomically(
             &self.entry_path(key),
             &self.direct_path(fingerprint, inputs),
@@ -497,8 +507,8 @@ impl Cache {
 
     /// Forgets the direct names filed under `fingerprint`: the toolchain remembered for it is
     /// being replaced, and they name what the one before made.
-    pub(crate) fn forget_direct(&self, fingerprint: &Key) {
-        let _ = std::fs::remove_dir_all(self.dir.join(DIRECT).join(fingerprint.hex()));
+    pub(crate) fn forget_direct(&self, fingerprint: &Fingerprint) {
+        let _ = std::fs::remove_dir_all(self.dir.join(DIRECT).join(fingerprint.name()));
     }
 
     /// Stores an entry in memory and on disk, then evicts down to the size cap when the total
@@ -784,11 +794,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path().join("kernels")).unwrap();
         let (good, bad) = (Key([1; 32]), Key([2; 32]));
-        let environment = Key([9; 32]);
-        let (good_name, bad_name) = (Key([3; 32]), Key([4; 32]));
-        for (key, name) in [(good, good_name), (bad, bad_name)] {
+        let environment = resolved::fingerprint(|_| None, None);
+        let (good_name, bad_name) = (Fields(b"good".to_vec()), Fields(b"bad".to_vec()));
+        for (key, name) in [(good, &good_name), (bad, &bad_name)] {
             assert!(cache.store(sample(key, 50)));
-            cache.link_direct(&key, &environment, &name);
+            cache.link_direct(&key, &environment, name);
         }
         cache.lock_memory().clear();
         let path = cache.entry_path(&bad);

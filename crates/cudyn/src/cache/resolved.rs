@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::codec::{self, Reader, Writer};
-use super::key::{self, Key, KeyHasher};
+use super::key::{self, FieldSink, Fields, Key, KeyHasher};
 use super::store;
 use crate::sys::locate::{CudaHeaders, HeaderFolder, Origin, SEARCH_ENV};
 use crate::sys::LibraryFile;
@@ -136,31 +136,50 @@ fn header_versions(headers: &CudaHeaders) -> [String; 3] {
     ]
 }
 
+/// What decides the search in a process, as the bytes of its fields: the toolchain remembered
+/// for it is filed under their blake3 [key](Fingerprint::key), the direct names of entries
+/// under their [name](Fingerprint::name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fingerprint(Fields);
+
+impl Fingerprint {
+    /// The key the toolchain remembered for this environment is filed under.
+    pub(crate) fn key(&self) -> Key {
+        KeyHasher::new("toolchain").field(&self.0 .0).finish()
+    }
+
+    /// The name of the folder of direct names filed under this environment (see
+    /// [`Fields::name`]).
+    pub(crate) fn name(&self) -> String {
+        self.0.name()
+    }
+}
+
 /// The fingerprint of what decides the search: the variables of `SEARCH_ENV` as `var` gives
 /// them and the folders of `set_library_path`.
 pub(crate) fn fingerprint(
     var: impl Fn(&str) -> Option<OsString>,
     library_path: Option<&[PathBuf]>,
-) -> Key {
-    let mut hasher = KeyHasher::new("toolchain");
+) -> Fingerprint {
+    let mut fields = Fields::default();
     for name in SEARCH_ENV {
         match var(name) {
-            Some(value) => hasher.field(b"set").field(value.as_bytes()),
-            None => hasher.field(b"unset"),
+            Some(value) => fields.field(b"set").field(value.as_bytes()),
+            None => fields.field(b"unset"),
         };
     }
     match library_path {
         Some(folders) => {
-            hasher.field(&(folders.len() as u64).to_le_bytes());
+            fields.field(&(folders.len() as u64).to_le_bytes());
             for folder in folders {
-                hasher.field(folder.as_os_str().as_bytes());
+                fields.field(folder.as_os_str().as_bytes());
             }
         }
         None => {
-            hasher.field(b"no override");
+            fields.field(b"no override");
         }
     }
-    hasher.finish()
+    Fingerprint(fields)
 }
 
 /// The file of the toolchain remembered under `fingerprint` in the cache folder `dir`.
@@ -426,6 +445,7 @@ mod tests {
             |name| (name == "CUDA_HOME").then(|| cuda_home.clone()),
             None,
         )
+        .key()
     }
 
     #[test]
@@ -480,7 +500,7 @@ mod tests {
         let key = environment(install.path());
         assert_eq!(key, environment(install.path()));
         assert_ne!(key, environment(&install.path().join("other")));
-        assert_ne!(key, fingerprint(|_| None, None));
+        assert_ne!(key, fingerprint(|_| None, None).key());
         let folders = [install.path().to_owned()];
         assert_ne!(
             fingerprint(|_| None, Some(&folders)),

@@ -9,7 +9,8 @@ use super::compiled::{Compiled, Output};
 use super::program::Program;
 use super::target::{Arch, PtxVerdict};
 use crate::cache::entry::{Entry, Listed, Listing};
-use crate::cache::resolved::{self, ResolvedCompiler};
+use crate::cache::key::{FieldSink, Fields};
+use crate::cache::resolved::{self, Fingerprint, ResolvedCompiler};
 use crate::cache::{key, Cache, Key, KeyHasher};
 use crate::error::Result;
 use crate::image::{Checked, ImageKind};
@@ -25,7 +26,7 @@ fn current_compiler() -> std::sync::MutexGuard<'static, Option<Arc<ResolvedCompi
 }
 
 /// The fingerprint of what decides the search in this process (see [`resolved`]).
-fn search_fingerprint() -> Key {
+fn search_fingerprint() -> Fingerprint {
     resolved::fingerprint(
         |name| std::env::var_os(name),
         sys::library_path_override().as_deref(),
@@ -40,7 +41,7 @@ fn search_fingerprint() -> Key {
 fn compiler(
     cache: &Cache,
     with_headers: bool,
-    fingerprint: Option<Key>,
+    fingerprint: Option<&Fingerprint>,
 ) -> Result<Option<Arc<ResolvedCompiler>>> {
     let current = current_compiler().clone();
     if let Some(compiler) = current {
@@ -52,11 +53,12 @@ fn compiler(
             return Ok(Some(keep(checked)));
         }
     }
-    let fingerprint =
-        fingerprint.or_else(|| (!sys::is_open(Component::Nvrtc)).then(search_fingerprint));
+    let fingerprint = fingerprint
+        .cloned()
+        .or_else(|| (!sys::is_open(Component::Nvrtc)).then(search_fingerprint));
     let recalled = fingerprint
         .as_ref()
-        .and_then(|fingerprint| resolved::recall(cache.path(), fingerprint, with_headers));
+        .and_then(|fingerprint| resolved::recall(cache.path(), &fingerprint.key(), with_headers));
     let compiler = match recalled {
         Some(compiler) => {
             sys::settle(Component::Nvrtc);
@@ -80,7 +82,7 @@ fn compiler(
 /// compiler is known, or when NVRTC is open already (then the search is not what decides the
 /// compiler).
 struct FirstLookup {
-    fingerprint: Key,
+    fingerprint: Fingerprint,
 }
 
 impl FirstLookup {
@@ -93,25 +95,28 @@ impl FirstLookup {
         })
     }
 
-    /// The entry filed under the program's direct name, with its compiler, when that
-    /// compiler's files are unchanged and the entry is the one of the key they and `inputs`
-    /// make.
+    /// The entry filed under the program's direct name, with its compiler, when it was made
+    /// from exactly these `inputs` and that compiler's files are unchanged. Its key is then the
+    /// one that compiler and these inputs make, as when it was stored: it is not hashed again.
     fn hit(
         &self,
         cache: &Cache,
-        inputs: &Key,
+        inputs: &Fields,
         reads_headers: bool,
     ) -> Option<(ResolvedCompiler, Entry)> {
         let entry = cache.lookup_direct(&self.fingerprint, inputs)?;
+        if *entry.inputs != *inputs.0 {
+            return None;
+        }
         let compiler = resolved::from_record(&entry.toolchain, reads_headers)?;
-        (program_key(inputs, &compiler, reads_headers) == entry.key).then_some((compiler, entry))
+        Some((compiler, entry))
     }
 }
 
 /// Remembers `compiler` for the environment of `fingerprint`, in place of what was remembered
 /// for it, and forgets the direct names filed under it, which name what that one made.
-fn remember(cache: &Cache, fingerprint: &Key, compiler: &ResolvedCompiler) {
-    resolved::remember(cache.path(), fingerprint, compiler);
+fn remember(cache: &Cache, fingerprint: &Fingerprint, compiler: &ResolvedCompiler) {
+    resolved::remember(cache.path(), &fingerprint.key(), compiler);
     cache.forget_direct(fingerprint);
 }
 
@@ -166,7 +171,7 @@ fn confirm_compiler(cache: &Cache, keyed: &ResolvedCompiler) -> bool {
 
 /// Adds the driver's major version for PTX, which the driver JIT-compiles: an entry made under
 /// one driver is not trusted under another. Nothing when there is no driver.
-fn add_driver_for_ptx(hasher: &mut KeyHasher, output: Output) {
+fn add_driver_for_ptx(hasher: &mut impl FieldSink, output: Output) {
     if output == Output::Ptx {
         let major = sys::driver().ok().map(|driver| driver.version.major);
         hasher.field(&major.unwrap_or(0).to_le_bytes());
@@ -217,8 +222,8 @@ pub(super) struct Miss {
 struct Keyed {
     key: Key,
     compiler: Arc<ResolvedCompiler>,
-    /// The hash of the program's own inputs (see [`program_inputs`]).
-    inputs: Key,
+    /// The program's own inputs (see [`program_inputs`]).
+    inputs: Fields,
 }
 
 impl Miss {
@@ -260,6 +265,7 @@ impl Miss {
             code: compiled.code.clone(),
             checked: compiled.checked,
             toolchain: toolchain.clone().unwrap_or_default().into(),
+            inputs: inputs.0.clone().into(),
         });
         // A compiler with a record was found by this environment's search (not a copy already
         // loaded), which a later process with the same fingerprint walks to the same end.
@@ -285,7 +291,7 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
             return Ok(Lookup::Hit(hit(program, &cache.accept_direct(entry))));
         }
     }
-    let fingerprint = first.as_ref().map(|first| first.fingerprint);
+    let fingerprint = first.as_ref().map(|first| &first.fingerprint);
     let Some(compiler) = compiler(cache, reads_headers, fingerprint)? else {
         return Ok(Lookup::Miss(Miss {
             defaults: program_defaults(program, None),
@@ -365,42 +371,43 @@ fn may_read_headers(program: &Program) -> bool {
         || program.extra.iter().any(|option| key::may_include(option))
 }
 
-/// The hash of what the key of `program`, compiled for `arch`, takes of the program itself
-/// (see [`crate::cache`]): everything but the compiler. `None` when its inputs cannot be known.
+/// What the key of `program`, compiled for `arch`, takes of the program itself (see
+/// [`crate::cache`]): everything but the compiler, as bytes. `None` when its inputs cannot be
+/// known.
 ///
 /// CUDA's header folders, which the compile searches after the program's own when it uses
 /// them, are keyed through the compiler's identity, which covers them with their versions
 /// ([`program_key`]); a program that reads no header (`reads_headers`, what
 /// [`may_read_headers`] says of it) is keyed on NVRTC's identity alone.
-fn program_inputs(program: &Program, arch: Arch, reads_headers: bool) -> Option<Key> {
-    let mut hasher = KeyHasher::new("nvrtc program");
-    hasher
+fn program_inputs(program: &Program, arch: Arch, reads_headers: bool) -> Option<Fields> {
+    let mut inputs = Fields::default();
+    inputs
         .fields(&program.options_with(arch, &[]))
         .field(&[u8::from(program.default_includes), u8::from(reads_headers)])
         .field(program.output.extension().as_bytes())
         .field(program.name.as_bytes())
         .field(program.source.as_bytes())
         .fields(&program.name_expressions);
-    hasher.field(&(program.headers.len() as u64).to_le_bytes());
+    inputs.field(&(program.headers.len() as u64).to_le_bytes());
     for (name, text) in &program.headers {
-        hasher.field(name.as_bytes()).field(text.as_bytes());
+        inputs.field(name.as_bytes()).field(text.as_bytes());
     }
-    add_driver_for_ptx(&mut hasher, program.output);
+    add_driver_for_ptx(&mut inputs, program.output);
     // A program that cannot include a header has no includes to add: its texts were searched
     // for the word once, by `may_read_headers`.
     if reads_headers {
         key::add_disk_includes(
-            &mut hasher,
+            &mut inputs,
             &program.source,
             &program.headers,
             &program.include_folders,
         )?;
     }
-    Some(hasher.finish())
+    Some(inputs)
 }
 
-/// The key of a program whose own inputs hash to `inputs`, compiled by `compiler`.
-fn program_key(inputs: &Key, compiler: &ResolvedCompiler, reads_headers: bool) -> Key {
+/// The key of a program of `inputs`, compiled by `compiler`.
+fn program_key(inputs: &Fields, compiler: &ResolvedCompiler, reads_headers: bool) -> Key {
     let identity = if reads_headers {
         &compiler.identity
     } else {
@@ -506,6 +513,32 @@ mod tests {
                 "{program:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_direct_name_is_a_hit_only_for_the_program_its_entry_was_made_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let arch = Arch::new(9, 0);
+        let other = Program::new(format!("{SOURCE}// another program\n")).arch(arch);
+        let stored = program().compile_in(&cache).unwrap();
+        let inputs = program_inputs(&program(), arch, false).unwrap();
+        let other_inputs = program_inputs(&other, arch, false).unwrap();
+        let first = FirstLookup {
+            fingerprint: search_fingerprint(),
+        };
+        let (compiler, entry) = first
+            .hit(&cache, &inputs, false)
+            .expect("filed by the miss");
+        assert_eq!(*entry.code, *stored.code());
+        assert_eq!(entry.key, program_key(&inputs, &compiler, false));
+        // Another program's name leading to this entry (a name collision, a file moved by
+        // hand): its inputs differ, so it is no hit.
+        cache.link_direct(&entry.key, &first.fingerprint, &other_inputs);
+        assert!(cache
+            .lookup_direct(&first.fingerprint, &other_inputs)
+            .is_some());
+        assert!(first.hit(&cache, &other_inputs, false).is_none());
     }
 
     #[test]

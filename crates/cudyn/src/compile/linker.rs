@@ -313,6 +313,7 @@ impl<'a> Linker<'a> {
                 code: linked.code.as_slice().into(),
                 checked: None,
                 toolchain: Vec::new().into(),
+                inputs: Vec::new().into(),
             });
         }
         Ok(linked)

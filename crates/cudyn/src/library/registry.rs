@@ -45,8 +45,21 @@ impl KeyParts<'_> {
     /// different sets of parts never produce the same byte stream. The fixed-width fields are
     /// laid out in one buffer and hashed in one call: a process's first load computes this key,
     /// and less code run for the first time is less time.
+    ///
+    /// A load with every option at its default, no name expressions and the runtime's library
+    /// API is keyed by the image's digest alone: no hash to compute (the digest of code from
+    /// the compile cache is known already). It cannot meet another load's key: that is the
+    /// blake3 hash of bytes starting with a tag no device code starts with (the loader takes
+    /// nothing else), and blake3 hashes of different bytes differ.
     pub(crate) fn key(&self) -> Key {
         const TAG: &[u8] = b"cudyn library registry 3\0";
+        let plain = *self.jit == JitOptions::default()
+            && *self.options == LibraryOptions::default()
+            && self.backend == Backend::Runtime
+            && self.names.is_empty();
+        if plain {
+            return self.image;
+        }
         // The tag, the image's digest, three optional numbers (a set flag and the value each),
         // five flags and the count of names.
         let mut fixed = [0u8; TAG.len() + 32 + 3 * 9 + 5 + 8];
@@ -726,5 +739,8 @@ mod tests {
         );
         let distinct: std::collections::HashSet<Key> = keys.iter().copied().collect();
         assert_eq!(distinct.len(), keys.len(), "{keys:?}");
+        // A plain load is keyed by the image's digest; every other key is a hash of more.
+        assert_eq!(base.key(), crate::image::digest(b"image"));
+        assert!(keys[2..].iter().all(|key| *key != base.image));
     }
 }
