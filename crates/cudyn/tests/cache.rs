@@ -95,6 +95,45 @@ fn options_target_and_output_are_part_of_the_key() {
     assert_eq!(stats(&cache).entries, variants.len() as u64);
 }
 
+/// The folder of headers a child's program includes from, for the role `include-*`.
+const INCLUDE_ENV: &str = "CUDYN_CACHE_TEST_INCLUDE";
+
+/// A program that includes `value.h` from `folder`.
+fn with_header(folder: &Path) -> Program {
+    Program::new(
+        "#include \"value.h\"\nextern \"C\" __global__ void header_value(int *p) { *p = VALUE; }\n",
+    )
+    .arch(SM_90)
+    .include(folder)
+}
+
+#[test]
+fn a_header_changed_on_disk_is_a_miss_for_a_new_process_too() {
+    let (dir, includes) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let header = includes.path().join("value.h");
+    let env = [(INCLUDE_ENV, includes.path().to_str().unwrap())];
+    std::fs::write(&header, "#define VALUE 1234\n").unwrap();
+    run_child("include-miss", dir.path(), &env);
+    run_child("include-hit", dir.path(), &env);
+    // The direct name is made of the program's inputs, the header's contents among them: the
+    // changed header is another name, a miss, then a hit of its own.
+    std::fs::write(&header, "#define VALUE 987654\n").unwrap();
+    run_child("include-miss", dir.path(), &env);
+    run_child("include-hit", dir.path(), &env);
+    assert_eq!(direct_names(dir.path()).len(), 2);
+}
+
+#[test]
+fn without_a_direct_folder_a_new_process_still_hits_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("kernels")).unwrap();
+    // A file where the folder of direct names would be: no name can be filed or found.
+    std::fs::write(dir.path().join("kernels/direct"), "not a folder").unwrap();
+    run_child("cold", dir.path(), &[]);
+    run_child("warm", dir.path(), &[]);
+    assert_eq!(entry_files(&dir.path().join("kernels")).len(), 1);
+}
+
 #[test]
 fn a_header_changed_on_disk_is_a_miss() {
     let dir = tempfile::tempdir().unwrap();
@@ -534,6 +573,17 @@ fn child() {
                 ),
                 "{error:?}"
             );
+        }
+        "include-miss" | "include-hit" => {
+            let folder = std::env::var(INCLUDE_ENV).unwrap();
+            with_header(Path::new(&folder)).compile().unwrap();
+            let s = stats(Cache::global().unwrap());
+            if role == "include-hit" {
+                assert!(!nvrtc_open(), "a warm hit opened NVRTC");
+                assert_eq!((s.misses, s.disk_hits), (0, 1));
+            } else {
+                assert_eq!((s.misses, s.writes, s.disk_hits), (1, 1, 0));
+            }
         }
         "tiny-cap" => {
             program("tiny_cap").compile().unwrap();
