@@ -206,6 +206,21 @@ impl Entry {
             .is_none_or(|checked| checked.digest == crate::image::digest(&self.code))
     }
 
+    /// Whether the entry's key is the one its compiler and its program's inputs make, as a
+    /// lookup through a direct name takes it to be without hashing (see [`super`]). Entries
+    /// without inputs (links) or whose toolchain does not read (never found through a direct
+    /// name) have nothing to check.
+    pub fn key_matches_inputs(&self) -> bool {
+        if self.inputs.is_empty() {
+            return true;
+        }
+        super::resolved::identities_of(&self.toolchain).is_none_or(|identities| {
+            identities
+                .iter()
+                .any(|identity| super::key::nvrtc_key(identity, &self.inputs) == self.key)
+        })
+    }
+
     /// Whether `bytes` are an entry file of another format than this cudyn's (another version's
     /// file, never a hit here: its key has another schema) rather than a damaged one.
     pub fn is_other_format(bytes: &[u8]) -> bool {

@@ -174,6 +174,15 @@ impl Fields {
     }
 }
 
+/// The key of an NVRTC compile: the compiler's `identity` (see `ResolvedCompiler`) and the
+/// program's own `inputs`, as [`Fields`] keeps them.
+pub(crate) fn nvrtc_key(identity: &Key, inputs: &[u8]) -> Key {
+    KeyHasher::new("nvrtc")
+        .field(&identity.0)
+        .field(inputs)
+        .finish()
+}
+
 /// Adds a library file's identity (path, size, modification time) to the key.
 pub(crate) fn add_library(hasher: &mut KeyHasher, file: &crate::sys::LibraryFile) {
     hasher

@@ -350,7 +350,9 @@ impl Cache {
     }
 
     /// Reads and checks every entry, more than a hit does (the listing decoded, the code's
-    /// digest computed again); damaged ones, and those of another version's format, are removed.
+    /// digest computed again, the key computed again from the compiler and the program's
+    /// inputs the entry holds); damaged ones, and those of another version's format, are
+    /// removed.
     pub fn verify(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport {
             checked: 0,
@@ -365,6 +367,7 @@ impl Cache {
                 Some(entry.key) == key_of_file(&file.path)
                     && entry.listing.read().is_some()
                     && entry.digest_matches()
+                    && entry.key_matches_inputs()
             });
             if intact {
                 continue;

@@ -201,8 +201,11 @@ pub(crate) fn recall(
     from_record(codec::unsealed(&bytes)?, with_headers)
 }
 
-/// The toolchain a [`record`] describes, checked as [`recall`] checks it.
-pub(crate) fn from_record(record: &[u8], with_headers: bool) -> Option<ResolvedCompiler> {
+/// The start of a [`record`]: the files it was read from with their stamps, then its two
+/// identities (the whole compiler's, NVRTC's alone), and a reader of the rest.
+type RecordHead<'a> = (Vec<(PathBuf, Stamp)>, Key, Key, Reader<'a>);
+
+fn read_head(record: &[u8]) -> Option<RecordHead<'_>> {
     let mut record = Reader(record.strip_prefix(MAGIC)?);
     let stamped = record.list(|record| {
         let file = path(record.bytes()?);
@@ -214,6 +217,19 @@ pub(crate) fn from_record(record: &[u8], with_headers: bool) -> Option<ResolvedC
     })?;
     let identity = Key(record.bytes()?.try_into().ok()?);
     let nvrtc_identity = Key(record.bytes()?.try_into().ok()?);
+    Some((stamped, identity, nvrtc_identity, record))
+}
+
+/// The two identities a [`record`] holds (the whole compiler's, NVRTC's alone), unchecked; `None`
+/// when it does not read.
+pub(crate) fn identities_of(record: &[u8]) -> Option<[Key; 2]> {
+    let (_, identity, nvrtc_identity, _) = read_head(record)?;
+    Some([identity, nvrtc_identity])
+}
+
+/// The toolchain a [`record`] describes, checked as [`recall`] checks it.
+pub(crate) fn from_record(record: &[u8], with_headers: bool) -> Option<ResolvedCompiler> {
+    let (stamped, identity, nvrtc_identity, mut record) = read_head(record)?;
     let origin = decode_origin(record.bytes()?)?;
     let version = read_version(&mut record)?;
     let nvrtc_path = path(record.bytes()?);

@@ -413,10 +413,7 @@ fn program_key(inputs: &Fields, compiler: &ResolvedCompiler, reads_headers: bool
     } else {
         &compiler.nvrtc_identity
     };
-    KeyHasher::new("nvrtc")
-        .field(&identity.0)
-        .field(&inputs.0)
-        .finish()
+    key::nvrtc_key(identity, &inputs.0)
 }
 
 /// A link's key as its inputs arrive: nvJitLink's identity and options first.
@@ -539,6 +536,23 @@ mod tests {
             .lookup_direct(&first.fingerprint, &other_inputs)
             .is_some());
         assert!(first.hit(&cache, &other_inputs, false).is_none());
+    }
+
+    #[test]
+    fn verify_removes_an_entry_whose_key_is_not_that_of_its_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        program().compile_in(&cache).unwrap();
+        let key = cache.entries().unwrap()[0].key.clone();
+        let file = cache.path().join(format!("{key}.cudyn"));
+        let mut entry = Entry::decode(std::fs::read(&file).unwrap()).unwrap();
+        assert!(entry.key_matches_inputs());
+        // The same entry sealed again with other inputs: whole, but not what its key says.
+        entry.inputs = b"another program".to_vec().into();
+        assert!(!entry.key_matches_inputs());
+        std::fs::write(&file, entry.encode()).unwrap();
+        let report = cache.verify().unwrap();
+        assert_eq!(report.removed, [entry.key.hex()]);
     }
 
     #[test]
