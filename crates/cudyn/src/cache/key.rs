@@ -166,6 +166,11 @@ impl FieldSink for Fields {
 }
 
 impl Fields {
+    /// No fields yet, room for `bytes` of them.
+    pub(crate) fn with_capacity(bytes: usize) -> Fields {
+        Fields(Vec::with_capacity(bytes))
+    }
+
     /// A short name for these fields, for a file name: 32 hexadecimal digits of their xxh3-128
     /// hash. Not a key: whatever is found under it is compared with the fields themselves, or
     /// checked like the file it stands for.

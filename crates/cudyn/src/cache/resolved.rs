@@ -161,7 +161,7 @@ pub(crate) fn fingerprint(
     var: impl Fn(&str) -> Option<OsString>,
     library_path: Option<&[PathBuf]>,
 ) -> Fingerprint {
-    let mut fields = Fields::default();
+    let mut fields = Fields::with_capacity(4096);
     for name in SEARCH_ENV {
         match var(name) {
             Some(value) => fields.field(b"set").field(value.as_bytes()),

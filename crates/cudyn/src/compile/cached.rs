@@ -380,7 +380,10 @@ fn may_read_headers(program: &Program) -> bool {
 /// ([`program_key`]); a program that reads no header (`reads_headers`, what
 /// [`may_read_headers`] says of it) is keyed on NVRTC's identity alone.
 fn program_inputs(program: &Program, arch: Arch, reads_headers: bool) -> Option<Fields> {
-    let mut inputs = Fields::default();
+    // Sized for what is written below but the options and the includes, which rarely outgrow
+    // the margin: a warm start grows no buffer.
+    let texts: usize = program.headers.iter().map(|(n, t)| n.len() + t.len()).sum();
+    let mut inputs = Fields::with_capacity(program.source.len() + texts + 1024);
     inputs
         .fields(&program.options_with(arch, &[]))
         .field(&[u8::from(program.default_includes), u8::from(reads_headers)])
