@@ -17,10 +17,13 @@ pub(crate) struct SharedBytes {
 }
 
 impl SharedBytes {
-    /// The bytes of `buffer` in `range`; `None` when the range is not within it.
-    pub(crate) fn range_of(buffer: &Arc<Vec<u8>>, range: Range<usize>) -> Option<SharedBytes> {
-        buffer.get(range.clone())?;
-        Some(SharedBytes {
+    /// `part`, a slice of `buffer`'s bytes, shared with the buffer; `None` when `part` is not
+    /// a slice of those very bytes.
+    pub(crate) fn slice_of(buffer: &Arc<Vec<u8>>, part: &[u8]) -> Option<SharedBytes> {
+        let start = (part.as_ptr() as usize).checked_sub(buffer.as_ptr() as usize)?;
+        let range = start..start.checked_add(part.len())?;
+        let within = buffer.get(range.clone())?;
+        (within.as_ptr() == part.as_ptr()).then(|| SharedBytes {
             buffer: Arc::clone(buffer),
             range,
         })
@@ -80,12 +83,17 @@ mod tests {
     #[test]
     fn a_range_shares_its_buffer_and_compares_by_its_bytes() {
         let buffer = Arc::new(b"header|code|checksum".to_vec());
-        let code = SharedBytes::range_of(&buffer, 7..11).unwrap();
+        let code = SharedBytes::slice_of(&buffer, &buffer[7..11]).unwrap();
         assert_eq!(&*code, b"code");
         assert_eq!(Arc::strong_count(&buffer), 2);
         assert_eq!(code, SharedBytes::from(b"code".to_vec()));
         assert_ne!(code, SharedBytes::from(&b"cod"[..]));
-        assert!(SharedBytes::range_of(&buffer, 7..99).is_none());
+        // Equal bytes elsewhere are not a slice of the buffer.
+        let elsewhere = b"header|code|checksum".to_vec();
+        assert!(SharedBytes::slice_of(&buffer, &elsewhere[7..11]).is_none());
+        // An empty field of the buffer is an empty range of it.
+        let empty = SharedBytes::slice_of(&buffer, &buffer[11..11]).unwrap();
+        assert!(empty.is_empty());
         assert_eq!(format!("{code:?}"), "4 bytes");
         assert!(SharedBytes::from(Vec::new()).is_empty());
     }

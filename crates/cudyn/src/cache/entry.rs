@@ -231,10 +231,7 @@ impl Entry {
     /// the toolchain record stay in `bytes`, shared, not copied.
     pub fn decode(bytes: Vec<u8>) -> Option<Entry> {
         let buffer = Arc::new(bytes);
-        let shared = |part: &[u8]| {
-            let start = part.as_ptr() as usize - buffer.as_ptr() as usize;
-            SharedBytes::range_of(&buffer, start..start + part.len())
-        };
+        let shared = |part: &[u8]| SharedBytes::slice_of(&buffer, part);
         let mut file = Reader(codec::unsealed(&buffer)?.strip_prefix(MAGIC)?);
         let mut manifest = Reader(file.bytes()?);
         let code = file.bytes()?;
