@@ -98,18 +98,38 @@ impl FirstLookup {
     /// The entry filed under the program's direct name, with its compiler, when it was made
     /// from exactly these `inputs` and that compiler's files are unchanged. Its key is then the
     /// one that compiler and these inputs make, as when it was stored: it is not hashed again.
+    /// Otherwise the key of the entry found under the name, if one was (see [`Filed`]).
     fn hit(
         &self,
         cache: &Cache,
         inputs: &Fields,
         reads_headers: bool,
-    ) -> Option<(ResolvedCompiler, Entry)> {
-        let entry = cache.lookup_direct(&self.fingerprint, inputs)?;
+    ) -> Result<(ResolvedCompiler, Entry), Filed> {
+        let entry = cache
+            .lookup_direct(&self.fingerprint, inputs)
+            .ok_or(Filed(None))?;
         if *entry.inputs != *inputs.0 {
-            return None;
+            return Err(Filed(Some(entry.key)));
         }
-        let compiler = resolved::from_record(&entry.toolchain, reads_headers)?;
-        Some((compiler, entry))
+        match resolved::from_record(&entry.toolchain, reads_headers) {
+            Some(compiler) => Ok((compiler, entry)),
+            None => Err(Filed(Some(entry.key))),
+        }
+    }
+}
+
+/// What a direct name led to when it was no hit: the key of an intact entry, or nothing. A hit
+/// by key files its entry under the name unless it is the entry the name already leads to, which
+/// a later process would refuse again (its compiler's files changed, say), so that such a
+/// process does not file it anew every time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Filed(Option<Key>);
+
+impl Filed {
+    /// Whether the entry of `key`, just found by key, should be filed under the direct name: it
+    /// is not what the name leads to, and it holds what a direct lookup needs.
+    fn wants(self, key: &Key, entry: &Entry) -> bool {
+        self.0 != Some(*key) && !entry.toolchain.is_empty()
     }
 }
 
@@ -283,12 +303,16 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
     let reads_headers = may_read_headers(program);
     let inputs = program_inputs(program, arch, reads_headers);
     let first = inputs.as_ref().and_then(|_| FirstLookup::new());
+    let mut filed = Filed(None);
     if let (Some(first), Some(inputs)) = (&first, &inputs) {
-        if let Some((compiler, entry)) = first.hit(cache, inputs, reads_headers) {
-            require_loadable(program, &compiler)?;
-            sys::settle(Component::Nvrtc);
-            keep(compiler);
-            return Ok(Lookup::Hit(hit(program, &cache.accept_direct(entry))));
+        match first.hit(cache, inputs, reads_headers) {
+            Ok((compiler, entry)) => {
+                require_loadable(program, &compiler)?;
+                sys::settle(Component::Nvrtc);
+                keep(compiler);
+                return Ok(Lookup::Hit(hit(program, &cache.accept_direct(entry))));
+            }
+            Err(found) => filed = found,
         }
     }
     let fingerprint = first.as_ref().map(|first| &first.fingerprint);
@@ -307,7 +331,7 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
     let key = program_key(&inputs, &compiler, reads_headers);
     require_loadable(program, &compiler)?;
     if let Some(entry) = cache.lookup(&key) {
-        if let Some(first) = &first {
+        if let Some(first) = first.as_ref().filter(|_| filed.wants(&key, &entry)) {
             cache.link_direct(&key, &first.fingerprint, &inputs);
         }
         return Ok(Lookup::Hit(hit(program, &entry)));
@@ -530,6 +554,9 @@ mod tests {
         let (compiler, entry) = first
             .hit(&cache, &inputs, false)
             .expect("filed by the miss");
+        // Nothing under a name never filed.
+        let unfiled = Fields(b"a program never compiled".to_vec());
+        assert_eq!(first.hit(&cache, &unfiled, false).err(), Some(Filed(None)));
         assert_eq!(*entry.code, *stored.code());
         assert_eq!(entry.key, program_key(&inputs, &compiler, false));
         // Another program's name leading to this entry (a name collision, a file moved by
@@ -538,7 +565,12 @@ mod tests {
         assert!(cache
             .lookup_direct(&first.fingerprint, &other_inputs)
             .is_some());
-        assert!(first.hit(&cache, &other_inputs, false).is_none());
+        let refused = first.hit(&cache, &other_inputs, false).err();
+        assert_eq!(refused, Some(Filed(Some(entry.key))));
+        // The other program's own entry, found by key, would replace the name; this entry, which
+        // the name leads to already, would not be filed again.
+        assert!(!refused.unwrap().wants(&entry.key, &entry));
+        assert!(refused.unwrap().wants(&Key([1; 32]), &entry));
     }
 
     #[test]
