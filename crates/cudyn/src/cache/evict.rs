@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -15,10 +16,14 @@ use crate::error::Result;
 /// The default size cap of the disk cache: 1 GiB, unless `CUDYN_CACHE_MAX_BYTES` says otherwise.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 
+/// A file as the file system knows it, whatever its names: its device and inode.
+pub(crate) type FileId = (u64, u64);
+
 /// An entry file with its size and time of last use.
 #[derive(Debug, Clone)]
 pub(crate) struct OnDisk {
     pub path: PathBuf,
+    pub file: FileId,
     pub size: u64,
     pub last_used: SystemTime,
 }
@@ -42,6 +47,7 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<OnDisk>> {
             let metadata = item.metadata().ok()?;
             Some(OnDisk {
                 path: item.path(),
+                file: (metadata.dev(), metadata.ino()),
                 size: metadata.len(),
                 last_used: metadata.modified().ok()?,
             })
@@ -77,24 +83,16 @@ pub(crate) fn remove_stale_temporaries(dir: &Path) {
 }
 
 /// Removes the direct names under `direct` (a folder per environment; see [`super`]) whose
-/// entry is no longer in `dir`: a name is a second link to an entry file, so one whose file is
-/// not among the entries names an entry that was evicted, removed as damaged or replaced, and
-/// only holds its space. Leftover temporaries go too, and folders left empty. A name filed by
-/// another process between the listing and the sweep may go as well, which costs a later
-/// process only the slower lookup by key.
-pub(crate) fn remove_orphaned_links(dir: &Path, direct: &Path) {
-    use std::os::unix::fs::MetadataExt;
+/// file is not one of `entries`, the entry files left in the cache: a name is a second link to
+/// an entry file, so one whose file is not among them names an entry that was evicted, removed
+/// as damaged or replaced, and only holds its space. Leftover temporaries go too, and folders
+/// left empty. A name filed by another process after `entries` were listed may go as well,
+/// which costs a later process only the slower lookup by key.
+pub(crate) fn remove_orphaned_links(direct: &Path, entries: &BTreeSet<FileId>) {
     let Ok(environments) = fs::read_dir(direct) else {
         return;
     };
     let file_id = |metadata: fs::Metadata| (metadata.dev(), metadata.ino());
-    let entries: BTreeSet<(u64, u64)> = match list(dir) {
-        Ok(entries) => entries
-            .iter()
-            .filter_map(|entry| Some(file_id(fs::symlink_metadata(&entry.path).ok()?)))
-            .collect(),
-        Err(_) => return,
-    };
     for environment in environments.filter_map(|item| item.ok()) {
         let folder = environment.path();
         remove_stale_temporaries(&folder);

@@ -359,6 +359,7 @@ impl Cache {
             removed: Vec::new(),
             outdated: Vec::new(),
         };
+        let mut kept = std::collections::BTreeSet::new();
         for file in evict::list(&self.dir)? {
             report.checked += 1;
             let bytes = std::fs::read(&file.path).ok();
@@ -370,6 +371,7 @@ impl Cache {
                     && entry.key_matches_inputs()
             });
             if intact {
+                kept.insert(file.file);
                 continue;
             }
             let _ = std::fs::remove_file(&file.path);
@@ -382,7 +384,7 @@ impl Cache {
                 report.removed.push(stem);
             }
         }
-        evict::remove_orphaned_links(&self.dir, &self.dir.join(DIRECT));
+        evict::remove_orphaned_links(&self.dir.join(DIRECT), &kept);
         Ok(report)
     }
 
@@ -398,7 +400,11 @@ impl Cache {
                 memory.remove(&key);
             }
         }
-        evict::remove_orphaned_links(&self.dir, &self.dir.join(DIRECT));
+        let mut kept: std::collections::BTreeSet<_> = files.iter().map(|file| file.file).collect();
+        for file in &removed {
+            kept.remove(&file.file);
+        }
+        evict::remove_orphaned_links(&self.dir.join(DIRECT), &kept);
         bump(&self.counters.evictions, removed.len() as u64);
         *self.lock_disk_total() = DiskTotal {
             bytes: Some(remaining_bytes),
