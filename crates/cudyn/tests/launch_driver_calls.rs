@@ -62,6 +62,11 @@ impl Calls {
 /// kernel's layout and, on a new thread, for the context).
 fn calls_of(launches: u64, mut launch: impl FnMut() -> cudyn::Result<()>) -> Calls {
     launch().expect("the first launch");
+    calls_of_first(launches, launch)
+}
+
+/// The driver calls of `launches` calls of `launch`, the first of them included.
+fn calls_of_first(launches: u64, mut launch: impl FnMut() -> cudyn::Result<()>) -> Calls {
     let before = Calls::now();
     for _ in 0..launches {
         launch().expect("a launch");
@@ -314,36 +319,28 @@ fn a_kernel_asks_for_its_function_once_per_context_and_launches_it_there() {
     let config = LaunchConfig::new(1, 256);
     let empty = fake_driver::kernel("empty", &[]);
     let found = || fake.calls("cuKernelGetFunction");
-    let before = (found(), Calls::now());
-    for _ in 0..10 {
-        // SAFETY: the fake driver runs nothing.
-        unsafe { empty.launch(&config, ()) }.unwrap();
-    }
-    let calls = Calls::since(before.1);
+    let before = found();
+    // SAFETY: the fake driver runs nothing.
+    let launch = || unsafe { empty.launch(&config, ()) };
+    let calls = calls_of_first(10, launch);
     assert_eq!(
-        found() - before.0,
+        found() - before,
         1,
         "device 0's function was asked for once"
     );
     assert_eq!((calls.launch, calls.of_function), (10, 10));
 
     cudyn::set_device(1).unwrap();
-    for _ in 0..10 {
-        // SAFETY: as above.
-        unsafe { empty.launch(&config, ()) }.unwrap();
-    }
+    calls_of_first(10, launch);
     assert_eq!(
-        found() - before.0,
+        found() - before,
         2,
         "device 1's function was asked for once"
     );
     cudyn::set_device(0).unwrap();
-    let calls = calls_of(10, || {
-        // SAFETY: as above.
-        unsafe { empty.launch(&config, ()) }
-    });
+    let calls = calls_of(10, launch);
     assert_two_calls_per_launch("back on device 0", calls, 10);
-    assert_eq!(found() - before.0, 2, "both functions were kept");
+    assert_eq!(found() - before, 2, "both functions were kept");
 }
 
 #[test]
@@ -358,19 +355,16 @@ fn a_context_made_where_one_was_destroyed_gets_the_function_found_again() {
     assert_eq!(unsafe { set_current(first) }, 0);
     // SAFETY: the fake driver runs nothing.
     unsafe { empty.launch(&config, ()) }.unwrap();
-    let before = (found(), Calls::now());
+    let before = found();
 
     // The same handle, another context: the fake driver refuses the function found in the
-    // first, as the real one has unloaded it.
+    // first, as the real one has unloaded it; a launch fails unless it uses the new one's.
     let second = fake.remake_context();
     assert_eq!(second, first);
-    for _ in 0..3 {
-        // SAFETY: as above.
-        unsafe { empty.launch(&config, ()) }.expect("the launch used the new context's function");
-    }
-    let calls = Calls::since(before.1);
+    // SAFETY: as above.
+    let calls = calls_of_first(3, || unsafe { empty.launch(&config, ()) });
     assert_eq!(
-        found() - before.0,
+        found() - before,
         1,
         "the new context's function was asked for"
     );

@@ -109,11 +109,7 @@ impl KeyHasher {
 
     /// Adds a list of text fields, with their count.
     pub fn fields<S: AsRef<str>>(&mut self, items: &[S]) -> &mut Self {
-        self.field(&(items.len() as u64).to_le_bytes());
-        for item in items {
-            self.field(item.as_ref().as_bytes());
-        }
-        self
+        FieldSink::fields(self, items)
     }
 
     /// The key.
