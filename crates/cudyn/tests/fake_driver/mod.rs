@@ -33,14 +33,8 @@ pub struct FakeDriver {
 
 /// `fake_cuda_calls(const char *name)`: the calling thread's count of one entry point.
 type CallsFn = unsafe extern "C" fn(*const c_char) -> u64;
-/// `fake_cuda_total_calls(void)`: the calling thread's count of every entry point.
-type TotalFn = unsafe extern "C" fn() -> u64;
 /// `fake_cuda_set_cold_caches(int on)`.
 type ColdCachesFn = unsafe extern "C" fn(i32);
-/// `fake_cuda_function_launches(void)`: the calling thread's launches of a function.
-type FunctionLaunchesFn = unsafe extern "C" fn() -> u64;
-/// `fake_cuda_remake_context(void)`.
-type RemakeContextFn = unsafe extern "C" fn() -> cudyn::raw::CUcontext;
 
 impl FakeDriver {
     /// Compiles the fake driver and makes it the only driver cudyn finds, opens it through cudyn
@@ -100,14 +94,8 @@ impl FakeDriver {
     /// How many of this thread's launches handed the driver a kernel's function in the
     /// current context (from `cuKernelGetFunction`) rather than the kernel handle.
     pub fn function_launches(&self) -> u64 {
-        // SAFETY: the symbol is defined in fake_cuda.c with this signature.
-        unsafe {
-            let launches = self
-                .counters
-                .get::<FunctionLaunchesFn>(b"fake_cuda_function_launches\0")
-                .expect("the fake driver exports fake_cuda_function_launches");
-            launches()
-        }
+        // SAFETY: fake_cuda.c defines it taking nothing and returning an unsigned long long.
+        unsafe { self.call("fake_cuda_function_launches") }
     }
 
     /// Destroys the driver's one context that is not a primary one, if it was made, and makes
@@ -115,25 +103,29 @@ impl FakeDriver {
     /// and `cuCtxCreate` (or a primary context reset): the same handle with a new id. The
     /// functions found in the old one can no longer be launched. Nothing is made current.
     pub fn remake_context(&self) -> cudyn::raw::CUcontext {
-        // SAFETY: the symbol is defined in fake_cuda.c with this signature.
-        unsafe {
-            let remake = self
-                .counters
-                .get::<RemakeContextFn>(b"fake_cuda_remake_context\0")
-                .expect("the fake driver exports fake_cuda_remake_context");
-            remake()
-        }
+        // SAFETY: fake_cuda.c defines it taking nothing and returning a CUcontext.
+        unsafe { self.call("fake_cuda_remake_context") }
     }
 
     /// How many times this thread called any of the driver's entry points.
     pub fn total_calls(&self) -> u64 {
-        // SAFETY: the symbol is defined in fake_cuda.c with this signature.
+        // SAFETY: fake_cuda.c defines it taking nothing and returning an unsigned long long.
+        unsafe { self.call("fake_cuda_total_calls") }
+    }
+
+    /// Calls the fake driver's export `name`, which takes nothing.
+    ///
+    /// # Safety
+    /// `name` is defined in fake_cuda.c taking no arguments and returning an `R`.
+    unsafe fn call<R>(&self, name: &str) -> R {
+        let symbol = [name.as_bytes(), b"\0"].concat();
+        // SAFETY: the caller's contract.
         unsafe {
-            let total = self
+            let export = self
                 .counters
-                .get::<TotalFn>(b"fake_cuda_total_calls\0")
-                .expect("the fake driver exports fake_cuda_total_calls");
-            total()
+                .get::<unsafe extern "C" fn() -> R>(&symbol)
+                .unwrap_or_else(|_| panic!("the fake driver exports {name}"));
+            export()
         }
     }
 }
