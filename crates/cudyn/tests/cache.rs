@@ -124,6 +124,21 @@ fn a_header_changed_on_disk_is_a_miss_for_a_new_process_too() {
 }
 
 #[test]
+fn after_a_direct_hit_the_next_programs_are_keyed_by_the_compiler_its_entry_named() {
+    let (dir, includes) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(includes.path().join("value.h"), "#define VALUE 7\n").unwrap();
+    let env = [(INCLUDE_ENV, includes.path().to_str().unwrap())];
+    run_child("three-cold", dir.path(), &env);
+    // The first program is a direct hit, which keeps its entry's toolchain undecoded; the two
+    // after it need the compiler (one with CUDA's headers checked too) and hit by key.
+    run_child("three-warm", dir.path(), &env);
+    // A header of CUDA's changed meanwhile would have failed the check; here only the
+    // program's own header changes: a miss for that program alone, NVRTC opened for it.
+    std::fs::write(includes.path().join("value.h"), "#define VALUE 8\n").unwrap();
+    run_child("three-warm-header-changed", dir.path(), &env);
+}
+
+#[test]
 fn without_a_direct_folder_a_new_process_still_hits_by_key() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("kernels")).unwrap();
@@ -583,6 +598,25 @@ fn child() {
                 assert_eq!((s.misses, s.disk_hits), (0, 1));
             } else {
                 assert_eq!((s.misses, s.writes, s.disk_hits), (1, 1, 0));
+            }
+        }
+        "three-cold" | "three-warm" | "three-warm-header-changed" => {
+            let folder = std::env::var(INCLUDE_ENV).unwrap();
+            program("process").compile().unwrap();
+            let direct_hit = !nvrtc_open();
+            program("second").compile().unwrap();
+            with_header(Path::new(&folder)).compile().unwrap();
+            let s = stats(Cache::global().unwrap());
+            match role.as_str() {
+                "three-cold" => assert_eq!((s.misses, s.writes), (3, 3)),
+                "three-warm" => {
+                    assert!(direct_hit && !nvrtc_open(), "a warm process opened NVRTC");
+                    assert_eq!((s.misses, s.disk_hits), (0, 3));
+                }
+                _ => {
+                    assert!(direct_hit && nvrtc_open());
+                    assert_eq!((s.misses, s.disk_hits, s.writes), (1, 2, 1));
+                }
             }
         }
         "tiny-cap" => {

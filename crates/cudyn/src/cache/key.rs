@@ -167,6 +167,28 @@ impl Fields {
         Fields(Vec::with_capacity(bytes))
     }
 
+    /// Adds a list of texts with their count, each text given as the pieces it is made of, end
+    /// to end: the bytes [`FieldSink::fields`] adds for the texts themselves, without building
+    /// them. `each` hands every text's pieces to the function it is given.
+    pub(crate) fn texts_of_pieces(
+        &mut self,
+        each: impl FnOnce(&mut dyn FnMut(&[&str])),
+    ) -> &mut Self {
+        let count_at = self.0.len() + 8;
+        self.field(&0u64.to_le_bytes());
+        let mut count = 0u64;
+        each(&mut |pieces| {
+            let len: usize = pieces.iter().map(|piece| piece.len()).sum();
+            self.0.extend_from_slice(&(len as u64).to_le_bytes());
+            for piece in pieces {
+                self.0.extend_from_slice(piece.as_bytes());
+            }
+            count += 1;
+        });
+        self.0[count_at..count_at + 8].copy_from_slice(&count.to_le_bytes());
+        self
+    }
+
     /// A short name for these fields, for a file name: 32 hexadecimal digits of their xxh3-128
     /// hash. Not a key: whatever is found under it is compared with the fields themselves, or
     /// checked like the file it stands for.

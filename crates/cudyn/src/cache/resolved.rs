@@ -208,12 +208,8 @@ type RecordHead<'a> = (Vec<(PathBuf, Stamp)>, Key, Key, Reader<'a>);
 fn read_head(record: &[u8]) -> Option<RecordHead<'_>> {
     let mut record = Reader(record.strip_prefix(MAGIC)?);
     let stamped = record.list(|record| {
-        let file = path(record.bytes()?);
-        let mut stamp: Stamp = [0; 7];
-        for field in &mut stamp {
-            *field = record.u64()?;
-        }
-        Some((file, stamp))
+        let (file, stamp) = stamped_file(record)?;
+        Some((path(file), stamp))
     })?;
     let identity = Key(record.bytes()?.try_into().ok()?);
     let nvrtc_identity = Key(record.bytes()?.try_into().ok()?);
@@ -227,11 +223,54 @@ pub(crate) fn identities_of(record: &[u8]) -> Option<[Key; 2]> {
     Some([identity, nvrtc_identity])
 }
 
-/// The toolchain a [`record`] describes, checked as [`recall`] checks it.
+/// Checks the files a [`record`] names, in place, without decoding the rest: NVRTC's file, and
+/// the files the headers were read from when `with_headers`, must be unchanged. NVRTC's version
+/// when they are. What a new process's hit through a direct name checks of the toolchain its
+/// entry holds: it builds no paths and allocates nothing, and the record is decoded only when a
+/// later compile of the process needs the compiler ([`from_record`]).
+pub(crate) fn check_in_place(record: &[u8], with_headers: bool) -> Option<Version> {
+    let mut rest = Reader(record.strip_prefix(MAGIC)?);
+    let count = rest.u64()?;
+    let files = Reader(rest.0);
+    for _ in 0..count {
+        stamped_file(&mut rest)?;
+    }
+    // The two identities and NVRTC's origin, then what is checked.
+    for _ in 0..3 {
+        rest.bytes()?;
+    }
+    let version = read_version(&mut rest)?;
+    let nvrtc = rest.bytes()?;
+    let mut files = files;
+    let mut nvrtc_checked = false;
+    for _ in 0..count {
+        let (file, expected) = stamped_file(&mut files)?;
+        let is_nvrtc = file == nvrtc;
+        if is_nvrtc || with_headers {
+            let metadata = std::fs::metadata(OsStr::from_bytes(file)).ok()?;
+            (stamp(&metadata) == expected).then_some(())?;
+        }
+        nvrtc_checked |= is_nvrtc;
+    }
+    nvrtc_checked.then_some(version)
+}
+
+/// One of the files a [`record`] names, with its stamp.
+fn stamped_file<'a>(record: &mut Reader<'a>) -> Option<(&'a [u8], Stamp)> {
+    let file = record.bytes()?;
+    let mut stamp: Stamp = [0; 7];
+    for field in &mut stamp {
+        *field = record.u64()?;
+    }
+    Some((file, stamp))
+}
+
+/// The toolchain a [`record`] describes, checked as [`recall`] checks it ([`check_in_place`]).
 pub(crate) fn from_record(record: &[u8], with_headers: bool) -> Option<ResolvedCompiler> {
+    let version = check_in_place(record, with_headers)?;
     let (stamped, identity, nvrtc_identity, mut record) = read_head(record)?;
     let origin = decode_origin(record.bytes()?)?;
-    let version = read_version(&mut record)?;
+    read_version(&mut record)?;
     let nvrtc_path = path(record.bytes()?);
     let cuda = record.optional(read_folder)?;
     let cccl = record.optional(read_folder)?;
@@ -239,24 +278,19 @@ pub(crate) fn from_record(record: &[u8], with_headers: bool) -> Option<ResolvedC
     record.0.is_empty().then_some(())?;
     let mut nvrtc = None;
     let mut unchecked = Vec::new();
-    for (file, expected) in stamped {
-        // Compared as bytes: `Path`'s `==` walks components, code a warm start need not run.
-        let is_nvrtc = file.as_os_str() == nvrtc_path.as_os_str();
-        if !is_nvrtc && !with_headers {
-            unchecked.push((file, expected));
-            continue;
-        }
-        let metadata = std::fs::metadata(&file).ok()?;
-        (stamp(&metadata) == expected).then_some(())?;
-        if is_nvrtc {
-            nvrtc = Some(metadata);
+    for (file, stamp) in stamped {
+        if file.as_os_str() == nvrtc_path.as_os_str() {
+            nvrtc = Some(stamp);
+        } else if !with_headers {
+            unchecked.push((file, stamp));
         }
     }
-    let metadata = nvrtc?;
+    // Checked above: NVRTC's file is as its stamp says.
+    let nvrtc = nvrtc?;
     Some(ResolvedCompiler {
         file: LibraryFile {
-            size: metadata.len(),
-            modified: metadata.modified().ok()?,
+            size: nvrtc[0],
+            modified: modified_of(&nvrtc)?,
             path: nvrtc_path,
             origin,
         },
@@ -349,6 +383,18 @@ fn stamp(metadata: &std::fs::Metadata) -> Stamp {
         metadata.dev(),
         metadata.ino(),
     ]
+}
+
+/// The modification time a [`Stamp`] holds, as `std::fs::Metadata::modified` gives it.
+fn modified_of(stamp: &Stamp) -> Option<SystemTime> {
+    let (seconds, nanos) = (stamp[1] as i64, u32::try_from(stamp[2]).ok()?);
+    let whole = Duration::from_secs(seconds.unsigned_abs());
+    let at = if seconds >= 0 {
+        SystemTime::UNIX_EPOCH.checked_add(whole)?
+    } else {
+        SystemTime::UNIX_EPOCH.checked_sub(whole)?
+    };
+    at.checked_add(Duration::from_nanos(u64::from(nanos)))
 }
 
 fn path(bytes: &[u8]) -> PathBuf {
@@ -570,6 +616,8 @@ mod tests {
         let compiler = installation(install.path());
         let key = environment(install.path());
         remember(cache.path(), &key, &compiler);
+        let record = record(&compiler).unwrap();
+        assert_eq!(check_in_place(&record, true), Some(compiler.version));
         let recalled = recall(cache.path(), &key, false).expect("recalled");
         assert_eq!(recalled.nvrtc_identity, compiler.nvrtc_identity);
         assert_eq!(recalled.identity, compiler.identity);
@@ -584,10 +632,18 @@ mod tests {
         let recalled = recall(cache.path(), &key, false).expect("NVRTC unchanged");
         assert!(recalled.with_headers_checked().is_none(), "cuda.h touched");
         assert!(recall(cache.path(), &key, true).is_none());
+        // The check a direct hit makes of the record its entry holds says the same.
+        assert_eq!(check_in_place(&record, false), Some(compiler.version));
+        assert_eq!(check_in_place(&record, true), None);
 
         // NVRTC changed: recalled for no program.
         touch(&compiler.file.path);
         assert!(recall(cache.path(), &key, false).is_none(), "NVRTC touched");
+        assert_eq!(check_in_place(&record, false), None);
+        // A record cut short names no file to check.
+        for len in [0, 8, 16, record.len() / 2, record.len() - 1] {
+            assert_eq!(check_in_place(&record[..len], false), None, "{len} bytes");
+        }
     }
 
     #[test]

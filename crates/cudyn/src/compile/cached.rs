@@ -14,14 +14,27 @@ use crate::cache::resolved::{self, Fingerprint, ResolvedCompiler};
 use crate::cache::{key, Cache, Key, KeyHasher};
 use crate::error::Result;
 use crate::image::{Checked, ImageKind};
+use crate::shared_bytes::SharedBytes;
 use crate::sys;
 use crate::sys::locate::{Component, CudaHeaders};
+use crate::version::Version;
 
-/// The compiler this process compiles with, once resolved; replaced when a miss finds that the
+/// The compiler this process compiles with, once known; replaced when a miss finds that the
 /// search now resolves to another.
-static COMPILER: Mutex<Option<Arc<ResolvedCompiler>>> = Mutex::new(None);
+static COMPILER: Mutex<Option<Known>> = Mutex::new(None);
 
-fn current_compiler() -> std::sync::MutexGuard<'static, Option<Arc<ResolvedCompiler>>> {
+/// How the process knows its compiler.
+#[derive(Clone)]
+enum Known {
+    /// Resolved, or decoded from a remembered toolchain.
+    Compiler(Arc<ResolvedCompiler>),
+    /// The toolchain record of the entry a direct name led to, whose files were checked then
+    /// (see [`resolved::check_in_place`]): decoded when a later compile needs the compiler, so
+    /// that a warm start that compiles one program never does.
+    Record(SharedBytes),
+}
+
+fn current_compiler() -> std::sync::MutexGuard<'static, Option<Known>> {
     COMPILER.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
@@ -44,14 +57,23 @@ fn compiler(
     fingerprint: Option<&Fingerprint>,
 ) -> Result<Option<Arc<ResolvedCompiler>>> {
     let current = current_compiler().clone();
-    if let Some(compiler) = current {
-        if !with_headers || compiler.headers_checked() {
-            return Ok(Some(compiler));
+    match current {
+        Some(Known::Compiler(compiler)) => {
+            if !with_headers || compiler.headers_checked() {
+                return Ok(Some(compiler));
+            }
+            // Recalled for programs without includes: its headers' files are checked now, once.
+            if let Some(checked) = compiler.with_headers_checked() {
+                return Ok(Some(keep(checked)));
+            }
         }
-        // Recalled for programs without includes: its headers' files are checked now, once.
-        if let Some(checked) = compiler.with_headers_checked() {
-            return Ok(Some(keep(checked)));
+        // A record whose files changed since is no compiler: the search decides again.
+        Some(Known::Record(record)) => {
+            if let Some(compiler) = resolved::from_record(&record, with_headers) {
+                return Ok(Some(keep(compiler)));
+            }
         }
+        None => {}
     }
     let fingerprint = fingerprint
         .cloned()
@@ -95,24 +117,24 @@ impl FirstLookup {
         })
     }
 
-    /// The entry filed under the program's direct name, with its compiler, when it was made
-    /// from exactly these `inputs` and that compiler's files are unchanged. Its key is then the
-    /// one that compiler and these inputs make, as when it was stored: it is not hashed again.
-    /// Otherwise the key of the entry found under the name, if one was (see [`Filed`]).
+    /// The entry filed under the program's direct name, with its compiler's version, when it
+    /// was made from exactly these `inputs` and that compiler's files are unchanged. Its key is
+    /// then the one that compiler and these inputs make, as when it was stored: it is not hashed
+    /// again. Otherwise the key of the entry found under the name, if one was (see [`Filed`]).
     fn hit(
         &self,
         cache: &Cache,
         inputs: &Fields,
         reads_headers: bool,
-    ) -> Result<(ResolvedCompiler, Entry), Filed> {
+    ) -> Result<(Version, Entry), Filed> {
         let entry = cache
             .lookup_direct(&self.fingerprint, inputs)
             .ok_or(Filed(None))?;
         if *entry.inputs != *inputs.0 {
             return Err(Filed(Some(entry.key)));
         }
-        match resolved::from_record(&entry.toolchain, reads_headers) {
-            Some(compiler) => Ok((compiler, entry)),
+        match resolved::check_in_place(&entry.toolchain, reads_headers) {
+            Some(version) => Ok((version, entry)),
             None => Err(Filed(Some(entry.key))),
         }
     }
@@ -143,7 +165,7 @@ fn remember(cache: &Cache, fingerprint: &Fingerprint, compiler: &ResolvedCompile
 /// Makes `compiler` this process's compiler.
 fn keep(compiler: ResolvedCompiler) -> Arc<ResolvedCompiler> {
     let compiler = Arc::new(compiler);
-    *current_compiler() = Some(Arc::clone(&compiler));
+    *current_compiler() = Some(Known::Compiler(Arc::clone(&compiler)));
     compiler
 }
 
@@ -306,10 +328,10 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
     let mut filed = Filed(None);
     if let (Some(first), Some(inputs)) = (&first, &inputs) {
         match first.hit(cache, inputs, reads_headers) {
-            Ok((compiler, entry)) => {
-                require_loadable(program, &compiler)?;
+            Ok((version, entry)) => {
+                require_loadable(program, version)?;
                 sys::settle(Component::Nvrtc);
-                keep(compiler);
+                *current_compiler() = Some(Known::Record(entry.toolchain.clone()));
                 return Ok(Lookup::Hit(hit(program, &cache.accept_direct(entry))));
             }
             Err(found) => filed = found,
@@ -329,7 +351,7 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
         }));
     };
     let key = program_key(&inputs, &compiler, reads_headers);
-    require_loadable(program, &compiler)?;
+    require_loadable(program, compiler.version)?;
     if let Some(entry) = cache.lookup(&key) {
         if let Some(first) = first.as_ref().filter(|_| filed.wants(&key, &entry)) {
             cache.link_direct(&key, &first.fingerprint, &inputs);
@@ -346,12 +368,11 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
     }))
 }
 
-/// Refuses PTX output that `compiler`'s version makes newer than the driver can load, unless
-/// the program allows it.
-fn require_loadable(program: &Program, compiler: &ResolvedCompiler) -> Result<()> {
+/// Refuses PTX output that NVRTC's `version` makes newer than the driver can load, unless the
+/// program allows it.
+fn require_loadable(program: &Program, version: Version) -> Result<()> {
     if program.output == Output::Ptx {
-        PtxVerdict::here(compiler.version)
-            .require_loadable(Component::Nvrtc, program.allow_newer_ptx)?;
+        PtxVerdict::here(version).require_loadable(Component::Nvrtc, program.allow_newer_ptx)?;
     }
     Ok(())
 }
@@ -409,7 +430,7 @@ fn program_inputs(program: &Program, arch: Arch, reads_headers: bool) -> Option<
     let texts: usize = program.headers.iter().map(|(n, t)| n.len() + t.len()).sum();
     let mut inputs = Fields::with_capacity(program.source.len() + texts + 1024);
     inputs
-        .fields(&program.options_with(arch, &[]))
+        .texts_of_pieces(|option| program.each_option(arch, &[], option))
         .field(&[u8::from(program.default_includes), u8::from(reads_headers)])
         .field(program.output.extension().as_bytes())
         .field(program.name.as_bytes())
@@ -551,9 +572,11 @@ mod tests {
         let first = FirstLookup {
             fingerprint: search_fingerprint(),
         };
-        let (compiler, entry) = first
+        let (version, entry) = first
             .hit(&cache, &inputs, false)
             .expect("filed by the miss");
+        let compiler = resolved::from_record(&entry.toolchain, false).unwrap();
+        assert_eq!(version, compiler.version);
         // Nothing under a name never filed.
         let unfiled = Fields(b"a program never compiled".to_vec());
         assert_eq!(first.hit(&cache, &unfiled, false).err(), Some(Filed(None)));

@@ -277,32 +277,48 @@ impl Program {
 
     /// The options, with `defaults` searched after the program's own include folders.
     ///
-    /// Built by concatenation, not `format!`: the compile cache's key hashes these options on
-    /// the path of a warm start, where the formatting machinery would be code run for the first
-    /// time in the process, which is most of what a hit costs.
+    /// Built from [`each_option`](Program::each_option)'s pieces, not with `format!`: the
+    /// compile cache keys on the same pieces on the path of a warm start, where the formatting
+    /// machinery would be code run for the first time in the process.
     pub(super) fn options_with(&self, arch: Arch, defaults: &[PathBuf]) -> Vec<String> {
-        let mut options = vec![match self.output {
-            Output::Cubin | Output::LtoIr => ["-arch=", &arch.sm()].concat(),
+        let mut options = Vec::new();
+        self.each_option(arch, defaults, |pieces| options.push(pieces.concat()));
+        options
+    }
+
+    /// Hands each of [`options_with`](Program::options_with)'s options to `option` as the
+    /// pieces it is made of, end to end: the compile cache's key takes them so, without building
+    /// a text of each on the path of a warm start.
+    pub(super) fn each_option(
+        &self,
+        arch: Arch,
+        defaults: &[PathBuf],
+        mut option: impl FnMut(&[&str]),
+    ) {
+        let number = crate::digits::Decimal::of(u64::from(arch.number()));
+        let prefix = match self.output {
+            Output::Cubin | Output::LtoIr => "-arch=sm_",
             // A virtual architecture: NVRTC then skips generating SASS nobody asked for.
-            Output::Ptx => ["-arch=", &arch.compute()].concat(),
-        }];
+            Output::Ptx => "-arch=compute_",
+        };
+        option(&[prefix, number.as_str(), arch.suffix()]);
         if self.output == Output::LtoIr {
-            options.push("-dlto".to_owned());
+            option(&["-dlto"]);
         }
         if let Some(standard) = self.standard {
-            options.push(standard.flag().to_owned());
+            option(&[standard.flag()]);
         }
         for (name, value) in &self.defines {
-            options.push(match value {
-                Some(value) => ["-D", name, "=", value].concat(),
-                None => ["-D", name].concat(),
-            });
+            match value {
+                Some(value) => option(&["-D", name, "=", value]),
+                None => option(&["-D", name]),
+            }
         }
         for folder in self.include_folders.iter().chain(defaults) {
-            options.push(["-I", &folder.to_string_lossy()].concat());
+            option(&["-I", &folder.to_string_lossy()]);
         }
         if self.fast_math {
-            options.push("--use_fast_math".to_owned());
+            option(&["--use_fast_math"]);
         }
         let switches = [
             ("--ftz", self.ftz),
@@ -312,7 +328,7 @@ impl Program {
         ];
         for (flag, value) in switches {
             if let Some(on) = value {
-                options.push([flag, "=", if on { "true" } else { "false" }].concat());
+                option(&[flag, "=", if on { "true" } else { "false" }]);
             }
         }
         for (flag, on) in [
@@ -321,11 +337,12 @@ impl Program {
             ("-rdc=true", self.relocatable),
         ] {
             if on {
-                options.push(flag.to_owned());
+                option(&[flag]);
             }
         }
-        options.extend(self.extra.iter().cloned());
-        options
+        for extra in &self.extra {
+            option(&[extra]);
+        }
     }
 
     /// Compiles and loads the result (with [`Library::loader`]'s defaults) in one call; the
@@ -463,6 +480,31 @@ mod tests {
                 "--extra-device-vectorization",
             ]
         );
+    }
+
+    #[test]
+    fn the_cache_key_takes_the_options_as_pieces_in_the_encoding_of_the_texts() {
+        use crate::cache::key::{FieldSink, Fields};
+        let arch: Arch = "sm_90a".parse().unwrap();
+        for program in [
+            Program::new(""),
+            Program::new("").output(Output::Ptx),
+            Program::new("")
+                .output(Output::LtoIr)
+                .std(CppStandard::Cpp17)
+                .define("A")
+                .define_value("B", "two words")
+                .include("/opt/include")
+                .prec_div(false)
+                .line_info(true)
+                .option("--extra-device-vectorization"),
+        ] {
+            let mut texts = Fields::default();
+            texts.fields(&program.options_with(arch, &[]));
+            let mut pieces = Fields::default();
+            pieces.texts_of_pieces(|option| program.each_option(arch, &[], option));
+            assert_eq!(pieces, texts);
+        }
     }
 
     #[test]

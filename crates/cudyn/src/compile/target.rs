@@ -108,7 +108,8 @@ impl Arch {
         name
     }
 
-    fn suffix(&self) -> &'static str {
+    /// What follows the number in the name: `a` for `sm_90a`, `f` for `sm_100f`, else nothing.
+    pub(crate) fn suffix(&self) -> &'static str {
         match self.variant {
             ArchVariant::Portable => "",
             ArchVariant::Specific => "a",
