@@ -64,9 +64,11 @@
 //! one): the entry is then the one of the blake3 key that compiler and these inputs make, as
 //! when it was stored, and the hit reads neither the remembered toolchain nor the compiler's
 //! version, and computes no key (the process's first blake3 hash, CPU detection included, was
-//! a fifth of a warm start on an H200 host). Any doubt (no such name, a damaged or changed file,
-//! other inputs) is a lookup by key as before, which files the name for the next process. Replacing the toolchain remembered for
-//! an environment forgets the direct names filed under it; a name whose file is no longer an
+//! a fifth of a warm start on an H200 host). The toolchain is checked where it lies in the entry,
+//! not decoded: the process keeps it, and decodes it only when a later compile needs the
+//! compiler. Any doubt (no such name, a damaged or changed file, other inputs) is a lookup by
+//! key as before, which files the name for the next process. Replacing the toolchain remembered
+//! for an environment forgets the direct names filed under it; a name whose file is no longer an
 //! entry (evicted, removed as damaged, replaced) is removed by the next eviction, `verify` or
 //! `clear`. File systems without hard links go without direct names.
 //!
