@@ -231,7 +231,7 @@ pub(crate) fn identities_of(record: &[u8]) -> Option<[Key; 2]> {
 pub(crate) fn check_in_place(record: &[u8], with_headers: bool) -> Option<Version> {
     let mut rest = Reader(record.strip_prefix(MAGIC)?);
     let count = rest.u64()?;
-    let files = Reader(rest.0);
+    let mut files = Reader(rest.0);
     for _ in 0..count {
         stamped_file(&mut rest)?;
     }
@@ -241,7 +241,6 @@ pub(crate) fn check_in_place(record: &[u8], with_headers: bool) -> Option<Versio
     }
     let version = read_version(&mut rest)?;
     let nvrtc = rest.bytes()?;
-    let mut files = files;
     let mut nvrtc_checked = false;
     for _ in 0..count {
         let (file, expected) = stamped_file(&mut files)?;
