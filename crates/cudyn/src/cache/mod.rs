@@ -546,7 +546,7 @@ impl Cache {
         let entry = Arc::new(entry);
         self.lock_memory().insert(Arc::clone(&entry));
         let bytes = entry.encode();
-        match store::write_atomically(&path, &bytes, store::Durability::Flushed) {
+        match store::write_atomically(&path, &bytes) {
             Ok(()) => {
                 bump(&self.counters.writes, 1);
                 if self.may_exceed_cap(bytes.len() as u64) {
@@ -592,11 +592,8 @@ impl Cache {
 
     /// Remembers the version of the library file `file`.
     pub(crate) fn remember_version(&self, file: &crate::sys::LibraryFile, version: Version) {
-        let _ = store::write_atomically(
-            &self.version_path(file),
-            format!("{version}\n").as_bytes(),
-            store::Durability::RenameOnly,
-        );
+        let _ =
+            store::write_atomically(&self.version_path(file), format!("{version}\n").as_bytes());
     }
 
     fn version_path(&self, file: &crate::sys::LibraryFile) -> PathBuf {

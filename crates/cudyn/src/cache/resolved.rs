@@ -313,11 +313,7 @@ pub(crate) fn remember(dir: &Path, fingerprint: &Key, compiler: &ResolvedCompile
     let Some(record) = record(compiler) else {
         return;
     };
-    let _ = store::write_atomically(
-        &path_of(dir, fingerprint),
-        &codec::seal(record),
-        store::Durability::RenameOnly,
-    );
+    let _ = store::write_atomically(&path_of(dir, fingerprint), &codec::seal(record));
 }
 
 /// Forgets every remembered toolchain of the cache folder `dir`.

@@ -1,18 +1,22 @@
 //! The cache's files on disk: a private folder, and entries written so that no reader ever sees
 //! half of one.
 //!
-//! An entry is written to a temporary file in the same folder, flushed to disk (`fsync`), then
-//! renamed over its final name. The small records that only save a later process some work (the
-//! remembered toolchain and NVRTC version) are renamed without the flush: a record lost or left
-//! empty by a crash fails its own check and is made again, so a compile does not wait for the
-//! disk three times. This relies on POSIX `rename(2)` replacing the target atomically
-//! within one file system: a reader opens either the old file or the new one, whole. Two writers
-//! of one key both rename complete files and the last one wins; both hold the same result, so
-//! either is right. On network file systems (NFS) rename is atomic on the server but clients may
-//! cache directory entries and attributes for a few seconds: another host may miss a fresh entry
-//! (and compile again) or, with close-to-open consistency off, read a stale one, which the
-//! checksum then rejects as damaged. Nothing is ever loaded unverified, so the worst outcome on
-//! such a file system is a wasted compile.
+//! Every file is written to a temporary file in the same folder, then renamed over its final
+//! name. This relies on POSIX `rename(2)` replacing the target atomically within one file system:
+//! a reader opens either the old file or the new one, whole. Two writers of one key both rename
+//! complete files and the last one wins; both hold the same result, so either is right.
+//!
+//! Nothing is flushed to disk before the rename (`fsync`). A crash of the machine may then leave a
+//! renamed file empty or cut short, and every file here is checked when it is read (an entry by
+//! its checksum, a record by its own check): such a file is a miss, and the next compile of it
+//! replaces it. Losing an entry to a crash costs one compile; flushing would cost every cold
+//! compile about a millisecond, most of what the cache adds to one. (ccache decides the same.)
+//!
+//! On network file systems (NFS) rename is atomic on the server but clients may cache directory
+//! entries and attributes for a few seconds: another host may miss a fresh entry (and compile
+//! again) or, with close-to-open consistency off, read a stale one, which the checksum then
+//! rejects as damaged. Nothing is ever loaded unverified, so the worst outcome on such a file
+//! system is a wasted compile.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -93,17 +97,8 @@ pub(crate) fn this_user() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Whether a file is flushed to disk before it replaces the old one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Durability {
-    /// `fsync` before the rename: an entry survives a crash whole or not at all.
-    Flushed,
-    /// The rename alone: for records whose loss only costs work (see the module documentation).
-    RenameOnly,
-}
-
 /// Writes `bytes` as `path` atomically (see the module documentation).
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8], durability: Durability) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let (folder, temporary) = temporary_beside(path);
     let create = || {
         OpenOptions::new()
@@ -126,9 +121,6 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8], durability: Durability
             opened => opened?,
         };
         file.write_all(bytes)?;
-        if durability == Durability::Flushed {
-            file.sync_all()?;
-        }
         fs::rename(&temporary, path)
     })();
     written.map_err(|error| {
@@ -259,7 +251,7 @@ mod tests {
     fn a_read_records_a_use_unless_one_was_recorded_just_before() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("entry.cudyn");
-        write_atomically(&path, b"entry", Durability::Flushed).unwrap();
+        write_atomically(&path, b"entry").unwrap();
         let set_age = |age: Duration| {
             let time = SystemTime::now() - age;
             File::open(&path).unwrap().set_modified(time).unwrap();
@@ -278,7 +270,7 @@ mod tests {
     fn a_write_makes_its_missing_folder_private() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kernels/entry.cudyn");
-        write_atomically(&path, b"entry", Durability::RenameOnly).unwrap();
+        write_atomically(&path, b"entry").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"entry");
         let mode = fs::metadata(path.parent().unwrap())
             .unwrap()
@@ -303,8 +295,8 @@ mod tests {
     fn an_atomic_write_leaves_only_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("entry.cudyn");
-        write_atomically(&path, b"one", Durability::Flushed).unwrap();
-        write_atomically(&path, b"two", Durability::RenameOnly).unwrap();
+        write_atomically(&path, b"one").unwrap();
+        write_atomically(&path, b"two").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
@@ -313,8 +305,8 @@ mod tests {
     fn a_link_makes_its_folder_replaces_the_old_name_and_leaves_no_temporary() {
         let dir = tempfile::tempdir().unwrap();
         let (one, two) = (dir.path().join("one"), dir.path().join("two"));
-        write_atomically(&one, b"one", Durability::RenameOnly).unwrap();
-        write_atomically(&two, b"two", Durability::RenameOnly).unwrap();
+        write_atomically(&one, b"one").unwrap();
+        write_atomically(&two, b"two").unwrap();
         let names = dir.path().join("names/env");
         let name = names.join("name.cudyn");
         link_atomically(&one, &name).unwrap();
