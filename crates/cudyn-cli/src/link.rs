@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use cudyn::compile::{Arch, InputKind, LinkOptions, Linked};
-use cudyn::{Image, ImageKind};
+use cudyn::Image;
 
 use crate::output::{self, CliError, Destination};
 
@@ -188,16 +188,7 @@ fn input_kind(file: &Path, bytes: &[u8]) -> Result<InputKind, CliError> {
         ))
         .source(error)
     })?;
-    Ok(match kind {
-        ImageKind::Ptx => InputKind::Ptx,
-        ImageKind::Cubin => InputKind::Cubin,
-        ImageKind::Fatbin => InputKind::Fatbin,
-        ImageKind::LtoIr => InputKind::LtoIr,
-        ImageKind::HostBinary => InputKind::Object,
-        ImageKind::Archive => InputKind::Library,
-        // A kind newer than this match: nvJitLink tells it from the file's extension.
-        _ => InputKind::Any,
-    })
+    Ok(InputKind::of(kind))
 }
 
 fn kind_name(kind: InputKind) -> &'static str {

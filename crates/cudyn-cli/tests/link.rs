@@ -213,6 +213,26 @@ fn bad_inputs_are_refused_with_the_fix() {
 }
 
 #[test]
+fn a_damaged_input_is_refused_before_nvjitlink_reads_it() {
+    // nvJitLink trusts its inputs' headers: a cut fatbin made it loop forever, a cut cubin
+    // crashed it.
+    let folder = pieces("cubin");
+    let step = std::fs::read(folder.path().join("iterate_step.cubin")).unwrap();
+    std::fs::write(folder.path().join("cut.cubin"), &step[..step.len() / 2]).unwrap();
+    let (code, stdout, stderr) = run_in(
+        folder.path(),
+        &["link", "iterate_kernel.cubin", "cut.cubin", "--arch", "90"],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.starts_with("error: cudyn link: cut.cubin is a damaged cubin: ")
+            && stderr.contains("copied whole"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn dash_writes_the_cubin_to_standard_output() {
     let folder = pieces("cubin");
     let run = cudyn()

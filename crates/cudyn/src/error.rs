@@ -354,6 +354,22 @@ pub enum Error {
         error: crate::inspect::ParseError,
     },
 
+    /// An input added to a link as one kind holds device code of another.
+    #[error(
+        "{what} was added to the link as InputKind::{declared:?} but holds {found}: add it as \
+         InputKind::{suggested:?}, or as InputKind::Any to link whatever it holds"
+    )]
+    LinkInputKind {
+        /// The input's name.
+        what: String,
+        /// The kind it was added as.
+        declared: crate::compile::InputKind,
+        /// The kind its bytes were detected as.
+        found: ImageKind,
+        /// The input kind of what was found.
+        suggested: crate::compile::InputKind,
+    },
+
     /// Device code of a kind CUDA cannot load as it is (LTO-IR, a host binary).
     #[error("{what} is {kind}, which the CUDA driver cannot load as it is: {advice}")]
     NotLoadable {

@@ -4,6 +4,7 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 use super::compiled::Output;
+use super::link_thread::{self, Handle};
 use super::target::{Arch, PtxVerdict};
 use super::{c_strings, text_of};
 use crate::api::c_string;
@@ -11,6 +12,7 @@ use crate::api::nvjitlink as api;
 use crate::cache::entry::{Entry, Listed, Listing};
 use crate::cache::{Cache, KeyHasher};
 use crate::error::{Error, Result};
+use crate::image::ImageKind;
 use crate::library::Library;
 use crate::sys::locate::Component;
 use crate::sys::{self, nvjitlink};
@@ -36,6 +38,48 @@ pub enum InputKind {
 }
 
 impl InputKind {
+    /// The input kind of device code of `kind`.
+    pub fn of(kind: ImageKind) -> InputKind {
+        match kind {
+            ImageKind::Ptx => InputKind::Ptx,
+            ImageKind::Cubin => InputKind::Cubin,
+            ImageKind::Fatbin => InputKind::Fatbin,
+            ImageKind::LtoIr => InputKind::LtoIr,
+            ImageKind::HostBinary => InputKind::Object,
+            ImageKind::Archive => InputKind::Library,
+        }
+    }
+
+    /// The kind of device code an input of this kind must be; `None` for [`InputKind::Any`].
+    fn image_kind(self) -> Option<ImageKind> {
+        match self {
+            InputKind::Ptx => Some(ImageKind::Ptx),
+            InputKind::Cubin => Some(ImageKind::Cubin),
+            InputKind::Fatbin => Some(ImageKind::Fatbin),
+            InputKind::LtoIr => Some(ImageKind::LtoIr),
+            InputKind::Object => Some(ImageKind::HostBinary),
+            InputKind::Library => Some(ImageKind::Archive),
+            InputKind::Any => None,
+        }
+    }
+
+    /// The kind nvJitLink is told for `bytes` added as this kind, once they are checked to be
+    /// that kind of device code, whole (see [`Linker::add`]).
+    fn checked(self, bytes: &[u8], name: &str) -> Result<InputKind> {
+        let what = || name.to_owned();
+        let found = crate::image::detected(bytes, &what)?;
+        if self.image_kind().is_some_and(|declared| declared != found) {
+            return Err(Error::LinkInputKind {
+                what: what(),
+                declared: self,
+                found,
+                suggested: InputKind::of(found),
+            });
+        }
+        crate::image::validate_link_input(bytes, found, &what)?;
+        Ok(InputKind::of(found))
+    }
+
     fn raw(self) -> nvjitlink::nvJitLinkInputType {
         match self {
             InputKind::Cubin => nvjitlink::NVJITLINK_INPUT_CUBIN,
@@ -180,7 +224,8 @@ impl LinkOptions {
 /// that.
 #[derive(Debug)]
 pub struct Linker<'a> {
-    raw: nvjitlink::nvJitLinkHandle,
+    /// Used on the link thread only (see [`link_thread`]).
+    raw: Handle,
     arch: Arch,
     ptx: bool,
     /// The inputs' names: nvJitLink keeps the pointers and reads them when it writes its logs
@@ -208,9 +253,12 @@ impl<'a> Linker<'a> {
         }
         let option_strings = options.nvjitlink_options(arch);
         let strings = c_strings("link option", &option_strings)?;
-        let mut raw = std::ptr::null_mut();
-        let created = api::create(&mut raw, &strings);
-        if raw.is_null() {
+        let (raw, created) = link_thread::run(|| {
+            let mut raw = std::ptr::null_mut();
+            let created = api::create(&mut raw, &strings);
+            (Handle::new(raw), created)
+        });
+        if raw.get().is_null() {
             // nvJitLink keeps no handle, and so no log, when it rejects an option.
             return Err(created.err().unwrap_or(Error::EmptyOutput {
                 producer: Component::NvJitLink,
@@ -233,11 +281,24 @@ impl<'a> Linker<'a> {
     }
 
     /// Adds an input from memory; `name` is what the logs call it.
+    ///
+    /// The bytes are checked first, as a load checks them ([`crate::Image::validate`]), since
+    /// nvJitLink reads its inputs' headers without checking them: device code that is not of
+    /// `kind` is [`Error::LinkInputKind`], damaged or truncated code [`Error::MalformedImage`].
+    /// nvJitLink is told the kind found ([`InputKind::Any`] is resolved here). LTO-IR is checked
+    /// by its header alone: its contents are NVIDIA's own encoding, and nvJitLink has aborted the
+    /// process on a damaged one ("LLVM ERROR"), so link LTO-IR from an untrusted source in a
+    /// process of its own (`cudyn link`, say).
     pub fn add(&mut self, kind: InputKind, bytes: &'a [u8], name: &str) -> Result<&mut Self> {
+        let kind = kind.checked(bytes, name)?;
         let name = c_string("input name", name)?;
-        // SAFETY: the handle is live; `bytes` stays borrowed for the linker's life ('a), which
-        // outlasts the link, and the name is kept in `self.names` until the handle is destroyed.
-        let added = unsafe { api::add_data(self.raw, kind.raw(), bytes, &name) };
+        let raw = self.raw;
+        let added = link_thread::run(|| {
+            // SAFETY: the handle is live; `bytes` stays borrowed for the linker's life ('a),
+            // which outlasts the link, and the name is kept in `self.names` until the handle is
+            // destroyed.
+            unsafe { api::add_data(raw.get(), kind.raw(), bytes, &name) }
+        });
         self.add_to_key(kind, name.as_bytes(), Some(bytes));
         // The heap bytes of a CString do not move with it.
         self.names.push(name);
@@ -245,7 +306,7 @@ impl<'a> Linker<'a> {
         Ok(self)
     }
 
-    /// Adds an input from a file.
+    /// Adds an input from a file, checked as [`add`](Self::add) checks bytes.
     pub fn add_file(&mut self, kind: InputKind, path: impl AsRef<Path>) -> Result<&mut Self> {
         let path = path.as_ref();
         let Some(text) = path.to_str() else {
@@ -253,10 +314,15 @@ impl<'a> Linker<'a> {
                 path: path.to_owned(),
             });
         };
+        let bytes = std::fs::read(path).map_err(|error| Error::read_file(path, error))?;
+        let kind = kind.checked(&bytes, text)?;
         let file = c_string("file name", text)?;
-        // SAFETY: the handle is live; nvJitLink reads the file during the call.
-        let added = unsafe { api::add_file(self.raw, kind.raw(), &file) };
-        self.add_to_key(kind, file.as_bytes(), std::fs::read(path).ok().as_deref());
+        let raw = self.raw;
+        let added = link_thread::run(|| {
+            // SAFETY: the handle is live; nvJitLink reads the file during the call.
+            unsafe { api::add_file(raw.get(), kind.raw(), &file) }
+        });
+        self.add_to_key(kind, file.as_bytes(), Some(&bytes));
         // Kept for the logs, as the names of inputs from memory are.
         self.names.push(file);
         self.with_logs(added)?;
@@ -280,17 +346,24 @@ impl<'a> Linker<'a> {
                 info_log: entry.log.clone(),
             });
         }
-        // SAFETY: the handle is live and the inputs are borrowed for 'a, which `self` is within.
-        let completed = unsafe { api::complete(self.raw) };
+        let raw = self.raw;
+        let completed = link_thread::run(|| {
+            // SAFETY: the handle is live and the inputs are borrowed for 'a, which `self` is
+            // within.
+            unsafe { api::complete(raw.get()) }
+        });
         self.with_logs(completed)?;
-        // SAFETY: the handle is live and the link completed.
-        let (output, code) = unsafe {
-            if self.ptx {
-                (Output::Ptx, api::get_linked_ptx(self.raw)?)
-            } else {
-                (Output::Cubin, api::get_linked_cubin(self.raw)?)
+        let ptx = self.ptx;
+        let (output, code) = link_thread::run(|| {
+            // SAFETY: the handle is live and the link completed.
+            unsafe {
+                Ok::<_, Error>(if ptx {
+                    (Output::Ptx, api::get_linked_ptx(raw.get())?)
+                } else {
+                    (Output::Cubin, api::get_linked_cubin(raw.get())?)
+                })
             }
-        };
+        })?;
         let linked = Linked {
             arch: self.arch,
             output,
@@ -333,14 +406,20 @@ impl<'a> Linker<'a> {
 
     /// nvJitLink's info log so far.
     pub fn info_log(&self) -> String {
-        // SAFETY: the handle is live.
-        readable_log(unsafe { api::get_info_log(self.raw) })
+        let raw = self.raw;
+        readable_log(link_thread::run(|| {
+            // SAFETY: the handle is live.
+            unsafe { api::get_info_log(raw.get()) }
+        }))
     }
 
     /// nvJitLink's error log so far.
     pub fn error_log(&self) -> String {
-        // SAFETY: the handle is live.
-        readable_log(unsafe { api::get_error_log(self.raw) })
+        let raw = self.raw;
+        readable_log(link_thread::run(|| {
+            // SAFETY: the handle is live.
+            unsafe { api::get_error_log(raw.get()) }
+        }))
     }
 
     /// Attaches the logs to a failed call's error.
@@ -381,10 +460,14 @@ fn readable_log(bytes: Result<Vec<u8>>) -> String {
 
 impl Drop for Linker<'_> {
     fn drop(&mut self) {
-        // SAFETY: the handle is live and destroyed once; a failure leaks it, nothing more.
-        let _ = unsafe { api::destroy(&mut self.raw) };
+        let raw = self.raw;
+        let _ = link_thread::run(|| {
+            // SAFETY: the handle is live and destroyed once; a failure leaks it, nothing more.
+            unsafe { api::destroy(&mut raw.get()) }
+        });
     }
 }
+
 /// What a finished link produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Linked {

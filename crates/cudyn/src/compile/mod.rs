@@ -54,6 +54,7 @@ mod cached;
 mod compiled;
 mod diagnostic;
 mod fatbin;
+mod link_thread;
 mod linker;
 mod nvrtc_program;
 mod program;

@@ -272,6 +272,19 @@ pub(crate) fn validate_loadable(
     validate::image(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))
 }
 
+/// Checks an input of kind `kind` before nvJitLink reads it (see `validate::link_input`).
+pub(crate) fn validate_link_input(
+    bytes: &[u8],
+    kind: ImageKind,
+    what: &dyn Fn() -> String,
+) -> Result<()> {
+    validate::link_input(bytes, kind).map_err(|error| Error::MalformedImage {
+        what: what(),
+        kind,
+        error,
+    })
+}
+
 /// [`validate_loadable`] for output of NVRTC or nvJitLink, which needs less checking (see
 /// `validate::compiler_output`).
 pub(crate) fn validate_compiler_output(

@@ -8,6 +8,8 @@ use super::u16_at;
 /// Attribute codes cudyn reads (NVIDIA's `EIATTR_*` numbering, as `cuobjdump -elf` names them).
 pub(crate) mod attr {
     pub const MAX_THREADS: u8 = 0x05;
+    pub const PARAM_CBANK: u8 = 0x0a;
+    pub const EXTERNS: u8 = 0x0f;
     pub const REQNTID: u8 = 0x10;
     pub const FRAME_SIZE: u8 = 0x11;
     pub const MIN_STACK_SIZE: u8 = 0x12;
@@ -76,6 +78,39 @@ pub(crate) fn first_damage(data: &[u8]) -> Option<usize> {
         [] | [EIFMT_NVAL, _, ..] | [EIFMT_BVAL, _, _] => None,
         _ => damage(rest),
     }
+}
+
+/// The first attribute of the list `data` that names a symbol by an index `symbols` or above, or
+/// whose value is too short to hold the index, as its code and its value's first word (or 0):
+/// the attributes of a function that start with its symbol (its register count, frame and stack
+/// sizes, parameters and constant bank; cuobjdump names `EIATTR_KPARAM_INFO`'s first word an
+/// index, 0 in every compiler's output), and every word of a list of external symbols. nvJitLink
+/// reads the symbol table at these indices without checking them.
+pub(crate) fn symbol_out_of_range(data: &[u8], symbols: usize) -> Option<(u8, u32)> {
+    const STARTS_WITH_SYMBOL: [u8; 6] = [
+        attr::PARAM_CBANK,
+        attr::FRAME_SIZE,
+        attr::MIN_STACK_SIZE,
+        attr::KPARAM_INFO,
+        attr::MAX_STACK_SIZE,
+        attr::REGCOUNT,
+    ];
+    let out_of_range = |index: u32| usize::try_from(index).map_or(true, |index| index >= symbols);
+    Attributes::new(data).find_map(|(code, value)| {
+        if !matches!(value, Value::Bytes(_)) {
+            return None;
+        }
+        let words = value.words();
+        let named = match code {
+            attr::EXTERNS => words.into_iter().find(|&index| out_of_range(index)),
+            code if STARTS_WITH_SYMBOL.contains(&code) => match words.first() {
+                Some(&index) => Some(index).filter(|&index| out_of_range(index)),
+                None => Some(0),
+            },
+            _ => None,
+        };
+        named.map(|index| (code, index))
+    })
 }
 
 /// Iterates over the attributes in `data`; stops at the first one that does not fit, recording

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::{cubin, ptx, Facts, Refusal};
+use super::{cubin, ptx, Facts, Purpose, Refusal};
 use crate::inspect::fatbin::{self, Compression, EntryKind, RawEntry};
 use crate::inspect::ParseError;
 use object::LittleEndian as LE;
@@ -34,7 +34,9 @@ thread_local! {
     static DECOMPRESSED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-pub(super) fn validate(bytes: &[u8]) -> Result<Facts, Refusal> {
+/// Checks a fatbin for `purpose`: for a link, its cubins may be relocatable. Only entries found
+/// whole for a load are remembered, so that a relocatable one is never recalled by a load.
+pub(super) fn validate(bytes: &[u8], purpose: Purpose) -> Result<Facts, Refusal> {
     let mut count = 0;
     let mut facts: Option<Facts> = None;
     for (index, raw) in fatbin::entries(bytes)?.enumerate() {
@@ -76,10 +78,10 @@ pub(super) fn validate(bytes: &[u8]) -> Result<Facts, Refusal> {
             .code()
             .map_err(|problem| refuse(format!("{compression:?} payload: {problem}")))?;
         let checked = match kind {
-            EntryKind::Sass => cubin::validate(&code),
+            EntryKind::Sass => cubin::validate(&code, purpose),
             EntryKind::Ptx => validate_ptx(&code),
             // A kind newer than cudyn: checked by what it holds, refused when that is unknown.
-            _ if code.starts_with(b"\x7fELF") => cubin::validate(&code),
+            _ if code.starts_with(b"\x7fELF") => cubin::validate(&code, purpose),
             _ if ptx::looks_like(&code) => validate_ptx(&code),
             _ => {
                 return Err(refuse(format!(
@@ -90,7 +92,7 @@ pub(super) fn validate(bytes: &[u8]) -> Result<Facts, Refusal> {
             }
         };
         let checked = checked.map_err(|refusal| refusal.inside(&place()))?;
-        if let Some(key) = key {
+        if let Some(key) = key.filter(|_| purpose == Purpose::Load) {
             remember(key, checked);
         }
         facts = Some(facts.map_or(checked, |facts| facts.either(checked)));
@@ -189,31 +191,37 @@ mod tests {
     fn a_compressed_entry_found_whole_is_not_decompressed_again_but_any_change_is_checked() {
         let (fatbin, entry) = compressed_fatbin();
         let mut facts = None;
-        let first = decompressions(|| facts = Some(validate(&fatbin).unwrap()));
+        let first = decompressions(|| facts = Some(validate(&fatbin, Purpose::Load).unwrap()));
         assert!(first >= 1, "the first check decompresses");
         assert!(facts.unwrap().defines_variables);
-        let again = decompressions(|| assert_eq!(validate(&fatbin).ok(), facts));
+        let again = decompressions(|| assert_eq!(validate(&fatbin, Purpose::Load).ok(), facts));
         assert_eq!(again, 0, "the same entry is remembered");
 
         // Payload bytes changed: checked afresh (and refused or found whole on its own).
         let header_size = u32::from_le_bytes(fatbin[entry + 4..entry + 8].try_into().unwrap());
         let mut changed = fatbin.clone();
         changed[entry + header_size as usize + 20] ^= 0x40;
-        assert_eq!(decompressions(|| drop(validate(&changed))), 1);
+        assert_eq!(
+            decompressions(|| drop(validate(&changed, Purpose::Load))),
+            1
+        );
         // A declared size one larger: checked afresh, and refused.
         let mut larger = fatbin.clone();
         let size_at = entry + 56;
         let size = u64::from_le_bytes(larger[size_at..size_at + 8].try_into().unwrap());
         larger[size_at..size_at + 8].copy_from_slice(&(size + 1).to_le_bytes());
         let mut refusal = None;
-        assert_eq!(decompressions(|| refusal = validate(&larger).err()), 1);
+        assert_eq!(
+            decompressions(|| refusal = validate(&larger, Purpose::Load).err()),
+            1
+        );
         assert!(
             matches!(&refusal, Some(Refusal::Malformed(error)) if error.to_string().contains("decompressed")),
             "{refusal:?}"
         );
         // And the whole fatbin still is remembered as it was.
         assert_eq!(
-            decompressions(|| assert_eq!(validate(&fatbin).ok(), facts)),
+            decompressions(|| assert_eq!(validate(&fatbin, Purpose::Load).ok(), facts)),
             0
         );
     }

@@ -8,7 +8,16 @@ mod ptx;
 
 use crate::error::Error;
 use crate::image::ImageKind;
-use crate::inspect::ParseError;
+use crate::inspect::{archive, host, ParseError};
+
+/// What an image is checked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// A load by the driver: relocatable code must be linked first.
+    Load,
+    /// An input of a link by nvJitLink, which takes relocatable code.
+    Link,
+}
 
 /// What the check of an image found out on the way, for the loader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,11 +91,65 @@ impl Refusal {
 /// Checks `bytes` of a loadable `kind`; kinds the driver cannot load are refused before this.
 pub(crate) fn image(bytes: &[u8], kind: ImageKind) -> Result<Facts, Refusal> {
     match kind {
-        ImageKind::Cubin => cubin::validate(bytes),
-        ImageKind::Fatbin => fatbin::validate(bytes),
+        ImageKind::Cubin => cubin::validate(bytes, Purpose::Load),
+        ImageKind::Fatbin => fatbin::validate(bytes, Purpose::Load),
         ImageKind::Ptx => ptx::validate(bytes).map_err(Refusal::Malformed),
         ImageKind::LtoIr | ImageKind::HostBinary | ImageKind::Archive => Ok(Facts::UNKNOWN),
     }
+}
+
+/// Checks `bytes` of `kind` before nvJitLink reads them. nvJitLink trusts its inputs' headers as
+/// the driver does (a truncated fatbin has made it loop forever, a cubin with a damaged section
+/// header crash), so every input gets the check a load would give it, relocatable code included:
+/// a host object's embedded fatbins, and each member of a static library that holds device code
+/// (its other members are host code nvJitLink passes over). LTO-IR is known by its magic number
+/// alone: its contents are NVIDIA's own encoding, which only nvJitLink reads.
+pub(crate) fn link_input(bytes: &[u8], kind: ImageKind) -> Result<(), ParseError> {
+    let malformed = |refusal: Refusal| match refusal {
+        Refusal::Malformed(error) => error,
+        Refusal::NeedsLinking(reason) => ParseError::new("relocatable code", reason),
+    };
+    match kind {
+        ImageKind::Cubin => cubin::validate(bytes, Purpose::Link)
+            .map(drop)
+            .map_err(malformed),
+        ImageKind::Fatbin => fatbin::validate(bytes, Purpose::Link)
+            .map(drop)
+            .map_err(malformed),
+        ImageKind::Ptx => ptx::validate(bytes).map(drop),
+        ImageKind::LtoIr => Ok(()),
+        ImageKind::HostBinary => host_object(bytes),
+        ImageKind::Archive => static_library(bytes),
+    }
+}
+
+/// The fatbins a host object embeds; none is no damage (an object of host code only).
+fn host_object(bytes: &[u8]) -> Result<(), ParseError> {
+    for (index, fatbin) in host::fatbin_slices(bytes)?.into_iter().enumerate() {
+        link_input(fatbin, ImageKind::Fatbin)
+            .map_err(|error| error.inside(&format!("embedded fatbin {index}")))?;
+    }
+    Ok(())
+}
+
+/// Every member holding device code. An archive inside the archive is refused rather than
+/// checked: no tool writes one, and following them would let nesting decide the depth of
+/// the check's recursion.
+fn static_library(bytes: &[u8]) -> Result<(), ParseError> {
+    for (name, member) in archive::members(bytes)? {
+        let checked = match crate::image::detect(member) {
+            Ok(ImageKind::Archive) => Err(ParseError::new(
+                "its contents",
+                "it is an archive inside the archive, which no tool writes",
+            )),
+            Ok(kind) => link_input(member, kind),
+            // An object file that is not device code: readable, it is host code.
+            Err(_) if host::detect(member).is_some() => host_object(member),
+            Err(_) => Ok(()),
+        };
+        checked.map_err(|error| error.inside(&format!("member {name}")))?;
+    }
+    Ok(())
 }
 
 /// The checks output of NVRTC or nvJitLink (a [`Compiled`](crate::compile::Compiled), fresh or

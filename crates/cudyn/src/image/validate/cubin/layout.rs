@@ -2,10 +2,10 @@
 
 use std::mem::size_of;
 
-use object::elf::{ProgramHeader64, SectionHeader64, SHT_NOBITS};
+use object::elf::{ProgramHeader64, SectionHeader64, ET_REL};
 use object::read::elf::{FileHeader, SectionHeader};
 
-use super::{Header, LE};
+use super::{holds_bytes, Header, LE};
 use crate::inspect::ParseError;
 
 /// A structure of the file that owns a byte range.
@@ -122,8 +122,9 @@ fn layout(
     mut claim: impl FnMut(u64, u64, Owner),
 ) {
     claim(0, size_of::<Header>() as u64, Owner::ElfHeader);
+    let relocatable = header.e_type(LE) == ET_REL;
     for (index, section) in sections.iter().enumerate().skip(1) {
-        if section.sh_type(LE) != SHT_NOBITS {
+        if holds_bytes(section.sh_type(LE), relocatable) {
             claim(
                 section.sh_offset(LE),
                 section.sh_size(LE),

@@ -6,7 +6,7 @@
 //! with every relocation naming a symbol that exists and a place inside its section; whose
 //! defined symbols lie inside their sections; whose notes read to their end; and whose
 //! `.nv.info` and `.nv.compat` attribute lists read to their end. A relocatable cubin (`ET_REL`)
-//! must be linked first.
+//! must be linked before a load; as an input to a link it is checked the same way.
 //!
 //! Beyond lying inside the bytes, an image must have the shape every compiler's cubin has (NVRTC,
 //! nvcc, ptxas, nvJitLink): the ELF header's fixed fields hold their only values, section 0 is
@@ -22,16 +22,17 @@ use std::mem::size_of;
 
 use object::elf::{
     FileHeader64, ProgramHeader64, SectionHeader64, ET_EXEC, ET_REL, EV_CURRENT, PN_XNUM, PT_LOAD,
-    PT_PHDR, SHN_LORESERVE,
+    PT_PHDR, SHN_LORESERVE, SHT_NOBITS,
 };
 use object::read::elf::{FileHeader, ProgramHeader};
 use object::LittleEndian as LE;
 
-use super::{Facts, Refusal};
+use super::{Facts, Purpose, Refusal};
 use crate::inspect::cubin::{self as inspect_cubin, elf_error, header};
 use crate::inspect::ParseError;
 
 mod layout;
+mod linkable;
 mod sections;
 
 type Header = FileHeader64<LE>;
@@ -82,8 +83,23 @@ fn executable_header(data: &[u8]) -> Result<&Header, Refusal> {
     Ok(header)
 }
 
-pub(super) fn validate(data: &[u8]) -> Result<Facts, Refusal> {
-    let header = executable_header(data)?;
+/// The ELF header of a cubin nvJitLink links: executable or relocatable.
+fn linkable_header(data: &[u8]) -> Result<&Header, ParseError> {
+    let header = header(data)?;
+    match header.e_type(LE) {
+        ET_EXEC | ET_REL => Ok(header),
+        other => Err(ParseError::new(
+            "ELF header",
+            format!("ELF type {other} is not a cubin (ET_REL, 1, or ET_EXEC, 2)"),
+        )),
+    }
+}
+
+pub(super) fn validate(data: &[u8], purpose: Purpose) -> Result<Facts, Refusal> {
+    let header = match purpose {
+        Purpose::Load => executable_header(data)?,
+        Purpose::Link => linkable_header(data)?,
+    };
     let header_size = header.e_ehsize(LE);
     if usize::from(header_size) != size_of::<Header>() {
         return Err(ParseError::new(
@@ -93,8 +109,11 @@ pub(super) fn validate(data: &[u8]) -> Result<Facts, Refusal> {
         .into());
     }
     fixed_fields(header)?;
+    if purpose == Purpose::Link {
+        linkable::header(header)?;
+    }
     segments(header, data)?;
-    Ok(sections::check(header, data)?)
+    Ok(sections::check(header, data, purpose)?)
 }
 
 /// The ELF header fields that have one value in every cubin.
@@ -139,6 +158,23 @@ fn fixed_fields(header: &Header) -> Result<(), ParseError> {
     problem.map_or(Ok(()), |problem| {
         Err(ParseError::new("ELF header", problem))
     })
+}
+
+/// The section types of a relocatable cubin's variables that, like `SHT_NOBITS` ones, take
+/// device memory but no bytes of the file (`.nv.global`, `.nv.local.*`, `.nv.shared.*`,
+/// `.nv.shared.reserved.*`); an executable cubin gives these sections the type `SHT_NOBITS`.
+const RELOCATABLE_NO_BYTES: [u32; 4] = [
+    0x7000_0007, // SHT_CUDA_GLOBAL
+    0x7000_0009, // SHT_CUDA_LOCAL
+    0x7000_000a, // SHT_CUDA_SHARED
+    0x7000_0015, // SHT_CUDA_SHARED_RESERVED
+];
+
+/// Whether a section of type `kind` holds bytes of the file, in a cubin that is `relocatable`
+/// (`ET_REL`) or not.
+#[inline(always)]
+fn holds_bytes(kind: u32, relocatable: bool) -> bool {
+    kind != SHT_NOBITS && !(relocatable && RELOCATABLE_NO_BYTES.contains(&kind))
 }
 
 /// Whether `align` is other than a power of two (or 0) up to [`MAX_ALIGN`].

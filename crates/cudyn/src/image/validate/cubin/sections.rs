@@ -4,19 +4,19 @@
 use std::mem::size_of;
 
 use object::elf::{
-    Rel64, Rela64, SectionHeader64, Sym64, SHF_EXECINSTR, SHF_INFO_LINK, SHN_LORESERVE, SHN_UNDEF,
-    SHT_DYNSYM, SHT_NOBITS, SHT_NOTE, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB,
-    SHT_SYMTAB, SHT_SYMTAB_SHNDX, STT_FUNC, STT_OBJECT,
+    Rel64, Rela64, SectionHeader64, Sym64, ET_REL, SHF_EXECINSTR, SHF_INFO_LINK, SHN_LORESERVE,
+    SHN_UNDEF, SHT_DYNSYM, SHT_NOBITS, SHT_NOTE, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA,
+    SHT_STRTAB, SHT_SYMTAB, SHT_SYMTAB_SHNDX, STT_FUNC, STT_OBJECT,
 };
 use object::pod::slice_from_all_bytes;
 use object::read::elf::{FileHeader, NoteIterator, Rel, Rela, SectionHeader, Sym};
 use object::U32;
 
 use super::layout::{check_layout, InOrder, Owner};
-use super::{alignment_error, misaligned, outside, Header, LE};
-use crate::image::validate::Facts;
+use super::{alignment_error, holds_bytes, linkable, misaligned, outside, Header, LE};
+use crate::image::validate::{Facts, Purpose};
 use crate::inspect::cubin::{elf_error, variable_space};
-use crate::inspect::info::first_damage;
+use crate::inspect::info::{first_damage, symbol_out_of_range};
 use crate::inspect::ParseError;
 
 /// How many times over the image's size the sections read may add up to.
@@ -24,15 +24,23 @@ const READ_BUDGET_FACTOR: usize = 4;
 
 /// The names of the sections that compilers for sm_100 and later write as a second view of the
 /// code and its tables for the driver (`.nv.merc.nv.constant.pic`, `.nv.merc.debug_str`, ...):
-/// such a section may cover exactly the bytes of a data section (`SHT_PROGBITS`: `.nv.constant4`,
-/// `.debug_str`).
+/// such a section may cover exactly the bytes of a data section ([`is_data_type`]: `.nv.constant4`,
+/// `.debug_str`, `.nv.global.init`).
 const MERC: &[u8] = b".nv.merc.";
 
 type Section = SectionHeader64<LE>;
 
+/// The section types of plain data: `SHT_PROGBITS`, and the types a relocatable cubin gives its
+/// constant banks (`.nv.constant0` to `.nv.constant17`, from `SHT_CUDA_CONSTANT_B0`) and
+/// initialized variables (`.nv.global.init`, `SHT_CUDA_GLOBAL_INIT`).
+fn is_data_type(kind: u32) -> bool {
+    const CONSTANT_BANKS: std::ops::RangeInclusive<u32> = 0x7000_0064..=0x7000_0064 + 17;
+    kind == SHT_PROGBITS || kind == 0x7000_0008 || CONSTANT_BANKS.contains(&kind)
+}
+
 /// Checks the section header table, every section and the symbol table; what the cubin's
 /// variables are.
-pub(super) fn check(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
+pub(super) fn check(header: &Header, data: &[u8], purpose: Purpose) -> Result<Facts, ParseError> {
     // `sections` finds the section-name table too, with the errors readers of the file know;
     // past it the table is read as the slice of headers it is.
     let sections = header
@@ -69,6 +77,8 @@ pub(super) fn check(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
         names,
         names_table: usize::from(header.e_shstrndx(LE)),
         symbol_count: symbols.symbols.len(),
+        relocatable: header.e_type(LE) == ET_REL,
+        purpose,
     };
     // The null section, all zero, has only its name to check: the table's first string.
     if names.is_empty() {
@@ -87,7 +97,7 @@ pub(super) fn check(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
         // Within the budget, so within a `usize`.
         budget -= read as usize;
         let kind = section.sh_type(LE);
-        if kind != SHT_NOBITS {
+        if walk.has_bytes(kind) {
             layout.claim(
                 section.sh_offset(LE),
                 section.sh_size(LE),
@@ -112,7 +122,7 @@ pub(super) fn check(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
         _ => None,
     };
     let is_merc = |owner: Owner| section(owner).is_some_and(|s| named(names, s).starts_with(MERC));
-    let is_data = |owner: Owner| section(owner).is_some_and(|s| s.sh_type(LE) == SHT_PROGBITS);
+    let is_data = |owner: Owner| section(owner).is_some_and(|s| is_data_type(s.sh_type(LE)));
     // A second view of plain data (constants, debug information), never of a table the driver
     // follows indices through.
     let may_share = |one: Owner, other: Owner| {
@@ -132,7 +142,7 @@ pub(super) fn check(header: &Header, data: &[u8]) -> Result<Facts, ParseError> {
         may_share,
     )?;
     Ok(Facts {
-        defines_variables: symbols.check(headers, names)?,
+        defines_variables: symbols.check(headers, names, walk.relocatable)?,
         uninitialized_bytes: Some(uninitialized_bytes),
     })
 }
@@ -216,6 +226,8 @@ enum Problem {
     Info,
     /// Reading it would exceed the read budget.
     Budget,
+    /// It is not a section nvJitLink can be given, for the reason said.
+    NotLinkable(&'static str),
 }
 
 /// What the walk over the sections reads.
@@ -228,9 +240,19 @@ struct Walk<'data> {
     names_table: usize,
     /// How many entries the symbol table has.
     symbol_count: usize,
+    /// Whether the cubin is relocatable (`ET_REL`), an input of a link.
+    relocatable: bool,
+    /// What the cubin is checked for.
+    purpose: Purpose,
 }
 
 impl Walk<'_> {
+    /// Whether sections of type `kind` hold bytes of the file.
+    #[inline(always)]
+    fn has_bytes(&self, kind: u32) -> bool {
+        holds_bytes(kind, self.relocatable)
+    }
+
     /// The first problem of the header of section `index` (not the null section), `section`,
     /// with `budget` bytes left to read; how many of its bytes the walk reads when it has none.
     /// A failed check returns at once: branches never taken cost less than computing every
@@ -243,7 +265,7 @@ impl Walk<'_> {
         let kind = section.sh_type(LE);
         let (offset, size) = (section.sh_offset(LE), section.sh_size(LE));
         let len = self.data.len() as u64;
-        let has_bytes = kind != SHT_NOBITS;
+        let has_bytes = self.has_bytes(kind);
         // As `bytes` finds them: none at any offset when there are none.
         let read = if has_bytes && size != 0 {
             match offset.checked_add(size) {
@@ -260,11 +282,17 @@ impl Walk<'_> {
         if index == self.names_table && kind != SHT_STRTAB {
             return Err(Problem::NamesNotStrings);
         }
+        if self.purpose == Purpose::Link {
+            if let Some(reason) = linkable::refusal(first_name(named(self.names, section)), kind) {
+                return Err(Problem::NotLinkable(reason));
+            }
+        }
         if section.sh_addr(LE) != 0 {
             return Err(Problem::Address);
         }
         let align = section.sh_addralign(LE);
-        if misaligned(align) {
+        // nvJitLink divides by the alignment (a 0 raised SIGFPE); no compiler writes 0.
+        if misaligned(align) || (align == 0 && self.purpose == Purpose::Link) {
             return Err(Problem::Alignment);
         }
         // A power of two by now: a mask rather than a division.
@@ -365,6 +393,9 @@ impl Walk<'_> {
             Problem::Budget => {
                 ParseError::new(place, "the sections overlap each other many times over")
             }
+            Problem::NotLinkable(reason) => {
+                ParseError::new(place, format!("{reason} (type {:#x})", section.sh_type(LE)))
+            }
         }
     }
 
@@ -376,7 +407,7 @@ impl Walk<'_> {
         let place = || section_place(index, named);
         let kind = section.sh_type(LE);
         let size = section.sh_size(LE);
-        let contents = if kind == SHT_NOBITS {
+        let contents = if !self.has_bytes(kind) {
             &[][..]
         } else {
             bytes(self.data, section.sh_offset(LE), size).unwrap_or_default()
@@ -427,14 +458,28 @@ impl Walk<'_> {
 
     /// Checks that the attribute list section `index` holds, `contents`, reads to its end.
     #[inline(always)]
+    /// For a link, also that the symbols the list names exist: nvJitLink reads the symbol table
+    /// at those indices unchecked (a load does not need the walk over the values: what the driver
+    /// reads of them is not known to crash it).
     fn attributes(&self, index: usize, named: &[u8], contents: &[u8]) -> Result<(), ParseError> {
-        match first_damage(contents) {
-            Some(offset) => Err(ParseError::new(
+        if let Some(offset) = first_damage(contents) {
+            return Err(ParseError::new(
                 section_place(index, named),
                 format!("its attribute at byte {offset} is damaged or runs past its end"),
-            )),
-            None => Ok(()),
+            ));
         }
+        if self.purpose == Purpose::Link {
+            if let Some((code, symbol)) = symbol_out_of_range(contents, self.symbol_count) {
+                return Err(ParseError::new(
+                    section_place(index, named),
+                    format!(
+                        "its attribute {code:#04x} names symbol {symbol} of {}",
+                        self.symbol_count
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Every relocation of `section`, each an offset and a symbol index, names an existing
@@ -569,7 +614,12 @@ impl<'data> SymbolTable<'data> {
 
     /// Checks every symbol's name and place, given the section headers that passed the walk and
     /// their names; whether any is a variable.
-    fn check(&self, headers: &[Section], names: &[u8]) -> Result<bool, ParseError> {
+    fn check(
+        &self,
+        headers: &[Section],
+        names: &[u8],
+        relocatable: bool,
+    ) -> Result<bool, ParseError> {
         let count = headers.len();
         // The string table ends with a NUL (checked in the walk, as every string table, and
         // `links` made sure the symbol table's is one): every name starting inside it ends inside
@@ -604,10 +654,15 @@ impl<'data> SymbolTable<'data> {
                     format!("it is a function in section {shndx}, which holds no code"),
                 ));
             }
+            // In a relocatable cubin, a variable of a section without bytes is placed by the
+            // link: like an ELF common symbol, its value may be its alignment (a `__shared__`
+            // array of 128 bytes in a section of 128 has the value 4). No bytes are read there.
+            let placed_by_link = relocatable && !holds_bytes(section.sh_type(LE), true);
             let (start, size) = (symbol.st_value(LE), symbol.st_size(LE));
-            if start
-                .checked_add(size)
-                .is_none_or(|end| end > section.sh_size(LE))
+            if !placed_by_link
+                && start
+                    .checked_add(size)
+                    .is_none_or(|end| end > section.sh_size(LE))
             {
                 return Err(ParseError::new(
                     place(),

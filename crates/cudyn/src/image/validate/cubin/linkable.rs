@@ -1,0 +1,175 @@
+//! The section types a cubin given to nvJitLink may have, and the names that go with them.
+//!
+//! nvJitLink finds some sections by name and others by type, and reads each as the table its
+//! type or name says, without checking that the two agree: one byte of a damaged section type
+//! (a note read as a call graph, a constant bank as a prototype table) crashed it, as did a
+//! type no compiler writes. So a cubin to link may only have the types compilers write, and
+//! the sections nvJitLink parses as tables must have the type their name says and the name
+//! their type says. A load needs none of this: the driver's loader was not seen to crash on it.
+
+use object::elf::{SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB};
+use object::read::elf::FileHeader;
+
+use super::{Header, LE};
+use crate::inspect::ParseError;
+
+/// The values of the top byte of `e_flags` that nvJitLink reads safely in cubins of ELF ABI 8
+/// and later: CUDA 13.0's compilers write 6 (every architecture, executable or relocatable);
+/// nvJitLink 13.0 also takes 5, and crashed on every other value but 0xff, so the others are
+/// refused until a compiler is seen to write them.
+const TOP_FLAGS: [u32; 2] = [5, 6];
+
+/// Whether the OS/ABI and ABI version bytes are a pair compilers write: `ELFOSABI_CUDA` (0x33)
+/// with ELF ABI versions up to 7, 0x41 with version 8 (CUDA 12.8 and later). After a cubin with
+/// another OS/ABI or a version past 8, nvJitLink 13.0 failed its link and left every later link
+/// in another thread of the process waiting forever.
+fn known_abi(os_abi: u8, abi_version: u8) -> bool {
+    matches!((os_abi, abi_version), (0x33, 0..=7) | (0x41, 8))
+}
+
+/// The ELF header fields nvJitLink needs to be what compilers write: the OS/ABI and ABI version
+/// (see [`known_abi`]) and the top byte of `e_flags` (see [`TOP_FLAGS`]).
+pub(super) fn header(header: &Header) -> Result<(), ParseError> {
+    let ident = header.e_ident();
+    if !known_abi(ident.os_abi, ident.abi_version) {
+        return Err(ParseError::new(
+            "ELF header",
+            format!(
+                "its OS/ABI {:#x} and ABI version {} are a pair no compiler writes (0x33 with \
+                 versions up to 7, 0x41 with 8)",
+                ident.os_abi, ident.abi_version
+            ),
+        ));
+    }
+    let flags = header.e_flags(LE);
+    if header.e_ident().abi_version < 8 || TOP_FLAGS.contains(&(flags >> 24)) {
+        return Ok(());
+    }
+    Err(ParseError::new(
+        "ELF header",
+        format!(
+            "its flags {flags:#x} end in a byte ({:#x}) that no compiler nvJitLink reads writes \
+             ({})",
+            flags >> 24,
+            TOP_FLAGS.map(|top| format!("{top:#x}")).join(" or ")
+        ),
+    ))
+}
+
+/// `SHT_CUDA_INFO`: the attribute lists, `.nv.info` and `.nv.info.<function>`.
+const CUDA_INFO: u32 = 0x7000_0000;
+/// `SHT_CUDA_CALLGRAPH`: `.nv.callgraph`.
+const CUDA_CALLGRAPH: u32 = 0x7000_0001;
+/// `SHT_CUDA_PROTOTYPE`: `.nv.prototype`.
+const CUDA_PROTOTYPE: u32 = 0x7000_0002;
+
+/// The CUDA section types compilers write (CUDA 13.0's NVRTC, nvcc and the device runtime
+/// library, sm_75 to sm_121): the attribute lists, call graph and prototypes (0 to 2),
+/// variables (7 to 0xa: `.nv.global`, `.nv.global.init`, `.nv.local`, `.nv.shared`), the
+/// relocation actions (0xb), reserved shared memory (0x15), the capability views of code
+/// (0x16), the constant banks (0x64 to 0x75), and the types of the second views sm_100 and
+/// later add (`.nv.merc.*`, up to 0x8f, with `.nv.compat` at 0x86).
+fn is_compilers_cuda_type(kind: u32) -> bool {
+    matches!(
+        kind.checked_sub(CUDA_INFO),
+        Some(0x00..=0x02 | 0x07..=0x0b | 0x15 | 0x16 | 0x64..=0x8f)
+    )
+}
+
+/// Why a section named `name` (its first name) of type `kind` is not one nvJitLink can be given.
+pub(super) fn refusal(name: &[u8], kind: u32) -> Option<&'static str> {
+    let standard = matches!(
+        kind,
+        SHT_PROGBITS | SHT_SYMTAB | SHT_STRTAB | SHT_RELA | SHT_NOTE | SHT_NOBITS | SHT_REL
+    );
+    if !standard && !(CUDA_INFO..=0x7000_00ff).contains(&kind) {
+        return Some("its type is none that compilers write in a cubin");
+    }
+    if !standard && !is_compilers_cuda_type(kind) {
+        return Some("its CUDA section type is none that compilers write");
+    }
+    // Sections nvJitLink reads as tables: the type their name says, and the name their type
+    // says.
+    let expected = if name == b".symtab" {
+        Some(SHT_SYMTAB)
+    } else if name == b".strtab" || name == b".shstrtab" {
+        Some(SHT_STRTAB)
+    } else if name.starts_with(b".note") {
+        Some(SHT_NOTE)
+    } else if name == b".nv.info" || name.starts_with(b".nv.info.") {
+        Some(CUDA_INFO)
+    } else if name == b".nv.callgraph" {
+        Some(CUDA_CALLGRAPH)
+    } else if name == b".nv.prototype" {
+        Some(CUDA_PROTOTYPE)
+    } else if name.starts_with(b".rela.") {
+        Some(SHT_RELA)
+    } else if name.starts_with(b".rel.") {
+        Some(SHT_REL)
+    } else if name.starts_with(b".text.") {
+        Some(SHT_PROGBITS)
+    } else {
+        None
+    };
+    if expected.is_some_and(|expected| expected != kind) {
+        return Some("its type is not the one its name says");
+    }
+    let table = matches!(
+        kind,
+        SHT_SYMTAB | SHT_NOTE | CUDA_INFO | CUDA_CALLGRAPH | CUDA_PROTOTYPE
+    );
+    if table && expected != Some(kind) {
+        return Some("its type is that of a table its name is not");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_types_must_agree_where_nvjitlink_reads_a_table() {
+        for (name, kind) in [
+            (&b".symtab"[..], SHT_SYMTAB),
+            (b".shstrtab", SHT_STRTAB),
+            (b".note.nv.cuinfo", SHT_NOTE),
+            (b".nv.info.saxpy", CUDA_INFO),
+            (b".nv.callgraph", CUDA_CALLGRAPH),
+            (b".rela.text.k", SHT_RELA),
+            (b".rel.debug_frame", SHT_REL),
+            (b".text.k", SHT_PROGBITS),
+            (b".debug_frame", SHT_PROGBITS),
+            (b".nv.global", 0x7000_0007),
+            (b".nv.global", SHT_NOBITS),
+            (b".nv.shared.reserved.0", 0x7000_0015),
+            (b".nv.constant0.k", 0x7000_0064),
+            (b".nv.merc.symtab", 0x7000_0085),
+        ] {
+            assert_eq!(
+                refusal(name, kind),
+                None,
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+        }
+        for (name, kind) in [
+            (&b".note.nv.cuinfo"[..], CUDA_CALLGRAPH),
+            (b".nv.info", SHT_PROGBITS),
+            (b".debug_frame", CUDA_PROTOTYPE),
+            (b".nv.global.init", CUDA_INFO),
+            (b".text.k", SHT_NOTE),
+            (b".rela.text.k", CUDA_INFO),
+            (b".nv.constant0.k", 0x7000_0011),
+            (b".debug_frame", 0x7000_0004),
+            (b".note.nv.cuinfo", 6),
+            (b".nv.constant0.k", 0x6fff_ffff),
+        ] {
+            assert!(
+                refusal(name, kind).is_some(),
+                "{} {kind:#x}",
+                String::from_utf8_lossy(name)
+            );
+        }
+    }
+}

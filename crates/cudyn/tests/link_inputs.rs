@@ -1,0 +1,359 @@
+//! The checks of nvJitLink's inputs before it reads them ([`Linker::add`]): nvJitLink trusts the
+//! headers of what it is given (a truncated fatbin made it loop forever, a damaged section header
+//! or an attribute naming a symbol past the table's end crashed it), so every input is checked
+//! as a load checks an image, relocatable code included.
+//!
+//! Real relocatable code of every kind (cubins for five architectures, PTX, fatbins, a host
+//! object with an `__nv_relfatbin` section, a static library) must link; damaged copies must be
+//! refused or linked, and the process must survive every one of them.
+
+mod fixtures;
+
+use std::path::Path;
+
+use cudyn::compile::{Arch, FatbinBuilder, InputKind, LinkOptions, Linked, Output};
+use cudyn::sys::locate::Component;
+use cudyn::{Error, Image, ImageKind, Program};
+use fixtures::damage::{damages, Damage, Depth};
+
+/// A kernel with static shared memory, calling a function of another piece, with `__device__`,
+/// `__constant__` and `__managed__` variables and a `printf`: what makes a relocatable cubin's
+/// sections and attributes differ from an executable one's.
+const KERNEL: &str = r#"
+__device__ float twice(float x);
+__device__ float table[64];
+__constant__ float scale[4];
+__managed__ int calls;
+extern "C" __global__ void k(float *p, int n) {
+  __shared__ float tile[32];
+  int i = threadIdx.x;
+  tile[i % 32] = p[i];
+  __syncthreads();
+  if (i < n) p[i] = twice(tile[(i + 1) % 32]) * scale[i % 4] + table[i % 64];
+  if (i == 0) { atomicAdd(&calls, 1); printf("k ran\n"); }
+}
+"#;
+
+/// The piece `KERNEL` calls into.
+const HELPER: &str = "__device__ float twice(float x) { return 2 * x; }";
+
+/// The architectures NVRTC 13 compiles for, old and new (sm_100 and later add `.nv.merc.`
+/// sections).
+const ARCHS: [u32; 5] = [75, 80, 90, 100, 120];
+
+fn arch(sm: u32) -> Arch {
+    Arch::new(sm / 10, sm % 10)
+}
+
+fn relocatable(source: &str, sm: u32, output: Output) -> Vec<u8> {
+    Program::new(source)
+        .arch(arch(sm))
+        .output(output)
+        .relocatable(true)
+        .cache(false)
+        .compile()
+        .expect("NVRTC compiles (run the tests with the CUDA wheels' venv)")
+        .into_code()
+}
+
+fn options(sm: u32) -> LinkOptions {
+    LinkOptions::new().arch(arch(sm)).cache(false)
+}
+
+/// Links `inputs` (by kind, bytes and name) for `sm`.
+fn link(sm: u32, inputs: &[(InputKind, &[u8], &str)]) -> cudyn::Result<Linked> {
+    let mut linker = options(sm).linker()?;
+    for &(kind, bytes, name) in inputs {
+        linker.add(kind, bytes, name)?;
+    }
+    linker.finish()
+}
+
+/// A fatbin of one relocatable cubin and the PTX of the same source, for `sm`.
+fn relocatable_fatbin(sm: u32) -> Vec<u8> {
+    let mut fatbin = FatbinBuilder::new().expect("nvFatbin (the CUDA wheels' venv)");
+    fatbin
+        .add_cubin(&relocatable(KERNEL, sm, Output::Cubin), arch(sm), "kernel")
+        .unwrap();
+    fatbin
+        .add_ptx(&relocatable(KERNEL, sm, Output::Ptx), arch(sm), "kernel")
+        .unwrap();
+    fatbin.finish().unwrap()
+}
+
+fn assert_links_k(linked: &Linked, what: &str) {
+    let layout = Image::new(linked.code())
+        .and_then(|image| image.param_layout("k"))
+        .unwrap_or_else(|error| panic!("{what}: the linked code lacks k: {error}"));
+    assert_eq!(layout.len(), 2, "{what}");
+}
+
+#[test]
+fn relocatable_code_of_every_kind_and_architecture_is_linked() {
+    for sm in ARCHS {
+        let kernel = relocatable(KERNEL, sm, Output::Cubin);
+        let helper = relocatable(HELPER, sm, Output::Cubin);
+        let linked = link(
+            sm,
+            &[
+                (InputKind::Cubin, &kernel, "kernel.cubin"),
+                (InputKind::Any, &helper, "helper.cubin"),
+            ],
+        )
+        .unwrap_or_else(|error| panic!("sm_{sm}: {error}"));
+        assert_links_k(&linked, &format!("sm_{sm} cubins"));
+    }
+    let helper = relocatable(HELPER, 90, Output::Cubin);
+    let kernel_90 = relocatable(KERNEL, 90, Output::Cubin);
+    let ptx = relocatable(KERNEL, 90, Output::Ptx);
+    let linked = link(
+        90,
+        &[
+            (InputKind::Ptx, &ptx, "kernel.ptx"),
+            (InputKind::Cubin, &helper, "helper.cubin"),
+        ],
+    )
+    .unwrap();
+    assert_links_k(&linked, "PTX");
+
+    let fatbin = relocatable_fatbin(90);
+    let linked = link(
+        90,
+        &[
+            (InputKind::Fatbin, &fatbin, "kernel.fatbin"),
+            (InputKind::Cubin, &helper, "helper.cubin"),
+        ],
+    )
+    .unwrap();
+    assert_links_k(&linked, "fatbin");
+
+    // As nvcc -rdc embeds it in a host object, and the object in a static library.
+    let dir = tempfile::tempdir().unwrap();
+    let section = dir.path().join("section.bin");
+    std::fs::write(&section, &fatbin).unwrap();
+    let object = fixtures::host_object(dir.path(), &section, "__nv_relfatbin");
+    let library = dir.path().join("libkernel.a");
+    fixtures::run(
+        std::process::Command::new("ar")
+            .arg("rcs")
+            .arg(&library)
+            .arg(&object),
+    );
+    // (nvJitLink takes no code from this object, which lacks the rest of what nvcc writes: the
+    // check must let it through, and nvJitLink read it.)
+    for (kind, file) in [(InputKind::Object, &object), (InputKind::Library, &library)] {
+        let mut linker = options(90).linker().unwrap();
+        linker.add_file(kind, file).unwrap();
+        linker
+            .add(InputKind::Cubin, &helper, "helper.cubin")
+            .unwrap();
+        linker.finish().unwrap();
+    }
+
+    // CUDA's device runtime: relocatable cubins for eleven architectures, sm_75 to sm_121, in an
+    // nvcc object in a static library, beside nvJitLink.
+    let nvjitlink = cudyn::sys::nvjitlink().expect("nvJitLink (the CUDA wheels' venv)");
+    let devrt = nvjitlink.library.path.with_file_name("libcudadevrt.a");
+    let mut linker = options(90).linker().unwrap();
+    linker.add_file(InputKind::Library, &devrt).unwrap();
+    linker
+        .add(InputKind::Cubin, &kernel_90, "kernel.cubin")
+        .unwrap();
+    linker
+        .add(InputKind::Cubin, &helper, "helper.cubin")
+        .unwrap();
+    assert_links_k(&linker.finish().unwrap(), "with libcudadevrt.a");
+}
+
+/// What adding `bytes` to a link and finishing it gave: refused by the check, or linked (or
+/// refused by nvJitLink, which read them and survived).
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Refused,
+    Read,
+}
+
+fn add_and_finish(bytes: &[u8], helper: &[u8]) -> Outcome {
+    let mut linker = options(90).linker().unwrap();
+    match linker.add(InputKind::Any, bytes, "damaged") {
+        Err(Error::MalformedImage { .. } | Error::NotDeviceCode { .. }) => return Outcome::Refused,
+        // nvJitLink read them and refused them itself.
+        Err(Error::Cuda(call)) if call.api == Component::NvJitLink => return Outcome::Read,
+        Err(other) => panic!("not the error of a damaged input: {other}"),
+        Ok(_) => {}
+    }
+    linker
+        .add(InputKind::Cubin, helper, "helper.cubin")
+        .unwrap();
+    let _ = linker.finish();
+    Outcome::Read
+}
+
+#[test]
+fn damaged_inputs_are_refused_before_nvjitlink_reads_them_or_are_read_safely() {
+    let helper = relocatable(HELPER, 90, Output::Cubin);
+    for (what, original) in [
+        ("relocatable cubin", relocatable(KERNEL, 90, Output::Cubin)),
+        ("relocatable fatbin", relocatable_fatbin(90)),
+    ] {
+        assert_eq!(add_and_finish(&original, &helper), Outcome::Read, "{what}");
+        let mut refused = 0;
+        let all = damages(&original, 97, Depth::Nested);
+        for damage in &all {
+            let outcome = add_and_finish(&damage.apply(&original), &helper);
+            if let Damage::Truncate(len) = damage {
+                // Nothing that ends early is whole: a truncated fatbin made nvJitLink loop
+                // forever.
+                assert!(
+                    *len >= original.len() || outcome == Outcome::Refused,
+                    "{what}: {damage} was read"
+                );
+            }
+            refused += usize::from(outcome == Outcome::Refused);
+        }
+        assert!(
+            refused > all.len() / 4,
+            "{what}: {refused} of {} refused",
+            all.len()
+        );
+    }
+}
+
+/// The `.nv.info` section of a cubin and the symbol count, as the `object` crate reads them.
+fn nv_info(cubin: &[u8]) -> (std::ops::Range<usize>, usize) {
+    use object::{Object, ObjectSection};
+    let file = object::File::parse(cubin).unwrap();
+    let section = file
+        .section_by_name(".nv.info")
+        .expect("a .nv.info section");
+    let (offset, size) = section.file_range().unwrap();
+    let symbols = file.symbols().count() + 1; // `symbols` leaves out the null symbol
+    (offset as usize..(offset + size) as usize, symbols)
+}
+
+#[test]
+fn an_attribute_naming_a_symbol_past_the_table_is_refused() {
+    let cubin = relocatable(KERNEL, 90, Output::Cubin);
+    let (info, symbols) = nv_info(&cubin);
+    // The first attribute of `.nv.info` is a function's register count (EIATTR_REGCOUNT,
+    // 0x2f): format, code, length 8, then the function's symbol index and the count.
+    assert_eq!(cubin[info.start..info.start + 4], [0x04, 0x2f, 8, 0]);
+    let index = info.start + 4;
+    let with_index = |symbol: u32| {
+        let mut bytes = cubin.clone();
+        bytes[index..index + 4].copy_from_slice(&symbol.to_le_bytes());
+        bytes
+    };
+    let last = with_index(symbols as u32 - 1);
+    options(90)
+        .linker()
+        .unwrap()
+        .add(InputKind::Cubin, &last, "last")
+        .unwrap();
+    // Past the end: once the register count of a symbol 0x66000012 crashed nvJitLink.
+    for symbol in [symbols as u32, 0x6600_0012] {
+        let damaged = with_index(symbol);
+        let error = options(90)
+            .linker()
+            .unwrap()
+            .add(InputKind::Cubin, &damaged, "kernel.cubin")
+            .map(drop)
+            .unwrap_err();
+        let text = error.to_string();
+        assert!(
+            matches!(
+                error,
+                Error::MalformedImage {
+                    kind: ImageKind::Cubin,
+                    ..
+                }
+            ) && text.contains("kernel.cubin")
+                && text.contains(".nv.info")
+                && text.contains(&format!("names symbol {symbol} of {symbols}")),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn an_input_of_another_kind_than_added_as_is_refused_naming_the_kind_to_use() {
+    let ptx = relocatable(KERNEL, 90, Output::Ptx);
+    let mut linker = options(90).linker().unwrap();
+    let error = linker
+        .add(InputKind::Cubin, &ptx, "kernel.ptx")
+        .map(drop)
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::LinkInputKind {
+                declared: InputKind::Cubin,
+                found: ImageKind::Ptx,
+                suggested: InputKind::Ptx,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("InputKind::Ptx"), "{error}");
+    let error = linker
+        .add(InputKind::Any, b"not device code", "notes.txt")
+        .map(drop)
+        .unwrap_err();
+    assert!(matches!(error, Error::NotDeviceCode { .. }), "{error:?}");
+}
+
+#[test]
+fn a_file_is_checked_as_bytes_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let fatbin = relocatable_fatbin(90);
+    let cut = dir.path().join("cut.fatbin");
+    std::fs::write(&cut, &fatbin[..fatbin.len() / 2]).unwrap();
+    let mut linker = options(90).linker().unwrap();
+    let error = linker.add_file(InputKind::Any, &cut).map(drop).unwrap_err();
+    assert!(
+        matches!(&error, Error::MalformedImage { what, kind: ImageKind::Fatbin, .. }
+            if Path::new(what) == cut),
+        "{error:?}"
+    );
+    let missing = dir.path().join("missing.cubin");
+    let error = linker
+        .add_file(InputKind::Cubin, &missing)
+        .map(drop)
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::ReadFile { path, .. } if path == &missing),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn a_failed_link_leaves_the_links_of_other_threads_working() {
+    // Adding an sm_80 cubin to an sm_90 link fails in nvJitLinkAddData, which left nvJitLink's
+    // lock held by the failing thread: every later link of another thread waited forever.
+    let sm_80 = relocatable(KERNEL, 80, Output::Cubin);
+    let failed = std::thread::spawn(move || {
+        link(90, &[(InputKind::Cubin, &sm_80, "kernel_sm_80.cubin")]).map(drop)
+    })
+    .join()
+    .unwrap();
+    assert!(
+        matches!(&failed, Err(Error::Cuda(call)) if call.call == "nvJitLinkAddData"),
+        "{failed:?}"
+    );
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let kernel = relocatable(KERNEL, 90, Output::Cubin);
+        let helper = relocatable(HELPER, 90, Output::Cubin);
+        let linked = link(
+            90,
+            &[
+                (InputKind::Cubin, &kernel, "kernel.cubin"),
+                (InputKind::Cubin, &helper, "helper.cubin"),
+            ],
+        );
+        let _ = done.send(linked.map(|linked| assert_links_k(&linked, "after a failed link")));
+    });
+    let outcome = result.recv_timeout(std::time::Duration::from_secs(120));
+    assert!(matches!(outcome, Ok(Ok(()))), "{outcome:?}");
+}
