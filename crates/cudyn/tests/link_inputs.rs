@@ -275,6 +275,85 @@ fn an_attribute_naming_a_symbol_past_the_table_is_refused() {
     }
 }
 
+/// Where section `name` of `cubin` is: its bytes, and its header's offset.
+fn section(cubin: &[u8], name: &str) -> (std::ops::Range<usize>, usize) {
+    use object::{Object, ObjectSection};
+    let file = object::File::parse(cubin).unwrap();
+    let section = file
+        .section_by_name(name)
+        .unwrap_or_else(|| panic!("no {name}"));
+    let (offset, size) = section.file_range().unwrap_or((0, 0));
+    let table = u64::from_le_bytes(cubin[0x28..0x30].try_into().unwrap()) as usize;
+    (
+        offset as usize..(offset + size) as usize,
+        table + section.index().0 * 64,
+    )
+}
+
+#[test]
+fn a_field_nvjitlink_follows_unchecked_is_refused_when_damaged() {
+    // Each of these crashed nvJitLink 13.0 (SIGSEGV, SIGFPE) or hung the links of other threads.
+    let cubin = relocatable(KERNEL, 90, Output::Cubin);
+    let (_, symbols) = nv_info(&cubin);
+    let (call_graph, _) = section(&cubin, ".nv.callgraph");
+    let (prototypes, _) = section(&cubin, ".nv.prototype");
+    let (relocations, _) = section(&cubin, ".rela.text.k");
+    let (symbol_table, _) = section(&cubin, ".symtab");
+    let (_, note_header) = section(&cubin, ".note.nv.cuinfo");
+    let (_, frame_header) = section(&cubin, ".debug_frame");
+    let damages: [(&str, usize, &[u8], &str); 8] = [
+        ("OS/ABI", 7, &[0x32], "OS/ABI 0x32"),
+        ("top byte of e_flags", 51, &[0x07], "end in a byte (0x7)"),
+        (
+            "callee",
+            call_graph.start + 4,
+            &[0x7f, 0, 0, 0x30],
+            "names a symbol or string",
+        ),
+        (
+            "prototype's name",
+            prototypes.start + 4,
+            &[0xff, 0xff, 0, 0],
+            "names a symbol or string",
+        ),
+        (
+            "relocation type",
+            relocations.start + 10,
+            &[0x38],
+            "is none a compiler writes",
+        ),
+        (
+            "symbol's section",
+            symbol_table.start + 24 + 6,
+            &[0x0e, 0xff],
+            "reserved section",
+        ),
+        (
+            "note's type",
+            note_header + 4,
+            &[0x01, 0, 0, 0x70],
+            "not the one its name says",
+        ),
+        ("alignment", frame_header + 48, &[0], "alignment 0"),
+    ];
+    for (what, at, bytes, expected) in damages {
+        let mut damaged = cubin.clone();
+        damaged[at..at + bytes.len()].copy_from_slice(bytes);
+        let error = options(90)
+            .linker()
+            .unwrap()
+            .add(InputKind::Cubin, &damaged, "kernel.cubin")
+            .map(drop)
+            .unwrap_err();
+        let text = error.to_string();
+        assert!(
+            matches!(error, Error::MalformedImage { .. }) && text.contains(expected),
+            "{what}: {text}"
+        );
+    }
+    assert!(symbols > 2);
+}
+
 #[test]
 fn an_input_of_another_kind_than_added_as_is_refused_naming_the_kind_to_use() {
     let ptx = relocatable(KERNEL, 90, Output::Ptx);

@@ -59,9 +59,9 @@ pub(super) fn header(header: &Header) -> Result<(), ParseError> {
 /// `SHT_CUDA_INFO`: the attribute lists, `.nv.info` and `.nv.info.<function>`.
 const CUDA_INFO: u32 = 0x7000_0000;
 /// `SHT_CUDA_CALLGRAPH`: `.nv.callgraph`.
-const CUDA_CALLGRAPH: u32 = 0x7000_0001;
+pub(super) const CUDA_CALLGRAPH: u32 = 0x7000_0001;
 /// `SHT_CUDA_PROTOTYPE`: `.nv.prototype`.
-const CUDA_PROTOTYPE: u32 = 0x7000_0002;
+pub(super) const CUDA_PROTOTYPE: u32 = 0x7000_0002;
 
 /// The CUDA section types compilers write (CUDA 13.0's NVRTC, nvcc and the device runtime
 /// library, sm_75 to sm_121): the attribute lists, call graph and prototypes (0 to 2),
@@ -122,6 +122,45 @@ pub(super) fn refusal(name: &[u8], kind: u32) -> Option<&'static str> {
         return Some("its type is that of a table its name is not");
     }
     None
+}
+
+/// Checks the call graph or the prototype table (`kind`) `contents`: 8-byte entries that nvJitLink
+/// reads the symbol and string tables at, unchecked. A call is a caller and a callee, each a
+/// symbol index below `symbols` or one of the markers -4 to -1 compilers write for callees they
+/// do not name; a prototype is a function's symbol index and the offset of its prototype in the
+/// symbol string table, of `strings` bytes.
+pub(super) fn cuda_table(
+    kind: u32,
+    contents: &[u8],
+    symbols: usize,
+    strings: u64,
+) -> Result<(), String> {
+    const MARKERS: u32 = 0xffff_fffc;
+    if !contents.len().is_multiple_of(8) {
+        return Err(format!(
+            "its {} bytes are not a whole number of 8-byte entries",
+            contents.len()
+        ));
+    }
+    let symbol = |index: u32| usize::try_from(index).is_ok_and(|index| index < symbols);
+    for (at, entry) in contents.chunks_exact(8).enumerate() {
+        let first = u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]);
+        let second = u32::from_le_bytes([entry[4], entry[5], entry[6], entry[7]]);
+        let whole = if kind == CUDA_CALLGRAPH {
+            [first, second]
+                .iter()
+                .all(|&index| index >= MARKERS || symbol(index))
+        } else {
+            symbol(first) && u64::from(second) < strings
+        };
+        if !whole {
+            return Err(format!(
+                "its entry {at} ({first}, {second}) names a symbol or string that does not \
+                 exist ({symbols} symbols, {strings} bytes of names)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

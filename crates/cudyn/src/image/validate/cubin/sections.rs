@@ -115,6 +115,18 @@ pub(super) fn check(header: &Header, data: &[u8], purpose: Purpose) -> Result<Fa
         } else if is_attribute_list(named) {
             let contents = bytes(data, section.sh_offset(LE), section.sh_size(LE));
             walk.attributes(index, named, contents.unwrap_or_default())?;
+        } else if matches!(kind, linkable::CUDA_CALLGRAPH | linkable::CUDA_PROTOTYPE)
+            && purpose == Purpose::Link
+        {
+            let contents = bytes(data, section.sh_offset(LE), section.sh_size(LE));
+            let strings = headers.get(symbols.strings).map_or(0, |s| s.sh_size(LE));
+            linkable::cuda_table(
+                kind,
+                contents.unwrap_or_default(),
+                walk.symbol_count,
+                strings,
+            )
+            .map_err(|problem| ParseError::new(section_place(index, named), problem))?;
         }
     }
     let section = |owner: Owner| match owner {
@@ -142,7 +154,7 @@ pub(super) fn check(header: &Header, data: &[u8], purpose: Purpose) -> Result<Fa
         may_share,
     )?;
     Ok(Facts {
-        defines_variables: symbols.check(headers, names, walk.relocatable)?,
+        defines_variables: symbols.check(headers, names, walk.relocatable, purpose)?,
         uninitialized_bytes: Some(uninitialized_bytes),
     })
 }
@@ -427,15 +439,18 @@ impl Walk<'_> {
             SHT_REL => {
                 check_table(section, size_of::<Rel64<LE>>(), place)?;
                 let entries = slice_from_all_bytes::<Rel64<LE>>(contents).unwrap_or_default();
-                let entries = entries.iter().map(|rel| (rel.r_offset(LE), rel.r_sym(LE)));
+                let entries = entries
+                    .iter()
+                    .map(|rel| (rel.r_offset(LE), rel.r_sym(LE), rel.r_type(LE)));
                 self.relocations(section, entries, place)?;
             }
             SHT_RELA => {
                 check_table(section, size_of::<Rela64<LE>>(), place)?;
                 let entries = slice_from_all_bytes::<Rela64<LE>>(contents).unwrap_or_default();
-                let entries = entries
-                    .iter()
-                    .map(|rela| (rela.r_offset(LE), rela.r_sym(LE, false)));
+                let entries = entries.iter().map(|rela| {
+                    let (symbol, kind) = (rela.r_sym(LE, false), rela.r_type(LE, false));
+                    (rela.r_offset(LE), symbol, kind)
+                });
                 self.relocations(section, entries, place)?;
             }
             SHT_STRTAB if contents.last().is_some_and(|&last| last != 0) => {
@@ -484,10 +499,12 @@ impl Walk<'_> {
 
     /// Every relocation of `section`, each an offset and a symbol index, names an existing
     /// symbol and a place inside the section it applies to.
+    /// For a link, also that each relocation's type is one byte: compilers' types go up to 115,
+    /// and nvJitLink indexed a table with larger ones unchecked.
     fn relocations(
         &self,
         section: &Section,
-        entries: impl Iterator<Item = (u64, u32)>,
+        entries: impl Iterator<Item = (u64, u32, u32)>,
         place: impl Fn() -> String,
     ) -> Result<(), ParseError> {
         let target = section.sh_info(LE);
@@ -502,7 +519,13 @@ impl Walk<'_> {
             ));
         };
         let target_size = target.sh_size(LE);
-        for (index, (offset, symbol)) in entries.enumerate() {
+        for (index, (offset, symbol, kind)) in entries.enumerate() {
+            if self.purpose == Purpose::Link && kind > u32::from(u8::MAX) {
+                return Err(ParseError::new(
+                    format!("{}, relocation {index}", place()),
+                    format!("its type {kind} is none a compiler writes (they are below 256)"),
+                ));
+            }
             if usize::try_from(symbol).map_or(true, |symbol| symbol >= self.symbol_count.max(1)) {
                 return Err(ParseError::new(
                     format!("{}, relocation {index}", place()),
@@ -619,6 +642,7 @@ impl<'data> SymbolTable<'data> {
         headers: &[Section],
         names: &[u8],
         relocatable: bool,
+        purpose: Purpose,
     ) -> Result<bool, ParseError> {
         let count = headers.len();
         // The string table ends with a NUL (checked in the walk, as every string table, and
@@ -638,6 +662,14 @@ impl<'data> SymbolTable<'data> {
                 ));
             }
             let shndx = symbol.st_shndx(LE);
+            // No compiler gives a cubin's symbols a reserved section index (absolute, common),
+            // which nvJitLink read as an index.
+            if shndx >= SHN_LORESERVE && purpose == Purpose::Link {
+                return Err(ParseError::new(
+                    place(),
+                    format!("it lies in the reserved section index {shndx:#x}"),
+                ));
+            }
             if shndx == SHN_UNDEF || shndx >= SHN_LORESERVE {
                 continue;
             }
