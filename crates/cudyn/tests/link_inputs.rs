@@ -105,27 +105,22 @@ fn relocatable_code_of_every_kind_and_architecture_is_linked() {
     }
     let helper = relocatable(HELPER, 90, Output::Cubin);
     let kernel_90 = relocatable(KERNEL, 90, Output::Cubin);
-    let ptx = relocatable(KERNEL, 90, Output::Ptx);
-    let linked = link(
-        90,
-        &[
-            (InputKind::Ptx, &ptx, "kernel.ptx"),
-            (InputKind::Cubin, &helper, "helper.cubin"),
-        ],
-    )
-    .unwrap();
-    assert_links_k(&linked, "PTX");
-
     let fatbin = relocatable_fatbin(90);
-    let linked = link(
-        90,
-        &[
-            (InputKind::Fatbin, &fatbin, "kernel.fatbin"),
+    for (kind, kernel, what) in [
+        (
+            InputKind::Ptx,
+            relocatable(KERNEL, 90, Output::Ptx),
+            "kernel.ptx",
+        ),
+        (InputKind::Fatbin, fatbin.clone(), "kernel.fatbin"),
+    ] {
+        let inputs = [
+            (kind, &kernel[..], what),
             (InputKind::Cubin, &helper, "helper.cubin"),
-        ],
-    )
-    .unwrap();
-    assert_links_k(&linked, "fatbin");
+        ];
+        let linked = link(90, &inputs).unwrap_or_else(|error| panic!("{what}: {error}"));
+        assert_links_k(&linked, what);
+    }
 
     // As nvcc -rdc embeds it in a host object, and the object in a static library.
     let dir = tempfile::tempdir().unwrap();
@@ -231,6 +226,15 @@ fn nv_info(cubin: &[u8]) -> (std::ops::Range<usize>, usize) {
     (offset as usize..(offset + size) as usize, symbols)
 }
 
+/// The error of adding `cubin`, which must be refused, to a link as `kernel.cubin`.
+fn refusal(cubin: &[u8]) -> Error {
+    let mut linker = options(90).linker().unwrap();
+    let added = linker
+        .add(InputKind::Cubin, cubin, "kernel.cubin")
+        .map(drop);
+    added.expect_err("a damaged cubin was added")
+}
+
 #[test]
 fn an_attribute_naming_a_symbol_past_the_table_is_refused() {
     let cubin = relocatable(KERNEL, 90, Output::Cubin);
@@ -253,12 +257,7 @@ fn an_attribute_naming_a_symbol_past_the_table_is_refused() {
     // Past the end: once the register count of a symbol 0x66000012 crashed nvJitLink.
     for symbol in [symbols as u32, 0x6600_0012] {
         let damaged = with_index(symbol);
-        let error = options(90)
-            .linker()
-            .unwrap()
-            .add(InputKind::Cubin, &damaged, "kernel.cubin")
-            .map(drop)
-            .unwrap_err();
+        let error = refusal(&damaged);
         let text = error.to_string();
         assert!(
             matches!(
@@ -339,12 +338,7 @@ fn a_field_nvjitlink_follows_unchecked_is_refused_when_damaged() {
     for (what, at, bytes, expected) in damages {
         let mut damaged = cubin.clone();
         damaged[at..at + bytes.len()].copy_from_slice(bytes);
-        let error = options(90)
-            .linker()
-            .unwrap()
-            .add(InputKind::Cubin, &damaged, "kernel.cubin")
-            .map(drop)
-            .unwrap_err();
+        let error = refusal(&damaged);
         let text = error.to_string();
         assert!(
             matches!(error, Error::MalformedImage { .. }) && text.contains(expected),
