@@ -9,8 +9,8 @@
 //! Nothing is flushed to disk before the rename (`fsync`). A crash of the machine may then leave a
 //! renamed file empty or cut short, and every file here is checked when it is read (an entry by
 //! its checksum, a record by its own check): such a file is a miss, and the next compile of it
-//! replaces it. Losing an entry to a crash costs one compile; flushing would cost every cold
-//! compile about a millisecond, most of what the cache adds to one. (ccache decides the same.)
+//! replaces it. Losing an entry to a crash costs one compile; flushing would make every cold
+//! compile wait for the disk. (ccache decides the same.)
 //!
 //! On network file systems (NFS) rename is atomic on the server but clients may cache directory
 //! entries and attributes for a few seconds: another host may miss a fresh entry (and compile
