@@ -1,4 +1,6 @@
-//! The section types a cubin given to nvJitLink may have, and the names that go with them.
+//! What nvJitLink needs of a cubin beyond what a load checks: the ELF header fields compilers
+//! write, the section types a cubin may have and the names that go with them, and call graph and
+//! prototype entries that name what exists.
 //!
 //! nvJitLink finds some sections by name and others by type, and reads each as the table its
 //! type or name says, without checking that the two agree: one byte of a damaged section type
@@ -10,6 +12,7 @@
 use object::elf::{SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB};
 use object::read::elf::FileHeader;
 
+use super::sht::{CUDA_CALLGRAPH, CUDA_INFO, CUDA_PROTOTYPE};
 use super::{Header, LE};
 use crate::inspect::ParseError;
 
@@ -42,7 +45,7 @@ pub(super) fn header(header: &Header) -> Result<(), ParseError> {
         ));
     }
     let flags = header.e_flags(LE);
-    if header.e_ident().abi_version < 8 || TOP_FLAGS.contains(&(flags >> 24)) {
+    if ident.abi_version < 8 || TOP_FLAGS.contains(&(flags >> 24)) {
         return Ok(());
     }
     Err(ParseError::new(
@@ -55,13 +58,6 @@ pub(super) fn header(header: &Header) -> Result<(), ParseError> {
         ),
     ))
 }
-
-/// `SHT_CUDA_INFO`: the attribute lists, `.nv.info` and `.nv.info.<function>`.
-const CUDA_INFO: u32 = 0x7000_0000;
-/// `SHT_CUDA_CALLGRAPH`: `.nv.callgraph`.
-pub(super) const CUDA_CALLGRAPH: u32 = 0x7000_0001;
-/// `SHT_CUDA_PROTOTYPE`: `.nv.prototype`.
-pub(super) const CUDA_PROTOTYPE: u32 = 0x7000_0002;
 
 /// The CUDA section types compilers write (CUDA 13.0's NVRTC, nvcc and the device runtime
 /// library, sm_75 to sm_121): the attribute lists, call graph and prototypes (0 to 2),

@@ -35,6 +35,28 @@ mod layout;
 mod linkable;
 mod sections;
 
+/// The CUDA section types (`SHT_CUDA_*`, in the processor-specific range) the checks name.
+mod sht {
+    /// The attribute lists, `.nv.info` and `.nv.info.<function>`.
+    pub(super) const CUDA_INFO: u32 = 0x7000_0000;
+    /// `.nv.callgraph`.
+    pub(super) const CUDA_CALLGRAPH: u32 = 0x7000_0001;
+    /// `.nv.prototype`.
+    pub(super) const CUDA_PROTOTYPE: u32 = 0x7000_0002;
+    /// `.nv.global` of a relocatable cubin.
+    pub(super) const CUDA_GLOBAL: u32 = 0x7000_0007;
+    /// `.nv.global.init` of a relocatable cubin.
+    pub(super) const CUDA_GLOBAL_INIT: u32 = 0x7000_0008;
+    /// `.nv.local.<function>` of a relocatable cubin.
+    pub(super) const CUDA_LOCAL: u32 = 0x7000_0009;
+    /// `.nv.shared.<function>` of a relocatable cubin.
+    pub(super) const CUDA_SHARED: u32 = 0x7000_000a;
+    /// `.nv.shared.reserved.<n>` of a relocatable cubin.
+    pub(super) const CUDA_SHARED_RESERVED: u32 = 0x7000_0015;
+    /// The constant banks `.nv.constant0` to `.nv.constant17` of a relocatable cubin.
+    pub(super) const CUDA_CONSTANT_BANKS: std::ops::RangeInclusive<u32> = 0x7000_0064..=0x7000_0075;
+}
+
 type Header = FileHeader64<LE>;
 
 /// The bits of `e_flags`' low byte that compilers set in cubins of ELF ABI 8 and later, where the
@@ -164,10 +186,10 @@ fn fixed_fields(header: &Header) -> Result<(), ParseError> {
 /// device memory but no bytes of the file (`.nv.global`, `.nv.local.*`, `.nv.shared.*`,
 /// `.nv.shared.reserved.*`); an executable cubin gives these sections the type `SHT_NOBITS`.
 const RELOCATABLE_NO_BYTES: [u32; 4] = [
-    0x7000_0007, // SHT_CUDA_GLOBAL
-    0x7000_0009, // SHT_CUDA_LOCAL
-    0x7000_000a, // SHT_CUDA_SHARED
-    0x7000_0015, // SHT_CUDA_SHARED_RESERVED
+    sht::CUDA_GLOBAL,
+    sht::CUDA_LOCAL,
+    sht::CUDA_SHARED,
+    sht::CUDA_SHARED_RESERVED,
 ];
 
 /// Whether a section of type `kind` holds bytes of the file, in a cubin that is `relocatable`

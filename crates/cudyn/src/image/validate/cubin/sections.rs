@@ -13,7 +13,7 @@ use object::read::elf::{FileHeader, NoteIterator, Rel, Rela, SectionHeader, Sym}
 use object::U32;
 
 use super::layout::{check_layout, InOrder, Owner};
-use super::{alignment_error, holds_bytes, linkable, misaligned, outside, Header, LE};
+use super::{alignment_error, holds_bytes, linkable, misaligned, outside, sht, Header, LE};
 use crate::image::validate::{Facts, Purpose};
 use crate::inspect::cubin::{elf_error, variable_space};
 use crate::inspect::info::{first_damage, symbol_out_of_range};
@@ -34,8 +34,9 @@ type Section = SectionHeader64<LE>;
 /// constant banks (`.nv.constant0` to `.nv.constant17`, from `SHT_CUDA_CONSTANT_B0`) and
 /// initialized variables (`.nv.global.init`, `SHT_CUDA_GLOBAL_INIT`).
 fn is_data_type(kind: u32) -> bool {
-    const CONSTANT_BANKS: std::ops::RangeInclusive<u32> = 0x7000_0064..=0x7000_0064 + 17;
-    kind == SHT_PROGBITS || kind == 0x7000_0008 || CONSTANT_BANKS.contains(&kind)
+    kind == SHT_PROGBITS
+        || kind == sht::CUDA_GLOBAL_INIT
+        || sht::CUDA_CONSTANT_BANKS.contains(&kind)
 }
 
 /// Checks the section header table, every section and the symbol table; what the cubin's
@@ -115,7 +116,7 @@ pub(super) fn check(header: &Header, data: &[u8], purpose: Purpose) -> Result<Fa
         } else if is_attribute_list(named) {
             let contents = bytes(data, section.sh_offset(LE), section.sh_size(LE));
             walk.attributes(index, named, contents.unwrap_or_default())?;
-        } else if matches!(kind, linkable::CUDA_CALLGRAPH | linkable::CUDA_PROTOTYPE)
+        } else if matches!(kind, sht::CUDA_CALLGRAPH | sht::CUDA_PROTOTYPE)
             && purpose == Purpose::Link
         {
             let contents = bytes(data, section.sh_offset(LE), section.sh_size(LE));
