@@ -88,8 +88,8 @@ fn assert_links_k(linked: &Linked, what: &str) {
     assert_eq!(layout.len(), 2, "{what}");
 }
 
-#[test]
-fn relocatable_code_of_every_kind_and_architecture_is_linked() {
+/// Links the two pieces' relocatable cubins for every architecture of `ARCHS`.
+fn every_architecture_links() {
     for sm in ARCHS {
         let kernel = relocatable(KERNEL, sm, Output::Cubin);
         let helper = relocatable(HELPER, sm, Output::Cubin);
@@ -103,6 +103,11 @@ fn relocatable_code_of_every_kind_and_architecture_is_linked() {
         .unwrap_or_else(|error| panic!("sm_{sm}: {error}"));
         assert_links_k(&linked, &format!("sm_{sm} cubins"));
     }
+}
+
+#[test]
+fn relocatable_code_of_every_kind_and_architecture_is_linked() {
+    every_architecture_links();
     let helper = relocatable(HELPER, 90, Output::Cubin);
     let kernel_90 = relocatable(KERNEL, 90, Output::Cubin);
     let fatbin = relocatable_fatbin(90);
@@ -212,6 +217,9 @@ fn damaged_inputs_are_refused_before_nvjitlink_reads_them_or_are_read_safely() {
             all.len()
         );
     }
+    // What nvJitLink read and refused left it whole: with a `.nv.info` whose sh_info named the
+    // section names, the next sm_100 link aborted in free().
+    every_architecture_links();
 }
 
 /// The `.nv.info` section of a cubin and the symbol count, as the `object` crate reads them.
@@ -300,7 +308,8 @@ fn a_field_nvjitlink_follows_unchecked_is_refused_when_damaged() {
     let (symbol_table, _) = section(&cubin, ".symtab");
     let (_, note_header) = section(&cubin, ".note.nv.cuinfo");
     let (_, frame_header) = section(&cubin, ".debug_frame");
-    let damages: [(&str, usize, &[u8], &str); 8] = [
+    let (_, info_header) = section(&cubin, ".nv.info");
+    let damages: [(&str, usize, &[u8], &str); 10] = [
         ("OS/ABI", 7, &[0x32], "OS/ABI 0x32"),
         ("top byte of e_flags", 51, &[0x07], "end in a byte (0x7)"),
         (
@@ -334,6 +343,20 @@ fn a_field_nvjitlink_follows_unchecked_is_refused_when_damaged() {
             "not the one its name says",
         ),
         ("alignment", frame_header + 48, &[0], "alignment 0"),
+        // Read by nvJitLink, these two broke its state: the next link aborted.
+        (
+            "attribute list's sh_info",
+            info_header + 44,
+            &[1],
+            "does not name the section its name says",
+        ),
+        // Symbol 1 is a section's (local, type 3); 10 is an OS-specific type.
+        (
+            "symbol's type",
+            symbol_table.start + 24 + 4,
+            &[0x0a],
+            "type 10",
+        ),
     ];
     for (what, at, bytes, expected) in damages {
         let mut damaged = cubin.clone();

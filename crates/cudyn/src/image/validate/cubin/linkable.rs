@@ -9,7 +9,10 @@
 //! the sections nvJitLink parses as tables must have the type their name says and the name
 //! their type says. A load needs none of this: the driver's loader was not seen to crash on it.
 
-use object::elf::{SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB};
+use object::elf::{
+    SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB, STT_FILE,
+    STT_FUNC, STT_HIPROC, STT_LOPROC, STT_NOTYPE, STT_OBJECT, STT_SECTION,
+};
 use object::read::elf::FileHeader;
 
 use super::sht::{CUDA_CALLGRAPH, CUDA_INFO, CUDA_PROTOTYPE};
@@ -120,6 +123,55 @@ pub(super) fn refusal(name: &[u8], kind: u32) -> Option<&'static str> {
     None
 }
 
+/// Whether a symbol of type `kind` is one nvJitLink reads safely: the standard types compilers
+/// write (none, object, function, section, file) and the processor-specific ones (13 to 15: CUDA
+/// writes 13 for its variables). An OS-specific type (10 to 12) turned nvJitLink's next link in
+/// the process into an abort in `free()`; the others are refused with them, unwritten by any
+/// compiler.
+pub(super) fn symbol_type(kind: u8) -> bool {
+    matches!(
+        kind,
+        STT_NOTYPE | STT_OBJECT | STT_FUNC | STT_SECTION | STT_FILE | STT_LOPROC..=STT_HIPROC
+    )
+}
+
+/// What the `sh_info` of a section named `name` must name, by that name, as compilers write it
+/// (CUDA 13.0, sm_75 to sm_121): a function's attribute list, parameter bank and shared memory
+/// (`.nv.info.<f>`, `.nv.constant0.<f>`, `.nv.shared.<f>`) its code, `.text.<f>`; a relocation
+/// table `.rel<target>` or `.rela<target>` the section `<target>`; the module's attribute list
+/// and reserved shared memory none (0). `section_name` gives a section's name by index, `None`
+/// for the null section and those that do not exist.
+///
+/// nvJitLink takes a section's `sh_info` as what it describes without checking: `.nv.info` with
+/// its `sh_info` turned from 0 to 1 (the section names) was read as a function's attributes, and
+/// the next link in the process aborted in `free()`.
+pub(super) fn info_agrees<'a>(
+    name: &[u8],
+    info: u32,
+    section_name: impl FnOnce(u32) -> Option<&'a [u8]>,
+) -> bool {
+    if name == b".nv.info" || name.starts_with(b".nv.shared.reserved.") {
+        return info == 0;
+    }
+    let function = [&b".nv.info."[..], b".nv.constant0.", b".nv.shared."]
+        .into_iter()
+        .find_map(|prefix| name.strip_prefix(prefix));
+    let (prefix, rest): (&[u8], &[u8]) = if let Some(function) = function {
+        (b".text.", function)
+    } else if name.starts_with(b".rela.") {
+        (b"", &name[".rela".len()..])
+    } else if name.starts_with(b".rel.") {
+        (b"", &name[".rel".len()..])
+    } else {
+        return true;
+    };
+    section_name(info).is_some_and(|target| {
+        target.len() == prefix.len() + rest.len()
+            && target.starts_with(prefix)
+            && target.ends_with(rest)
+    })
+}
+
 /// Checks the call graph or the prototype table (`kind`) `contents`: 8-byte entries that nvJitLink
 /// reads the symbol and string tables at, unchecked. A call is a caller and a callee, each a
 /// symbol index below `symbols` or one of the markers -4 to -1 compilers write for callees they
@@ -203,6 +255,45 @@ mod tests {
             assert!(
                 refusal(name, kind).is_some(),
                 "{} {kind:#x}",
+                String::from_utf8_lossy(name)
+            );
+        }
+    }
+
+    #[test]
+    fn sh_info_must_name_the_section_the_name_describes() {
+        let names: [&[u8]; 4] = [b"", b".shstrtab", b".text.k", b".debug_frame"];
+        let name_of = |index: u32| names.get(index as usize).filter(|_| index != 0).copied();
+        for (name, info) in [
+            (&b".nv.info"[..], 0),
+            (b".nv.info.k", 2),
+            (b".nv.constant0.k", 2),
+            (b".nv.shared.k", 2),
+            (b".nv.shared.reserved.0", 0),
+            (b".rela.text.k", 2),
+            (b".rel.debug_frame", 3),
+            (b".nv.global", 7),
+        ] {
+            assert!(
+                info_agrees(name, info, name_of),
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+        }
+        for (name, info) in [
+            (&b".nv.info"[..], 1),
+            (b".nv.info.k", 1),
+            (b".nv.info.k", 0),
+            (b".nv.info.k", 9),
+            (b".nv.info.kk", 2),
+            (b".nv.constant0.k", 3),
+            (b".nv.shared.reserved.0", 2),
+            (b".rela.text.k", 3),
+            (b".rel.debug_frame", 2),
+        ] {
+            assert!(
+                !info_agrees(name, info, name_of),
+                "{} {info}",
                 String::from_utf8_lossy(name)
             );
         }

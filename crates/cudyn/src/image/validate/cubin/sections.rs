@@ -239,6 +239,8 @@ enum Problem {
     Info,
     /// Reading it would exceed the read budget.
     Budget,
+    /// Its `sh_info` does not name the section its name says it describes.
+    InfoTarget,
     /// It is not a section nvJitLink can be given, for the reason said.
     NotLinkable(&'static str),
 }
@@ -296,8 +298,12 @@ impl Walk<'_> {
             return Err(Problem::NamesNotStrings);
         }
         if self.purpose == Purpose::Link {
-            if let Some(reason) = linkable::refusal(first_name(named(self.names, section)), kind) {
+            let name = first_name(named(self.names, section));
+            if let Some(reason) = linkable::refusal(name, kind) {
                 return Err(Problem::NotLinkable(reason));
+            }
+            if !linkable::info_agrees(name, section.sh_info(LE), |index| self.section_name(index)) {
+                return Err(Problem::InfoTarget);
             }
         }
         if section.sh_addr(LE) != 0 {
@@ -317,6 +323,12 @@ impl Walk<'_> {
             return Err(Problem::Budget);
         }
         Ok(read)
+    }
+
+    /// The name of section `index`, `None` for the null section and those that do not exist.
+    fn section_name(&self, index: u32) -> Option<&[u8]> {
+        let section = self.headers.get(usize::try_from(index).ok()?)?;
+        (index != 0).then(|| first_name(named(self.names, section)))
     }
 
     /// Whether the sections `sh_link` and `sh_info` name exist and are of the kind the field's
@@ -400,6 +412,13 @@ impl Walk<'_> {
                 place,
                 format!(
                     "its sh_info ({:#x}) names no section or symbol that exists",
+                    section.sh_info(LE)
+                ),
+            ),
+            Problem::InfoTarget => ParseError::new(
+                place,
+                format!(
+                    "its sh_info ({}) does not name the section its name says it describes",
                     section.sh_info(LE)
                 ),
             ),
@@ -669,6 +688,15 @@ impl<'data> SymbolTable<'data> {
                 return Err(ParseError::new(
                     place(),
                     format!("it lies in the reserved section index {shndx:#x}"),
+                ));
+            }
+            if purpose == Purpose::Link && !linkable::symbol_type(symbol.st_type()) {
+                return Err(ParseError::new(
+                    place(),
+                    format!(
+                        "its type {} is none that compilers write in a cubin",
+                        symbol.st_type()
+                    ),
                 ));
             }
             if shndx == SHN_UNDEF || shndx >= SHN_LORESERVE {
