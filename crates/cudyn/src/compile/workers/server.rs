@@ -277,17 +277,10 @@ impl Server {
 
     /// Starts `cudyn __compile-worker` (this executable), its standard input and output the job
     /// and result pipes.
-    ///
-    /// A worker sees no GPU (`CUDA_VISIBLE_DEVICES` empty): it only compiles, for the
-    /// architecture its jobs name, and NVRTC's first compile in a process initializes the CUDA
-    /// driver on every GPU it sees. On an H200 host that first compile of a small source took
-    /// about 200 ms in a new process, 58 ms with no GPU visible and 15 ms in a process that had a
-    /// CUDA context already; every worker pays it on its first job.
     fn start_worker(&mut self) -> io::Result<()> {
         let mut command = std::process::Command::new(std::env::current_exe()?);
         command
             .arg("__compile-worker")
-            .env("CUDA_VISIBLE_DEVICES", "")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped());
         if let Some(folders) = &self.library_path {
