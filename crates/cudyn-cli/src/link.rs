@@ -74,6 +74,8 @@ struct LinkReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     kernels: Option<usize>,
     info_log: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -94,6 +96,7 @@ pub fn run(args: &Args) -> ExitCode {
         bytes: None,
         kernels: None,
         info_log: String::new(),
+        warnings: Vec::new(),
         error: None,
     };
     let outcome = link(args, &mut report);
@@ -105,6 +108,9 @@ pub fn run(args: &Args) -> ExitCode {
     } else {
         if !report.info_log.trim().is_empty() {
             eprintln!("{}", report.info_log.trim_end());
+        }
+        for warning in &report.warnings {
+            crate::terminal::print_warning("cudyn link", warning);
         }
         match &outcome {
             Err(error) => output::print_error("link", error),
@@ -172,6 +178,16 @@ fn link(args: &Args, report: &mut LinkReport) -> Result<Destination, CliError> {
     report.info_log = linked.info_log().to_owned();
     report.arch = Some(linked.arch().sm());
     report.kernels = output::count_kernels(linked.code());
+    if report.kernels == Some(0) {
+        // nvJitLink takes the machine code a fatbin or object holds for the link's architecture
+        // as it is, and links nothing of it unless it is relocatable.
+        report.warnings.push(
+            "the linked cubin holds no kernel: an input compiled without relocatable device code \
+             (-rdc) gives a link nothing for an architecture it has machine code for; compile it \
+             with -rdc=true (nvcc) or --rdc (cudyn compile), or load it as it is"
+                .to_owned(),
+        );
+    }
     destination.write(linked.code())?;
     report.bytes = Some(linked.code().len());
     report.output = Some(destination.to_string());

@@ -233,6 +233,41 @@ fn a_damaged_input_is_refused_before_nvjitlink_reads_it() {
 }
 
 #[test]
+fn code_compiled_without_rdc_is_refused_or_warned_of() {
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(
+        folder.path().join("whole.cu"),
+        "extern \"C\" __global__ void whole(float *p) { p[0] = 1; }",
+    )
+    .unwrap();
+    for emit in ["cubin", "fatbin"] {
+        let (code, _, stderr) = run_in(
+            folder.path(),
+            &["compile", "whole.cu", "--arch", "sm_90", "--emit", emit],
+        );
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    // A cubin alone: refused, with the fix.
+    let (code, stdout, stderr) = run_in(folder.path(), &["link", "whole.cubin", "--arch", "90"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.starts_with("error: cudyn link: whole.cubin is an executable cubin")
+            && stderr.contains("-rdc"),
+        "{stderr}"
+    );
+    // Its sm_90 code in a fatbin: nvJitLink takes it and links nothing of it, which is said.
+    let (code, stdout, stderr) = run_in(folder.path(), &["link", "whole.fatbin", "--arch", "90"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("0 kernel(s)"), "{stdout}");
+    assert!(
+        stderr.contains("warning: cudyn link: the linked cubin holds no kernel")
+            && stderr.contains("-rdc"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn dash_writes_the_cubin_to_standard_output() {
     let folder = pieces("cubin");
     let run = cudyn()

@@ -370,6 +370,19 @@ pub enum Error {
         suggested: crate::compile::InputKind,
     },
 
+    /// An executable cubin (compiled without relocatable device code) added to a link, which
+    /// would take no code from it.
+    #[error(
+        "{what} is an executable cubin (ELF type ET_EXEC, compiled without -rdc): a link takes no \
+         code from it, and nvJitLink would give a cubin without its kernels. Load it as it is, or \
+         compile it with relocatable device code (Program::relocatable(true), nvcc -rdc=true or \
+         -dc, cudyn compile --rdc) to link it"
+    )]
+    NotRelocatable {
+        /// The input's name.
+        what: String,
+    },
+
     /// Device code of a kind CUDA cannot load as it is (LTO-IR, a host binary).
     #[error("{what} is {kind}, which the CUDA driver cannot load as it is: {advice}")]
     NotLoadable {

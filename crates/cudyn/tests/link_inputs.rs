@@ -372,6 +372,31 @@ fn a_field_nvjitlink_follows_unchecked_is_refused_when_damaged() {
 }
 
 #[test]
+fn an_executable_cubin_is_refused_naming_relocatable_code() {
+    // nvJitLink takes an executable cubin and links none of its code: the link "succeeded" with
+    // a cubin without the kernel.
+    let executable = Program::new("extern \"C\" __global__ void whole(float *p) { p[0] = 1; }")
+        .arch(arch(90))
+        .cache(false)
+        .compile()
+        .unwrap()
+        .into_code();
+    assert_eq!(executable[16], 2, "ET_EXEC");
+    for kind in [InputKind::Cubin, InputKind::Any] {
+        let mut linker = options(90).linker().unwrap();
+        let error = linker
+            .add(kind, &executable, "whole.cubin")
+            .map(drop)
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::NotRelocatable { what } if what == "whole.cubin"),
+            "{kind:?}: {error:?}"
+        );
+        assert!(error.to_string().contains("-rdc"), "{error}");
+    }
+}
+
+#[test]
 fn an_input_of_another_kind_than_added_as_is_refused_naming_the_kind_to_use() {
     let ptx = relocatable(KERNEL, 90, Output::Ptx);
     let mut linker = options(90).linker().unwrap();

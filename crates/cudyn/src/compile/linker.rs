@@ -77,6 +77,9 @@ impl InputKind {
             });
         }
         crate::image::validate_link_input(bytes, found, &what)?;
+        if found == ImageKind::Cubin && crate::image::is_executable_cubin(bytes) {
+            return Err(Error::NotRelocatable { what: what() });
+        }
         Ok(InputKind::of(found))
     }
 
@@ -284,7 +287,9 @@ impl<'a> Linker<'a> {
     ///
     /// The bytes are checked first, as a load checks them ([`crate::Image::validate`]), since
     /// nvJitLink reads its inputs' headers without checking them: device code that is not of
-    /// `kind` is [`Error::LinkInputKind`], damaged or truncated code [`Error::MalformedImage`].
+    /// `kind` is [`Error::LinkInputKind`], damaged or truncated code [`Error::MalformedImage`],
+    /// an executable cubin (compiled without relocatable device code, of which a link takes
+    /// nothing) [`Error::NotRelocatable`].
     /// nvJitLink is told the kind found ([`InputKind::Any`] is resolved here). LTO-IR is checked
     /// by its header alone: its contents are NVIDIA's own encoding, and nvJitLink has aborted the
     /// process on a damaged one ("LLVM ERROR"), so link LTO-IR from an untrusted source in a

@@ -285,6 +285,12 @@ pub(crate) fn validate_link_input(
     })
 }
 
+/// Whether `bytes`, a cubin that passed its check, is an executable one (`ET_EXEC`) rather than
+/// relocatable code.
+pub(crate) fn is_executable_cubin(bytes: &[u8]) -> bool {
+    validate::cubin_is_executable(bytes)
+}
+
 /// [`validate_loadable`] for output of NVRTC or nvJitLink, which needs less checking (see
 /// `validate::compiler_output`).
 pub(crate) fn validate_compiler_output(

@@ -123,6 +123,11 @@ pub(crate) fn link_input(bytes: &[u8], kind: ImageKind) -> Result<(), ParseError
     }
 }
 
+/// Whether `bytes` is an executable cubin, not relocatable code (see `cubin::is_executable`).
+pub(crate) fn cubin_is_executable(bytes: &[u8]) -> bool {
+    cubin::is_executable(bytes)
+}
+
 /// The fatbins a host object embeds; none is no damage (an object of host code only).
 fn host_object(bytes: &[u8]) -> Result<(), ParseError> {
     for (index, fatbin) in host::fatbin_slices(bytes)?.into_iter().enumerate() {

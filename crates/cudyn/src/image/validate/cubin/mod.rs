@@ -105,6 +105,11 @@ fn executable_header(data: &[u8]) -> Result<&Header, Refusal> {
     Ok(header)
 }
 
+/// Whether `data` is an executable cubin (`ET_EXEC`); `false` for what has no cubin header.
+pub(super) fn is_executable(data: &[u8]) -> bool {
+    header(data).is_ok_and(|header| header.e_type(LE) == ET_EXEC)
+}
+
 /// The ELF header of a cubin nvJitLink links: executable or relocatable.
 fn linkable_header(data: &[u8]) -> Result<&Header, ParseError> {
     let header = header(data)?;
