@@ -10,10 +10,11 @@
 //!   [`Program::cache(false)`](crate::Program::cache) for one program.
 //! - **Size**: at most [`DEFAULT_MAX_BYTES`] (1 GiB) on disk, or `$CUDYN_CACHE_MAX_BYTES`, or
 //!   [`Cache::set_max_bytes`]; least recently used entries are evicted first, by use times cudyn
-//!   records itself. A process lists the folder at its first write and every 64 writes after,
-//!   and in between adds what it writes to the total it found: what other processes write
-//!   meanwhile is counted at the next listing, so the cap may be overshot by up to 64 entries
-//!   per writing process for a while. In memory, at most 64 MiB of code per process.
+//!   records itself. The total is kept in a ledger file that every write adds to, and the
+//!   folder is listed (and evicted) when the ledger's total passes the cap or after 64 writes
+//!   of any process: a write costs a few system calls whatever the cache's size, and the cap
+//!   may be overshot by up to 64 entries for a while. In memory, at most 64 MiB of code per
+//!   process.
 //!
 //! **The key** (blake3) covers a schema version, the compiler's identity (the path, size and
 //! modification time of the NVRTC file the search order opens and its version, with CUDA's
@@ -96,6 +97,7 @@ mod codec;
 pub(crate) mod entry;
 mod evict;
 pub mod key;
+mod ledger;
 mod memory;
 pub(crate) mod resolved;
 pub mod store;
@@ -137,21 +139,9 @@ pub struct Cache {
     dir: PathBuf,
     memory: Mutex<MemoryCache>,
     max_bytes: AtomicU64,
-    disk_total: Mutex<DiskTotal>,
     counters: Counters,
     warned_of_failed_write: AtomicBool,
 }
-
-/// The bytes of the entries on disk as this process last counted them, plus its own writes.
-#[derive(Debug, Default)]
-struct DiskTotal {
-    /// `None` until the folder is first listed.
-    bytes: Option<u64>,
-    writes_since_listing: u32,
-}
-
-/// Writes after which the folder is listed again, to count what other processes wrote.
-const WRITES_BETWEEN_LISTINGS: u32 = 64;
 
 #[derive(Debug, Default)]
 struct Counters {
@@ -259,7 +249,6 @@ impl Cache {
             dir,
             memory: Mutex::new(MemoryCache::new(DEFAULT_MEMORY_BYTES)),
             max_bytes: AtomicU64::new(max_bytes_from_environment()),
-            disk_total: Mutex::new(DiskTotal::default()),
             counters: Counters::default(),
             warned_of_failed_write: AtomicBool::new(false),
         }
@@ -408,10 +397,7 @@ impl Cache {
         }
         evict::remove_orphaned_links(&self.dir.join(DIRECT), &kept);
         bump(&self.counters.evictions, removed.len() as u64);
-        *self.lock_disk_total() = DiskTotal {
-            bytes: Some(remaining_bytes),
-            writes_since_listing: 0,
-        };
+        ledger::start(&self.dir, remaining_bytes);
         Ok(PruneReport {
             removed: removed.len(),
             freed_bytes: removed.iter().map(|file| file.size).sum(),
@@ -426,12 +412,6 @@ impl Cache {
         resolved::forget_all(&self.dir);
         let _ = std::fs::remove_dir_all(self.dir.join(DIRECT));
         Ok(self.prune(0)?.removed)
-    }
-
-    fn lock_disk_total(&self) -> std::sync::MutexGuard<'_, DiskTotal> {
-        self.disk_total
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     fn lock_memory(&self) -> std::sync::MutexGuard<'_, MemoryCache> {
@@ -537,8 +517,8 @@ impl Cache {
         let _ = std::fs::remove_dir_all(self.dir.join(DIRECT).join(fingerprint.name()));
     }
 
-    /// Stores an entry in memory and on disk, then evicts down to the size cap when the total
-    /// may exceed it; whether it was written. A failed write leaves the result uncached (the
+    /// Stores an entry in memory and on disk, then evicts down to the size cap when the ledger
+    /// says the total passes it or a listing is due; whether it was written. A failed write leaves the result uncached (the
     /// compile itself succeeded): it is counted, and the first one of the process printed as a
     /// warning.
     pub(crate) fn store(&self, entry: Entry) -> bool {
@@ -549,8 +529,11 @@ impl Cache {
         match store::write_atomically(&path, &bytes) {
             Ok(()) => {
                 bump(&self.counters.writes, 1);
-                if self.may_exceed_cap(bytes.len() as u64) {
-                    let _ = self.prune(self.max_bytes.load(Ordering::Relaxed));
+                let max_bytes = self.max_bytes.load(Ordering::Relaxed);
+                let listing_due = ledger::record_write(&self.dir, bytes.len() as u64)
+                    .is_none_or(|tally| tally.listing_due(max_bytes));
+                if listing_due {
+                    let _ = self.prune(max_bytes);
                 }
                 true
             }
@@ -567,19 +550,6 @@ impl Cache {
                 false
             }
         }
-    }
-
-    /// Adds a write of `bytes` to the running total; whether the folder must be listed now: the
-    /// total may exceed the cap, was never counted, or other processes' writes are due to be.
-    fn may_exceed_cap(&self, bytes: u64) -> bool {
-        let mut total = self.lock_disk_total();
-        total.writes_since_listing += 1;
-        let Some(known) = total.bytes.as_mut() else {
-            return true;
-        };
-        *known += bytes;
-        *known > self.max_bytes.load(Ordering::Relaxed)
-            || total.writes_since_listing >= WRITES_BETWEEN_LISTINGS
     }
 
     /// The version remembered for the library file `file`, if it was ever opened by a process
@@ -751,26 +721,47 @@ mod tests {
     }
 
     #[test]
-    fn writes_list_the_folder_only_when_the_total_may_exceed_the_cap() {
+    fn every_process_writes_to_one_ledger_which_says_when_to_evict() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let one_entry = sample(Key([0; 32]), 100).encode().len() as u64;
         cache.set_max_bytes(3 * one_entry);
         cache.store(sample(Key([1; 32]), 100));
-        // Written by another process: not counted until the next listing.
+        // Another process's writes count as this one's.
         let other = Cache::open(dir.path()).unwrap();
         other.store(sample(Key([2; 32]), 100));
         other.store(sample(Key([3; 32]), 100));
+        assert_eq!(cache.stats().unwrap().entries, 3, "three fit the cap");
         cache.store(sample(Key([4; 32]), 100));
-        cache.store(sample(Key([5; 32]), 100));
-        assert_eq!(
-            cache.stats().unwrap().entries,
-            5,
-            "its own three fit the cap"
-        );
-        cache.store(sample(Key([6; 32]), 100));
         let stats = cache.stats().unwrap();
-        assert_eq!((stats.entries, stats.evictions), (3, 3));
+        assert_eq!((stats.entries, stats.evictions), (3, 1));
+    }
+
+    #[test]
+    fn a_write_lists_the_folder_only_when_the_ledger_says_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let one_entry = sample(Key([0; 32]), 100).encode().len() as u64;
+        let first = Cache::open(dir.path()).unwrap();
+        first.set_max_bytes(3 * one_entry);
+        // No ledger yet: this write lists the folder and starts one.
+        first.store(sample(Key([1; 32]), 100));
+        // What a listing removes: a writer's temporary file left over two hours ago.
+        let stale = dir.path().join(".left-over.cudyn.1.1.tmp");
+        let file = std::fs::File::create(&stale).unwrap();
+        let two_hours_ago = SystemTime::now() - std::time::Duration::from_secs(7200);
+        file.set_modified(two_hours_ago).unwrap();
+        // A new process's first write, under the cap: the ledger answers for the folder.
+        let later = Cache::open(dir.path()).unwrap();
+        later.set_max_bytes(3 * one_entry);
+        later.store(sample(Key([2; 32]), 100));
+        assert!(stale.exists(), "a write under the cap listed the folder");
+        later.store(sample(Key([3; 32]), 100));
+        // Over the cap: listed and evicted.
+        later.store(sample(Key([4; 32]), 100));
+        assert!(
+            !stale.exists(),
+            "a write over the cap left the folder unlisted"
+        );
     }
 
     #[test]
