@@ -309,7 +309,7 @@ fn a_field_nvjitlink_follows_unchecked_is_refused_when_damaged() {
     let (_, note_header) = section(&cubin, ".note.nv.cuinfo");
     let (_, frame_header) = section(&cubin, ".debug_frame");
     let (_, info_header) = section(&cubin, ".nv.info");
-    let damages: [(&str, usize, &[u8], &str); 10] = [
+    let damages: [(&str, usize, &[u8], &str); 11] = [
         ("OS/ABI", 7, &[0x32], "OS/ABI 0x32"),
         ("top byte of e_flags", 51, &[0x07], "end in a byte (0x7)"),
         (
@@ -317,6 +317,13 @@ fn a_field_nvjitlink_follows_unchecked_is_refused_when_damaged() {
             call_graph.start + 4,
             &[0x7f, 0, 0, 0x30],
             "names a symbol or string",
+        ),
+        // The fifth call's caller, the null symbol (its callee a marker), made a section's.
+        (
+            "caller",
+            call_graph.start + 32,
+            &[0x10],
+            "names as its caller a symbol that is not a function",
         ),
         (
             "prototype's name",

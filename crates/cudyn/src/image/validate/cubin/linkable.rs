@@ -9,6 +9,7 @@
 //! the sections nvJitLink parses as tables must have the type their name says and the name
 //! their type says. A load needs none of this: the driver's loader was not seen to crash on it.
 
+use object::elf::Sym64;
 use object::elf::{
     SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB, STT_FILE,
     STT_FUNC, STT_HIPROC, STT_LOPROC, STT_NOTYPE, STT_OBJECT, STT_SECTION,
@@ -173,14 +174,15 @@ pub(super) fn info_agrees<'a>(
 }
 
 /// Checks the call graph or the prototype table (`kind`) `contents`: 8-byte entries that nvJitLink
-/// reads the symbol and string tables at, unchecked. A call is a caller and a callee, each a
-/// symbol index below `symbols` or one of the markers -4 to -1 compilers write for callees they
-/// do not name; a prototype is a function's symbol index and the offset of its prototype in the
-/// symbol string table, of `strings` bytes.
+/// reads the symbol and string tables at, unchecked. A call is a caller and a callee: the caller
+/// the null symbol (with a marker for callee) or a function, the callee a symbol of `symbols` or
+/// one of the markers -4 to -1 compilers write for callees they do not name; a prototype is a
+/// function's symbol index and the offset of its prototype in the symbol string table, of
+/// `strings` bytes. (A caller turned from the null symbol into a section's crashed nvJitLink.)
 pub(super) fn cuda_table(
     kind: u32,
     contents: &[u8],
-    symbols: usize,
+    symbols: &[Sym64<LE>],
     strings: u64,
 ) -> Result<(), String> {
     const MARKERS: u32 = 0xffff_fffc;
@@ -190,21 +192,29 @@ pub(super) fn cuda_table(
             contents.len()
         ));
     }
-    let symbol = |index: u32| usize::try_from(index).is_ok_and(|index| index < symbols);
+    let symbol = |index: u32| {
+        usize::try_from(index)
+            .ok()
+            .and_then(|index| symbols.get(index))
+    };
+    let caller = |index: u32| index == 0 || symbol(index).is_some_and(|s| s.st_type() == STT_FUNC);
     for (at, entry) in contents.chunks_exact(8).enumerate() {
         let first = u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]);
         let second = u32::from_le_bytes([entry[4], entry[5], entry[6], entry[7]]);
-        let whole = if kind == CUDA_CALLGRAPH {
-            [first, second]
-                .iter()
-                .all(|&index| index >= MARKERS || symbol(index))
+        let problem = if kind == CUDA_CALLGRAPH && !caller(first) {
+            Some("names as its caller a symbol that is not a function")
+        } else if kind == CUDA_CALLGRAPH {
+            (second < MARKERS && symbol(second).is_none())
+                .then_some("names a symbol or string that does not exist")
         } else {
-            symbol(first) && u64::from(second) < strings
+            (symbol(first).is_none() || u64::from(second) >= strings)
+                .then_some("names a symbol or string that does not exist")
         };
-        if !whole {
+        if let Some(problem) = problem {
             return Err(format!(
-                "its entry {at} ({first}, {second}) names a symbol or string that does not \
-                 exist ({symbols} symbols, {strings} bytes of names)"
+                "its entry {at} ({first}, {second}) {problem} ({} symbols, {strings} bytes of \
+                 names)",
+                symbols.len()
             ));
         }
     }

@@ -121,13 +121,8 @@ pub(super) fn check(header: &Header, data: &[u8], purpose: Purpose) -> Result<Fa
         {
             let contents = bytes(data, section.sh_offset(LE), section.sh_size(LE));
             let strings = headers.get(symbols.strings).map_or(0, |s| s.sh_size(LE));
-            linkable::cuda_table(
-                kind,
-                contents.unwrap_or_default(),
-                walk.symbol_count,
-                strings,
-            )
-            .map_err(|problem| ParseError::new(section_place(index, named), problem))?;
+            linkable::cuda_table(kind, contents.unwrap_or_default(), symbols.symbols, strings)
+                .map_err(|problem| ParseError::new(section_place(index, named), problem))?;
         }
     }
     let section = |owner: Owner| match owner {
