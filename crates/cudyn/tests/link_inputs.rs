@@ -309,14 +309,21 @@ fn a_field_nvjitlink_follows_unchecked_is_refused_when_damaged() {
     let (_, note_header) = section(&cubin, ".note.nv.cuinfo");
     let (_, frame_header) = section(&cubin, ".debug_frame");
     let (_, info_header) = section(&cubin, ".nv.info");
-    let damages: [(&str, usize, &[u8], &str); 11] = [
+    let damages: [(&str, usize, &[u8], &str); 12] = [
         ("OS/ABI", 7, &[0x32], "OS/ABI 0x32"),
         ("top byte of e_flags", 51, &[0x07], "end in a byte (0x7)"),
         (
             "callee",
             call_graph.start + 4,
             &[0x7f, 0, 0, 0x30],
-            "names a symbol or string",
+            "names as its callee a symbol that is not a function",
+        ),
+        // The second call's callee, `twice` (symbol 27), made the undefined variable `__UDT_END`.
+        (
+            "callee, a variable",
+            call_graph.start + 12,
+            &[12],
+            "names as its callee a symbol that is not a function",
         ),
         // The fifth call's caller, the null symbol (its callee a marker), made a section's.
         (

@@ -175,10 +175,12 @@ pub(super) fn info_agrees<'a>(
 
 /// Checks the call graph or the prototype table (`kind`) `contents`: 8-byte entries that nvJitLink
 /// reads the symbol and string tables at, unchecked. A call is a caller and a callee: the caller
-/// the null symbol (with a marker for callee) or a function, the callee a symbol of `symbols` or
-/// one of the markers -4 to -1 compilers write for callees they do not name; a prototype is a
-/// function's symbol index and the offset of its prototype in the symbol string table, of
-/// `strings` bytes. (A caller turned from the null symbol into a section's crashed nvJitLink.)
+/// the null symbol (with a marker for callee) or a function; the callee a function, the null
+/// symbol, a section's symbol (in executable cubins) or one of the markers -4 to -1 compilers
+/// write for callees they do not name. A prototype is a function's symbol index and the offset
+/// of its prototype in the symbol string table, of `strings` bytes. (nvJitLink crashed on a
+/// caller turned from the null symbol into a section's, and on a callee turned from a function
+/// into a variable.)
 pub(super) fn cuda_table(
     kind: u32,
     contents: &[u8],
@@ -198,14 +200,18 @@ pub(super) fn cuda_table(
             .and_then(|index| symbols.get(index))
     };
     let caller = |index: u32| index == 0 || symbol(index).is_some_and(|s| s.st_type() == STT_FUNC);
+    let callee = |index: u32| {
+        index == 0
+            || index >= MARKERS
+            || symbol(index).is_some_and(|s| matches!(s.st_type(), STT_FUNC | STT_SECTION))
+    };
     for (at, entry) in contents.chunks_exact(8).enumerate() {
         let first = u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]);
         let second = u32::from_le_bytes([entry[4], entry[5], entry[6], entry[7]]);
         let problem = if kind == CUDA_CALLGRAPH && !caller(first) {
             Some("names as its caller a symbol that is not a function")
         } else if kind == CUDA_CALLGRAPH {
-            (second < MARKERS && symbol(second).is_none())
-                .then_some("names a symbol or string that does not exist")
+            (!callee(second)).then_some("names as its callee a symbol that is not a function")
         } else {
             (symbol(first).is_none() || u64::from(second) >= strings)
                 .then_some("names a symbol or string that does not exist")
