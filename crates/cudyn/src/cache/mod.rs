@@ -518,9 +518,9 @@ impl Cache {
     }
 
     /// Stores an entry in memory and on disk, then evicts down to the size cap when the ledger
-    /// says the total passes it or a listing is due; whether it was written. A failed write leaves the result uncached (the
-    /// compile itself succeeded): it is counted, and the first one of the process printed as a
-    /// warning.
+    /// says the total passes it or a listing is due; whether it was written. A failed write
+    /// leaves the result uncached (the compile itself succeeded): it is counted, and the first
+    /// one of the process printed as a warning.
     pub(crate) fn store(&self, entry: Entry) -> bool {
         let path = self.entry_path(&entry.key);
         let entry = Arc::new(entry);

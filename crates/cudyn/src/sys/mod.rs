@@ -410,8 +410,8 @@ pub(crate) fn settle(component: Component) {
 /// The environment's order is read once per process, at the first search: the libraries a
 /// search finds are opened once and kept, so a later change of the variables it reads could not
 /// take effect anyway, and reading them again lists Python's library folders and looks along
-/// `PATH` each time (0.1-0.2 ms on a 2-core machine, which a cold compile with the cache on paid
-/// twice: to identify NVRTC for the cache's key, then to open it).
+/// `PATH` each time, which a cold compile with the cache on did twice: to identify NVRTC for the
+/// cache's key, then to open it.
 pub fn search_path() -> SearchPath {
     let slot = LIBRARY_PATH
         .lock()
