@@ -9,9 +9,8 @@
 //! the sections nvJitLink parses as tables must have the type their name says and the name
 //! their type says. A load needs none of this: the driver's loader was not seen to crash on it.
 
-use object::elf::Sym64;
 use object::elf::{
-    SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB, STT_FILE,
+    Sym64, SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB, STT_FILE,
     STT_FUNC, STT_HIPROC, STT_LOPROC, STT_NOTYPE, STT_OBJECT, STT_SECTION,
 };
 use object::read::elf::FileHeader;
