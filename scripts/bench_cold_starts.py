@@ -37,11 +37,13 @@ COLUMNS = ["raw", "cudyn", "cudyn, no cache", "cudarc", "cuda.core", "cupy"]
 RESULTS = {"cudyn-bench": "cudyn-bench-result:", "peers": "bench-peers-result:"}
 
 
-def measure(column, bench, source, cache):
-    """The cold start of `column` in a new process, in ms."""
+def measure(column, bench, source, cache, mode="cold"):
+    """The figure of one new process of `column`: the cold start in ms (`mode` "cold"), or the
+    median of its repeats of the same source in µs (`mode` "repeat", the table's start.repeat)."""
     if column in ("raw", "cudyn", "cudyn, no cache", "cudarc"):
         framework = column.split(",")[0]
-        env = dict(os.environ, CUDYN_BENCH_CHILD=f"first-launch:{framework}:cold",
+        child = f"first-launch:{framework}:cold" if mode == "cold" else f"repeat:{framework}"
+        env = dict(os.environ, CUDYN_BENCH_CHILD=child,
                    CUDYN_BENCH_SOURCE=source, CUDYN_CACHE_DIR=cache)
         env.pop("CUDYN_CACHE", None)
         if column == "cudyn, no cache":
@@ -50,7 +52,7 @@ def measure(column, bench, source, cache):
     else:
         env = dict(os.environ, CUPY_CACHE_DIR=cache)
         command = [sys.executable, os.path.join(ROOT, "scripts", "bench_peers.py"), "--child",
-                   column, "cold", source, cache]
+                   column, mode, source, cache]
         marker = RESULTS["peers"]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     for line in done.stdout.splitlines():
@@ -60,36 +62,50 @@ def measure(column, bench, source, cache):
     raise RuntimeError(f"exit status {done.returncode}: " + (said[-1] if said else "no output"))
 
 
+def rounds_of_processes(bench, rounds, columns=COLUMNS, mode="cold"):
+    """({column: [figure, one per counted round]}, {column: why it failed}): `rounds` rounds
+    counted after a first one left out, each a new source and one measuring process per column
+    (see `measure` for `mode`), in an order that rotates from round to round. A column that fails
+    once is not run again."""
+    with open(SOURCE) as f:
+        text = f.read()
+    figures = {column: [] for column in columns}
+    failures = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for round_ in range(rounds + 1):
+            source = os.path.join(scratch, f"round-{round_}.cu")
+            with open(source, "w") as f:
+                f.write(text + f"\n// cold start round {round_}, {time.time_ns()}\n")
+            shift = round_ % len(columns)
+            for column in columns[shift:] + columns[:shift]:
+                if column in failures:
+                    continue
+                try:
+                    figure = measure(column, bench, source, tempfile.mkdtemp(dir=scratch), mode)
+                except RuntimeError as error:
+                    failures[column] = str(error)
+                    continue
+                if round_:
+                    figures[column].append(figure)
+    return figures, failures
+
+
+def with_toolkit_libraries():
+    """$CUDA_HOME/lib64 first on LD_LIBRARY_PATH, where cudarc looks for NVRTC."""
+    toolkit_libs = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64")
+    if os.path.isdir(toolkit_libs):
+        os.environ["LD_LIBRARY_PATH"] = os.pathsep.join(
+            filter(None, [toolkit_libs, os.environ.get("LD_LIBRARY_PATH")]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", default=os.path.join(ROOT, "target", "release"),
                         help="the folder holding cudyn-bench")
     parser.add_argument("--rounds", type=int, default=15, help="rounds counted (default 15)")
     args = parser.parse_args()
-    bench = os.path.join(args.bin, "cudyn-bench")
-    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    os.environ["LD_LIBRARY_PATH"] = os.pathsep.join(
-        filter(None, [os.path.join(cuda_home, "lib64"), os.environ.get("LD_LIBRARY_PATH")]))
-    with open(SOURCE) as f:
-        text = f.read()
-    figures = {column: [] for column in COLUMNS}
-    failures = {}
-    with tempfile.TemporaryDirectory() as scratch:
-        for round_ in range(args.rounds + 1):
-            source = os.path.join(scratch, f"round-{round_}.cu")
-            with open(source, "w") as f:
-                f.write(text + f"\n// cold start round {round_}, {time.time_ns()}\n")
-            shift = round_ % len(COLUMNS)
-            for column in COLUMNS[shift:] + COLUMNS[:shift]:
-                if column in failures:
-                    continue
-                try:
-                    figure = measure(column, bench, source, tempfile.mkdtemp(dir=scratch))
-                except RuntimeError as error:
-                    failures[column] = str(error)
-                    continue
-                if round_:
-                    figures[column].append(figure)
+    with_toolkit_libraries()
+    figures, failures = rounds_of_processes(os.path.join(args.bin, "cudyn-bench"), args.rounds)
     raw = statistics.median(figures["raw"]) if figures["raw"] else None
     print(f"cold start, source to first launch, new processes interleaved, {args.rounds} rounds")
     for column in COLUMNS:

@@ -33,11 +33,14 @@ The rows and their ids are those of crates/cudyn-bench (scripts/bench-peers merg
   its version, which opens NVRTC but compiles nothing), `get_kernel`, `launch`, a synchronize; a
   cuda.core without FileStreamProgramCache compiles without a cache and has no warm figure;
 - start.repeat: the same source again in one process (µs), the previous launch's module and kernel
-  unreferenced; the median of --starts processes' medians of 21. CuPy keeps every module it compiled loaded for the life of the process (the memo
-  above), so its repeat is a lookup, cuModuleGetFunction and the launch; cuda.core keeps nothing
-  in memory, so its repeat reads its disk cache and loads again.
+  unreferenced; the median of --starts processes' medians of 21. CuPy keeps every module it
+  compiled loaded for the life of the process (the memo above), so its repeat is a lookup,
+  cuModuleGetFunction and the launch; cuda.core keeps nothing in memory, so its repeat reads its
+  disk cache and loads again.
 
-Run on a machine with a GPU: python3 scripts/bench_peers.py --images DIR [--json FILE] [--starts N].
+Run on a machine with a GPU:
+    python3 scripts/bench_peers.py --images DIR [--json FILE] [--starts N] [--groups G,...]
+--groups measures only those groups of rows: launch, load, start (default all three).
 A peer that cannot be imported, or a row it cannot do, is reported with the reason, not fatal.
 The JSON gives per peer its version, its rows, the reason for each row it lacks ("missing") and
 what each row measured ("notes").
@@ -475,9 +478,12 @@ def run_child(peer_name, mode, source_path, cache_folder):
     )
 
 
-def measure(peer_class, images, starts, scratch):
-    """Every row one peer can do: {"version", "rows": {id: figure}, "missing": {id: reason},
-    "notes": {id or group ("load"): what was measured}}."""
+GROUPS = ("launch", "load", "start")
+
+
+def measure(peer_class, images, starts, scratch, groups=GROUPS):
+    """Every row of `groups` one peer can do: {"version", "rows": {id: figure}, "missing":
+    {id: reason}, "notes": {id or group ("load"): what was measured}}."""
     try:
         peer = peer_class()
     except Exception as error:
@@ -494,8 +500,13 @@ def measure(peer_class, images, starts, scratch):
 
     launch_ids = ["launch.empty", "launch.saxpy", "launch.args21", "launch.struct"]
     load_ids = ["load.cubin", "load.ptx", "load.fatbin"]
-    if images:
+    if not images:
+        for group, ids in (("launch", launch_ids), ("load", load_ids)):
+            for row in ids if group in groups else []:
+                missing[row] = "no --images folder (cudyn-bench --images writes it)"
+    if images and "launch" in groups:
         attempt(launch_ids, lambda: peer.launch_rows(images, rows, missing))
+    if images and "load" in groups:
         for row in load_ids:
             kind = row.split(".")[1]
 
@@ -507,9 +518,9 @@ def measure(peer_class, images, starts, scratch):
                 rows[row] = time_loads(load)
 
             attempt([row], load_row)
-    else:
-        for row in launch_ids + load_ids:
-            missing[row] = "no --images folder (cudyn-bench --images writes it)"
+    notes = {"load": peer.notes["load"]} if any(row in rows for row in load_ids) else {}
+    if "start" not in groups:
+        return {"version": peer.version, "rows": rows, "missing": missing, "notes": notes}
 
     with open(KERNELS) as f:
         kernels = f.read()
@@ -517,7 +528,6 @@ def measure(peer_class, images, starts, scratch):
     with open(source_path, "w") as f:
         f.write(f"{kernels}\n// bench_peers run {time.time_ns()}, {peer.name}\n")
     warm_cache = os.path.join(scratch, f"{peer.name}-warm")
-    notes = {"load": peer.notes["load"]} if any(row in rows for row in load_ids) else {}
     nvrtc_early = set()
 
     def starts_row():
@@ -563,6 +573,8 @@ def main():
     parser.add_argument("--json", help="write the JSON here too")
     parser.add_argument("--starts", type=int, default=5, help="new processes per start figure")
     parser.add_argument("--only", help="one peer: cupy or cuda.core")
+    parser.add_argument("--groups", default=",".join(GROUPS),
+                        help="groups of rows, comma-separated (default launch,load,start)")
     parser.add_argument("--child", nargs=4, metavar=("PEER", "MODE", "SOURCE", "CACHE"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -571,11 +583,15 @@ def main():
         return
     if args.starts < 1:
         parser.error("--starts must be at least 1")
+    groups = args.groups.split(",")
+    unknown = [group for group in groups if group not in GROUPS]
+    if unknown:
+        parser.error(f"--groups: no group {unknown[0]} (groups: {', '.join(GROUPS)})")
     results = {}
     with tempfile.TemporaryDirectory() as scratch:
         for name, peer_class in PEERS.items():
             if args.only in (None, name):
-                results[name] = measure(peer_class, args.images, args.starts, scratch)
+                results[name] = measure(peer_class, args.images, args.starts, scratch, groups)
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:
