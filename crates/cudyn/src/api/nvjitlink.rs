@@ -64,20 +64,6 @@ pub unsafe fn add_data(
     }
 }
 
-/// `nvJitLinkAddFile`: adds an input of `kind` from a file, read during the call.
-///
-/// # Safety
-/// `handle` is live.
-pub unsafe fn add_file(
-    handle: nvJitLinkHandle,
-    kind: nvJitLinkInputType,
-    path: &CStr,
-) -> Result<()> {
-    let nvjitlink = sys::nvjitlink()?;
-    // SAFETY: the caller's contract; the path is live for the call.
-    unsafe { call!(nvjitlink, nvJitLinkAddFile(handle, kind, path.as_ptr())) }
-}
-
 /// `nvJitLinkComplete`: links the inputs added. A failure leaves the reason in the error log.
 ///
 /// # Safety

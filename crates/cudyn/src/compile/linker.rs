@@ -1,5 +1,6 @@
 //! `Linker`: device code linked at run time by nvJitLink, with link-time optimization.
 
+use std::ffi::CString;
 use std::marker::PhantomData;
 use std::path::Path;
 
@@ -234,8 +235,11 @@ pub struct Linker<'a> {
     /// The inputs' names: nvJitLink keeps the pointers and reads them when it writes its logs
     /// (measured with nvJitLink 13.0: a name freed after `nvJitLinkAddData` came out as garbage
     /// in an undefined-reference error).
-    names: Vec<std::ffi::CString>,
+    names: Vec<CString>,
     inputs: PhantomData<&'a [u8]>,
+    /// The bytes of the inputs read from files, kept as the borrowed inputs are (`'a`): until
+    /// the handle is destroyed.
+    files: Vec<Box<[u8]>>,
     /// The cache key so far (options, then each input); `None` when not cached.
     key: Option<KeyHasher>,
 }
@@ -275,6 +279,7 @@ impl<'a> Linker<'a> {
             ptx: options.ptx,
             names: Vec::new(),
             inputs: PhantomData,
+            files: Vec::new(),
             key: (!options.no_cache)
                 .then(|| super::cached::link_hasher(&option_strings, options.ptx))
                 .flatten(),
@@ -297,21 +302,16 @@ impl<'a> Linker<'a> {
     pub fn add(&mut self, kind: InputKind, bytes: &'a [u8], name: &str) -> Result<&mut Self> {
         let kind = kind.checked(bytes, name)?;
         let name = c_string("input name", name)?;
-        let raw = self.raw;
-        let added = link_thread::run(|| {
-            // SAFETY: the handle is live; `bytes` stays borrowed for the linker's life ('a),
-            // which outlasts the link, and the name is kept in `self.names` until the handle is
-            // destroyed.
-            unsafe { api::add_data(raw.get(), kind.raw(), bytes, &name) }
-        });
-        self.add_to_key(kind, name.as_bytes(), Some(bytes));
-        // The heap bytes of a CString do not move with it.
-        self.names.push(name);
+        // SAFETY: `bytes` stays borrowed for the linker's life ('a), which outlasts the handle.
+        let added = unsafe { self.add_checked(kind, bytes, name) };
         self.with_logs(added)?;
         Ok(self)
     }
 
     /// Adds an input from a file, checked as [`add`](Self::add) checks bytes.
+    ///
+    /// The file is read once, and the bytes checked are the bytes nvJitLink links: it is not
+    /// handed the path to read the file again, which could find it changed in between.
     pub fn add_file(&mut self, kind: InputKind, path: impl AsRef<Path>) -> Result<&mut Self> {
         let path = path.as_ref();
         let Some(text) = path.to_str() else {
@@ -320,18 +320,35 @@ impl<'a> Linker<'a> {
             });
         };
         let bytes = std::fs::read(path).map_err(|error| Error::read_file(path, error))?;
+        let bytes = bytes.into_boxed_slice();
         let kind = kind.checked(&bytes, text)?;
-        let file = c_string("file name", text)?;
-        let raw = self.raw;
-        let added = link_thread::run(|| {
-            // SAFETY: the handle is live; nvJitLink reads the file during the call.
-            unsafe { api::add_file(raw.get(), kind.raw(), &file) }
-        });
-        self.add_to_key(kind, file.as_bytes(), Some(&bytes));
-        // Kept for the logs, as the names of inputs from memory are.
-        self.names.push(file);
+        let name = c_string("file name", text)?;
+        // SAFETY: the bytes move into `self.files` right after, whatever nvJitLink answered;
+        // moving the box does not move its heap bytes, which stay there until the handle is
+        // destroyed (`Drop` destroys it before the fields are dropped).
+        let added = unsafe { self.add_checked(kind, &bytes, name) };
+        self.files.push(bytes);
         self.with_logs(added)?;
         Ok(self)
+    }
+
+    /// Hands nvJitLink `bytes`, of `kind` (checked), under `name`, and adds them to the key;
+    /// returns nvJitLink's answer, whose logs the caller reads.
+    ///
+    /// # Safety
+    /// `bytes` stay alive and unchanged until the handle is destroyed: nvJitLink may read them
+    /// until the link.
+    unsafe fn add_checked(&mut self, kind: InputKind, bytes: &[u8], name: CString) -> Result<()> {
+        let raw = self.raw;
+        let added = link_thread::run(|| {
+            // SAFETY: the handle is live; the caller keeps `bytes` alive for the handle's life,
+            // and the name is kept in `self.names` until the handle is destroyed.
+            unsafe { api::add_data(raw.get(), kind.raw(), bytes, &name) }
+        });
+        self.add_to_key(kind, name.as_bytes(), Some(bytes));
+        // The heap bytes of a CString do not move with it.
+        self.names.push(name);
+        added
     }
 
     /// Links (`nvJitLinkComplete`) and returns the cubin (or the PTX, when
