@@ -1,4 +1,7 @@
-//! `cudyn link`: device code linked by nvJitLink into one cubin.
+//! `cudyn link`: device code linked by nvJitLink into one cubin, in a child process (see
+//! [`isolated`]).
+
+mod isolated;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,8 +23,9 @@ nvJitLink's info log goes to standard error (--json puts it in the report instea
 
 Exit status:
   0  linked and written
-  1  an input could not be read or is not device code, the link failed (its log follows), or
-     no target was known
+  1  an input could not be read or is not device code, the link failed (its log follows),
+     nvJitLink crashed on an input (it runs in a process of its own, so that the crash is
+     reported rather than ending cudyn), or no target was known
   2  usage error (bad option or value)
 
 Examples:
@@ -88,18 +92,58 @@ struct InputReport {
 
 /// Exit status: 0 when linked and written, 1 otherwise.
 pub fn run(args: &Args) -> ExitCode {
-    let mut report = LinkReport {
-        inputs: Vec::new(),
-        output: None,
-        arch: None,
-        lto: args.lto,
-        bytes: None,
-        kernels: None,
-        info_log: String::new(),
-        warnings: Vec::new(),
-        error: None,
-    };
+    if !isolated::in_process() {
+        match isolated::run_child() {
+            Some(isolated::ChildEnd::Exited(status)) => {
+                return ExitCode::from(u8::try_from(status).unwrap_or(1));
+            }
+            Some(isolated::ChildEnd::Signaled(signal)) => {
+                let error = CliError::new(isolated::ended_by(signal, &args.inputs));
+                let mut report = LinkReport::new(args);
+                report.inputs = readable_inputs(&args.inputs);
+                return finish(args, report, Err(error));
+            }
+            None => {}
+        }
+    }
+    let mut report = LinkReport::new(args);
     let outcome = link(args, &mut report);
+    finish(args, report, outcome)
+}
+
+impl LinkReport {
+    /// The report of a link of `args` before anything was done.
+    fn new(args: &Args) -> LinkReport {
+        LinkReport {
+            inputs: Vec::new(),
+            output: None,
+            arch: None,
+            lto: args.lto,
+            bytes: None,
+            kernels: None,
+            info_log: String::new(),
+            warnings: Vec::new(),
+            error: None,
+        }
+    }
+}
+
+/// The inputs among `files` that can be read and are device code, with their kinds.
+fn readable_inputs(files: &[PathBuf]) -> Vec<InputReport> {
+    files
+        .iter()
+        .filter_map(|file| {
+            let kind = input_kind(file, &std::fs::read(file).ok()?).ok()?;
+            Some(InputReport {
+                file: file.clone(),
+                kind: kind_name(kind),
+            })
+        })
+        .collect()
+}
+
+/// Prints what the link did (`--json`: the report) and gives the exit status.
+fn finish(args: &Args, mut report: LinkReport, outcome: Result<Destination, CliError>) -> ExitCode {
     if let Err(error) = &outcome {
         report.error = Some(crate::terminal::chain(error));
     }
