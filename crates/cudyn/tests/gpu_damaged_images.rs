@@ -3,7 +3,8 @@
 //!
 //! The parent compiles real device code (NVRTC cubin and PTX, nvFatbin fatbins plain, zstd and
 //! LZ4, an nvcc fatbin and cubin), lists every damage of `fixtures::damage` (truncations, header
-//! byte flips, size fields enlarged, inside the fatbins' cubins too), and shares the list among
+//! byte flips, size fields enlarged, flips in the symbol, relocation, attribute and call-graph
+//! tables, inside the fatbins' cubins too), and shares the list among
 //! worker processes: this test binary run again, filtered to this test, with [`WORK_ENV`] naming
 //! the worker's work file.
 //! A worker prints a line before each load and one after; when it dies, the parent records the
@@ -24,7 +25,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cudyn::{Error, Library};
-use fixtures::damage::{damages, Damage, Depth};
+use fixtures::damage::{damages, table_damages, Damage, Depth};
 
 /// Names a worker's work file; set only in workers.
 const WORK_ENV: &str = "CUDYN_DAMAGED_IMAGES_WORK";
@@ -287,7 +288,8 @@ fn damaged_images_never_crash_the_driver() {
         Library::load(&bytes).unwrap_or_else(|error| panic!("the undamaged {name}: {error}"));
         let original = dir.path().join(name);
         std::fs::write(&original, &bytes).unwrap();
-        for damage in damages(&bytes, 53, Depth::Nested) {
+        let tables = table_damages(&bytes, Depth::Nested);
+        for damage in damages(&bytes, 53, Depth::Nested).into_iter().chain(tables) {
             items.push(Work {
                 original: original.clone(),
                 damage,

@@ -10,7 +10,7 @@ mod fixtures;
 use std::time::Instant;
 
 use cudyn::{Error, Image, ImageKind};
-use fixtures::damage::{damages, Damage, Depth};
+use fixtures::damage::{damages, table_damages, Damage, Depth};
 use fixtures::Output;
 use object::read::elf::ElfFile64;
 use object::{LittleEndian, Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind};
@@ -177,7 +177,8 @@ fn damaged_images_are_refused_or_whole() {
         let binary = !name.ends_with(".ptx");
         // The cubin and PTX inside the fatbins are damaged on their own; inside, they are
         // validated by the same code.
-        let list = damages(&original, 61, Depth::Outer);
+        let mut list = damages(&original, 61, Depth::Outer);
+        list.extend(table_damages(&original, Depth::Outer));
         for damage in &list {
             let bytes = damage.apply(&original);
             match validate(&bytes) {
@@ -201,6 +202,41 @@ fn damaged_images_are_refused_or_whole() {
         );
     }
     eprintln!("in {:?}", started.elapsed());
+}
+
+#[test]
+fn an_attribute_naming_a_symbol_past_the_table_is_refused_for_a_load() {
+    // The driver's loader reads the symbol table at the index an attribute gives, unchecked: a
+    // register count naming symbol 151 of 30 crashed the driver of CUDA 13.0 (SIGSEGV).
+    let (_, cubin) = fixtures::loadable_images()
+        .into_iter()
+        .find(|(name, _)| name.ends_with(".cubin"))
+        .unwrap();
+    let file = ElfFile64::<LittleEndian>::parse(&cubin[..]).unwrap();
+    let symbols = file.symbols().count() + 1; // `symbols()` leaves out the null symbol
+    let info = file.section_by_name(".nv.info").unwrap();
+    let start = info.file_range().unwrap().0 as usize;
+    // The module's attributes open with a function's register count (EIATTR_REGCOUNT, 0x2f):
+    // format, code, length 8, then the function's symbol index and the count.
+    assert_eq!(cubin[start..start + 4], [0x04, 0x2f, 8, 0]);
+    let with_index = |symbol: usize| {
+        let mut bytes = cubin.clone();
+        bytes[start + 4..start + 8].copy_from_slice(&(symbol as u32).to_le_bytes());
+        bytes
+    };
+    validate(&with_index(symbols - 1)).unwrap();
+    for symbol in [symbols, symbols + 121, 0x6600_0012] {
+        let error = validate(&with_index(symbol)).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            matches!(error, Error::MalformedImage { .. })
+                && text.contains(".nv.info")
+                && text.contains(&format!(
+                    "attribute 0x2f names symbol {symbol} of {symbols}"
+                )),
+            "{text}"
+        );
+    }
 }
 
 #[test]

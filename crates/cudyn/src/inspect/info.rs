@@ -84,8 +84,8 @@ pub(crate) fn first_damage(data: &[u8]) -> Option<usize> {
 /// whose value is too short to hold the index, as its code and its value's first word (or 0):
 /// the attributes of a function that start with its symbol (its register count, frame and stack
 /// sizes, parameters and constant bank; cuobjdump names `EIATTR_KPARAM_INFO`'s first word an
-/// index, 0 in every compiler's output), and every word of a list of external symbols. nvJitLink
-/// reads the symbol table at these indices without checking them.
+/// index, 0 in every compiler's output), and every word of a list of external symbols. The
+/// driver's loader and nvJitLink read the symbol table at these indices without checking them.
 pub(crate) fn symbol_out_of_range(data: &[u8], symbols: usize) -> Option<(u8, u32)> {
     const STARTS_WITH_SYMBOL: [u8; 6] = [
         attr::PARAM_CBANK,
