@@ -282,6 +282,37 @@ fn an_attribute_naming_a_symbol_past_the_table_is_refused() {
     }
 }
 
+#[test]
+fn a_shared_variable_placed_far_past_its_section_is_refused() {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    // In a relocatable cubin a `__shared__` array's symbols hold its alignment as their value,
+    // which nvJitLink places: with byte 3 of that value flipped, a link ran for minutes.
+    let cubin = relocatable(KERNEL, 90, Output::Cubin);
+    let file = object::File::parse(&cubin[..]).unwrap();
+    let shared = file.section_by_name(".nv.shared.k").unwrap().index();
+    let table = file
+        .section_by_name(".symtab")
+        .unwrap()
+        .file_range()
+        .unwrap()
+        .0 as usize;
+    let values: Vec<usize> = file
+        .symbols()
+        .filter(|symbol| symbol.section_index() == Some(shared))
+        .map(|symbol| table + symbol.index().0 * 24 + 8)
+        .collect();
+    assert!(!values.is_empty(), "no symbol in .nv.shared.k");
+    for at in values {
+        let mut damaged = cubin.clone();
+        damaged[at + 3] ^= 0xff;
+        let text = refusal(&damaged).to_string();
+        assert!(
+            text.contains("kernel.cubin") && text.contains("run past the end of section"),
+            "{text}"
+        );
+    }
+}
+
 /// Where section `name` of `cubin` is: its bytes, and its header's offset.
 fn section(cubin: &[u8], name: &str) -> (std::ops::Range<usize>, usize) {
     use object::{Object, ObjectSection};

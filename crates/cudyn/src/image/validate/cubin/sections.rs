@@ -710,14 +710,18 @@ impl<'data> SymbolTable<'data> {
             }
             // In a relocatable cubin, a variable of a section without bytes is placed by the
             // link: like an ELF common symbol, its value may be its alignment (a `__shared__`
-            // array of 128 bytes in a section of 128 has the value 4). No bytes are read there.
+            // array of 128 bytes in a section of 128 has the value 4), never above the
+            // section's, and its size is never above the section's. No bytes are read there,
+            // but nvJitLink places it: with that value's byte 3 flipped, it ran for minutes.
             let placed_by_link = relocatable && !holds_bytes(section.sh_type(LE), true);
             let (start, size) = (symbol.st_value(LE), symbol.st_size(LE));
-            if !placed_by_link
-                && start
-                    .checked_add(size)
-                    .is_none_or(|end| end > section.sh_size(LE))
-            {
+            let section_size = section.sh_size(LE);
+            let outside = if placed_by_link {
+                size > section_size || start > section.sh_addralign(LE).max(section_size)
+            } else {
+                start.checked_add(size).is_none_or(|end| end > section_size)
+            };
+            if outside {
                 return Err(ParseError::new(
                     place(),
                     format!(
