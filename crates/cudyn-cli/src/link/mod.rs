@@ -5,6 +5,7 @@ mod isolated;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use cudyn::compile::{Arch, InputKind, LinkOptions, Linked};
 use cudyn::Image;
@@ -25,7 +26,7 @@ Exit status:
   0  linked and written
   1  an input could not be read or is not device code, the link failed (its log follows),
      nvJitLink crashed on an input (it runs in a process of its own, so that the crash is
-     reported rather than ending cudyn), or no target was known
+     reported rather than ending cudyn) or ran past --time-limit, or no target was known
   2  usage error (bad option or value)
 
 Examples:
@@ -62,6 +63,19 @@ pub struct Args {
     /// and error when it failed.
     #[arg(long)]
     json: bool,
+    /// Stop the link after this many seconds and fail: nvJitLink can run forever on a damaged
+    /// input. No limit by default.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_time_limit)]
+    time_limit: Option<Duration>,
+}
+
+/// A positive number of seconds.
+fn parse_time_limit(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|seconds| seconds.is_finite() && *seconds > 0.0)
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+        .ok_or_else(|| format!("{text:?} is not a positive number of seconds"))
 }
 
 /// What a link did, as `--json` prints it.
@@ -93,17 +107,23 @@ struct InputReport {
 /// Exit status: 0 when linked and written, 1 otherwise.
 pub fn run(args: &Args) -> ExitCode {
     if !isolated::in_process() {
-        match isolated::run_child() {
+        // Without a child (it could not be started), the link runs here, with no time limit.
+        let failure = match isolated::run_child(args.time_limit) {
             Some(isolated::ChildEnd::Exited(status)) => {
                 return ExitCode::from(u8::try_from(status).unwrap_or(1));
             }
             Some(isolated::ChildEnd::Signaled(signal)) => {
-                let error = CliError::new(isolated::ended_by(signal, &args.inputs));
-                let mut report = LinkReport::new(args);
-                report.inputs = readable_inputs(&args.inputs);
-                return finish(args, report, Err(error));
+                Some(isolated::ended_by(signal, &args.inputs))
             }
-            None => {}
+            Some(isolated::ChildEnd::TimedOut(limit)) => {
+                Some(isolated::timed_out(limit, &args.inputs))
+            }
+            None => None,
+        };
+        if let Some(message) = failure {
+            let mut report = LinkReport::new(args);
+            report.inputs = readable_inputs(&args.inputs);
+            return finish(args, report, Err(CliError::new(message)));
         }
     }
     let mut report = LinkReport::new(args);
