@@ -309,12 +309,11 @@ fn assert_reported(alone: &Alone, supervised: &Output) -> serde_json::Value {
             );
             assert_eq!(report["inputs"][0]["kind"], "ltoir");
         }
+        // Stopped at the limit, as a rule; a link that ends near the limit may end with its
+        // error in one run and be stopped in the other.
         Alone::Hung => {
             assert_eq!(supervised.status.code(), Some(1), "{report}");
-            assert!(
-                error.is_some_and(|error| error.contains("did not finish within")),
-                "{report}"
-            );
+            assert!(error.is_some(), "{report}");
         }
     }
     report
@@ -393,9 +392,10 @@ fn a_link_past_its_time_limit_is_stopped_and_writes_nothing() {
 #[test]
 fn damaged_lto_ir_never_ends_the_command_by_a_signal() {
     // LTO-IR is checked by its header alone: its damaged contents reach nvJitLink, which reports
-    // most as errors, crashes on a few (one of these 40 with the CUDA wheels' 13.0) and runs
-    // forever on others (some made by the CUDA 13.0 toolkit's NVRTC). The sweep stops at its
-    // second run that did not end, each costing twice the time limit.
+    // most as errors, crashes on a few (one of these 40 with the CUDA wheels' 13.0), and on
+    // others runs for many seconds while it takes gigabytes of memory (3.6 GB in 5 s for one).
+    // The sweep stops at its second run that did not end in time, each costing twice the
+    // time limit.
     let folder = pieces("ltoir");
     let ltoir = std::fs::read(folder.path().join("iterate_kernel.ltoir")).unwrap();
     let mut random = fastrand::Rng::with_seed(13);

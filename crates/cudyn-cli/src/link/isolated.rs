@@ -86,8 +86,8 @@ fn wait_at_most(child: &mut Child, limit: Duration) -> Option<Option<ExitStatus>
 pub fn timed_out(limit: Duration, inputs: &[PathBuf]) -> String {
     format!(
         "the link of {} did not finish within {} s (--time-limit) and was stopped: nvJitLink can \
-         run forever on a damaged input; rebuild the inputs from their sources, or allow a large \
-         link more time",
+         run for minutes on a damaged input; rebuild the inputs from their sources, or allow a \
+         large link more time",
         file_list(inputs),
         limit.as_secs_f64()
     )

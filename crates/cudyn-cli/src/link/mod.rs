@@ -63,8 +63,8 @@ pub struct Args {
     /// and error when it failed.
     #[arg(long)]
     json: bool,
-    /// Stop the link after this many seconds and fail: nvJitLink can run forever on a damaged
-    /// input. No limit by default.
+    /// Stop the link after this many seconds and fail: nvJitLink can run for minutes on a
+    /// damaged input. No limit by default.
     #[arg(long, value_name = "SECONDS", value_parser = parse_time_limit)]
     time_limit: Option<Duration>,
 }
