@@ -23,6 +23,16 @@ fn run_in(folder: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// `cudyn link` of the two iterate pieces as LTO-IR, with link-time optimization.
+const LINK_ITERATE_LTO: [&str; 6] = [
+    "link",
+    "iterate_kernel.ltoir",
+    "iterate_step.ltoir",
+    "--lto",
+    "--arch",
+    "sm_90",
+];
+
 /// A folder with the two iterate pieces compiled by `cudyn compile` as `emit` (relocatable).
 fn pieces(emit: &str) -> tempfile::TempDir {
     let folder = tempfile::tempdir().unwrap();
@@ -68,16 +78,7 @@ fn lto_ir_pieces_link_into_a_cubin_with_the_kernel() {
     let folder = pieces("ltoir");
     let (code, stdout, stderr) = run_in(
         folder.path(),
-        &[
-            "link",
-            "iterate_kernel.ltoir",
-            "iterate_step.ltoir",
-            "--lto",
-            "--arch",
-            "sm_90",
-            "-o",
-            "iterate.cubin",
-        ],
+        &[&LINK_ITERATE_LTO[..], &["-o", "iterate.cubin"]].concat(),
     );
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
@@ -350,16 +351,7 @@ fn a_crash_of_nvjitlink_is_reported_with_status_1() {
 fn a_link_past_its_time_limit_is_stopped_and_writes_nothing() {
     // No link finishes within a millisecond: starting the child alone takes longer.
     let folder = pieces("ltoir");
-    let args = [
-        "link",
-        "iterate_kernel.ltoir",
-        "iterate_step.ltoir",
-        "--lto",
-        "--arch",
-        "sm_90",
-        "-o",
-        "out.cubin",
-    ];
+    let args = [&LINK_ITERATE_LTO[..], &["-o", "out.cubin"]].concat();
     let (code, stdout, stderr) = run_in(
         folder.path(),
         &[&args[..], &["--time-limit", "0.001"]].concat(),
