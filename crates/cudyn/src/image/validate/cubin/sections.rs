@@ -725,9 +725,8 @@ impl<'data> SymbolTable<'data> {
                 return Err(ParseError::new(
                     place(),
                     format!(
-                        "its {size} bytes at {start} run past the end of section {shndx} ({} \
-                         bytes)",
-                        section.sh_size(LE)
+                        "its {size} bytes at {start} run past the end of section {shndx} \
+                         ({section_size} bytes)"
                     ),
                 ));
             }
