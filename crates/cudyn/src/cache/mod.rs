@@ -21,9 +21,16 @@
 //! header folders and their CUDA and CCCL versions when the program may include a header: one
 //! whose texts never say `include` reads nothing from them; nvJitLink's file for links), the options
 //! handed to the compiler (the header folders through that identity), the target, the source,
-//! the in-memory headers, the name expressions and every header the source includes from the
-//! program's folders ([`key`] says how they are found): CUDA's own headers are keyed by their
-//! folders and versions, not their thousands of files. PTX also keys on the driver's major
+//! the in-memory headers, the name expressions and every file the compile reads from disk, with
+//! its path and contents, found where NVRTC finds it (beside the program's name, in the current
+//! folder for a bare name, in the `-I` folders, nested, pre-included;
+//! [`Program::dependencies`](crate::compile::Program::dependencies) says how): CUDA's own headers
+//! are keyed by their folders and versions, not their thousands of files. A program whose files
+//! cannot all be known (a computed `#include MACRO`, an unreadable file, an option that reads or
+//! writes files of its own, such as precompiled headers) is never answered from the cache nor
+//! stored: it is compiled every time, and its result says why
+//! ([`CacheUse::Uncacheable`](crate::compile::CacheUse::Uncacheable)). Editing a file inside
+//! CUDA's own header folders, rather than installing another CUDA, is not noticed. PTX also keys on the driver's major
 //! version. A link keys on nvJitLink's identity, its options and every input's kind, name and
 //! bytes.
 //!

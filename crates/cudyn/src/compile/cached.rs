@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::compiled::{Compiled, Output};
+use super::compiled::{CacheUse, Compiled, Output};
+use super::includes::{self, CudaFolders};
 use super::program::Program;
 use super::target::{Arch, PtxVerdict};
 use crate::cache::entry::{Entry, Listed, Listing};
@@ -257,6 +258,8 @@ pub(super) struct Miss {
     /// What the result is stored under, with the compiler the key names; `None` when the
     /// result cannot be cached (NVRTC's file or the program's inputs cannot be identified).
     keyed: Option<Keyed>,
+    /// Why the program's inputs cannot be known, when they cannot.
+    uncacheable: Option<String>,
 }
 
 /// The key of a program, with what made it.
@@ -284,8 +287,13 @@ impl Miss {
             inputs,
         }) = self.keyed
         else {
+            compiled.cache_use = match self.uncacheable {
+                Some(why) => CacheUse::Uncacheable(why),
+                None => CacheUse::Miss,
+            };
             return;
         };
+        compiled.cache_use = CacheUse::Miss;
         if !confirm(&compiler) {
             return;
         }
@@ -324,9 +332,9 @@ impl Miss {
 pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lookup> {
     let reads_headers = may_read_headers(program);
     let inputs = program_inputs(program, arch, reads_headers);
-    let first = inputs.as_ref().and_then(|_| FirstLookup::new());
+    let first = inputs.as_ref().ok().and_then(|_| FirstLookup::new());
     let mut filed = Filed(None);
-    if let (Some(first), Some(inputs)) = (&first, &inputs) {
+    if let (Some(first), Ok(inputs)) = (&first, &inputs) {
         match first.hit(cache, inputs, reads_headers) {
             Ok((version, entry)) => {
                 require_loadable(program, version)?;
@@ -342,13 +350,18 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
         return Ok(Lookup::Miss(Miss {
             defaults: program_defaults(program, None),
             keyed: None,
+            uncacheable: inputs.err(),
         }));
     };
-    let Some(inputs) = inputs else {
-        return Ok(Lookup::Miss(Miss {
-            defaults: program_defaults(program, Some(&compiler.headers)),
-            keyed: None,
-        }));
+    let inputs = match inputs {
+        Ok(inputs) => inputs,
+        Err(why) => {
+            return Ok(Lookup::Miss(Miss {
+                defaults: program_defaults(program, Some(&compiler.headers)),
+                keyed: None,
+                uncacheable: Some(why),
+            }))
+        }
     };
     let key = program_key(&inputs, &compiler, reads_headers);
     require_loadable(program, compiler.version)?;
@@ -365,6 +378,7 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
             compiler,
             inputs,
         }),
+        uncacheable: None,
     }))
 }
 
@@ -387,6 +401,7 @@ fn hit(program: &Program, entry: &Entry) -> Compiled {
         log: entry.log.clone(),
         lowered_names: entry.lowered_names.clone(),
         checked: entry.checked,
+        cache_use: CacheUse::Hit,
     }
 }
 
@@ -408,23 +423,33 @@ fn program_defaults(program: &Program, headers: Option<&CudaHeaders>) -> Vec<Pat
 /// (`--pre-include`). A program that cannot reads nothing from CUDA's header folders, whatever
 /// they hold.
 fn may_read_headers(program: &Program) -> bool {
-    key::may_include(&program.source)
+    includes::may_include(&program.source)
         || program
             .headers
             .iter()
-            .any(|(_, text)| key::may_include(text))
-        || program.extra.iter().any(|option| key::may_include(option))
+            .any(|(_, text)| includes::may_include(text))
+        || program
+            .extra
+            .iter()
+            .any(|option| includes::may_include(option))
 }
 
 /// What the key of `program`, compiled for `arch`, takes of the program itself (see
-/// [`crate::cache`]): everything but the compiler, as bytes. `None` when its inputs cannot be
-/// known.
+/// [`crate::cache`]): everything but the compiler, as bytes; why not when its inputs cannot be
+/// known (see [`includes`]).
 ///
 /// CUDA's header folders, which the compile searches after the program's own when it uses
 /// them, are keyed through the compiler's identity, which covers them with their versions
 /// ([`program_key`]); a program that reads no header (`reads_headers`, what
 /// [`may_read_headers`] says of it) is keyed on NVRTC's identity alone.
-fn program_inputs(program: &Program, arch: Arch, reads_headers: bool) -> Option<Fields> {
+fn program_inputs(
+    program: &Program,
+    arch: Arch,
+    reads_headers: bool,
+) -> std::result::Result<Fields, String> {
+    if let Some(why) = includes::uncacheable_option(&program.extra) {
+        return Err(why);
+    }
     // Sized for what is written below but the options and the includes, which rarely outgrow
     // the margin: a warm start grows no buffer.
     let texts: usize = program.headers.iter().map(|(n, t)| n.len() + t.len()).sum();
@@ -444,14 +469,17 @@ fn program_inputs(program: &Program, arch: Arch, reads_headers: bool) -> Option<
     // A program that cannot include a header has no includes to add: its texts were searched
     // for the word once, by `may_read_headers`.
     if reads_headers {
-        key::add_disk_includes(
-            &mut inputs,
-            &program.source,
-            &program.headers,
-            &program.include_folders,
-        )?;
+        let cuda = if program.default_includes {
+            CudaFolders::Keyed
+        } else {
+            CudaFolders::Known(&[])
+        };
+        let found = includes::resolve(&program.include_request(cuda), &mut inputs);
+        if let Some(why) = found.unknown {
+            return Err(why);
+        }
     }
-    Some(inputs)
+    Ok(inputs)
 }
 
 /// The key of a program of `inputs`, compiled by `compiler`.

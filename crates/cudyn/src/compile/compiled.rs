@@ -31,6 +31,24 @@ impl Output {
     }
 }
 
+/// How the compile cache served a compile ([`Compiled::cache_use`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CacheUse {
+    /// The result came from the compile cache: NVRTC did not run.
+    Hit,
+    /// NVRTC compiled it, and the result was offered to the cache for next time.
+    Miss,
+    /// NVRTC compiled it without the cache: the cache is off for the process or the program,
+    /// or its folder is refused (see [`crate::cache`]).
+    #[default]
+    Off,
+    /// NVRTC compiled it, and the cache neither answered nor stored it: what the compile
+    /// reads cannot be known for certain, for this reason (see
+    /// [`Dependencies::unknown`](super::Dependencies::unknown)).
+    Uncacheable(String),
+}
+
 /// What compiling a [`Program`](super::Program) produced.
 ///
 /// Cloning it is cheap: the code is shared, with the compile cache's copy too.
@@ -45,10 +63,11 @@ pub struct Compiled {
     /// What the check before a load found in the code, when it was checked as it was stored in
     /// (or read from) the compile cache: a load of it need not check or hash it again.
     pub(crate) checked: Option<Checked>,
+    pub(crate) cache_use: CacheUse,
 }
 
 /// Two results are equal when everything they give is: whether the code was checked already
-/// is the loader's business.
+/// is the loader's business, and whether it came from the cache the cache's.
 impl PartialEq for Compiled {
     fn eq(&self, other: &Compiled) -> bool {
         let Compiled {
@@ -59,6 +78,7 @@ impl PartialEq for Compiled {
             log,
             lowered_names,
             checked: _,
+            cache_use: _,
         } = self;
         (name, output, arch, code, log, lowered_names)
             == (
@@ -114,6 +134,12 @@ impl Compiled {
             .iter()
             .find(|(given, _)| given == expression)
             .map(|(_, lowered)| lowered.as_str())
+    }
+
+    /// Whether the compile cache answered, stored the result, was off, or could not be used
+    /// for this program (and why).
+    pub fn cache_use(&self) -> &CacheUse {
+        &self.cache_use
     }
 
     /// Every name expression with its lowered name, in the order given.

@@ -54,6 +54,7 @@ mod cached;
 mod compiled;
 mod diagnostic;
 mod fatbin;
+mod includes;
 mod link_thread;
 mod linker;
 mod nvrtc_program;
@@ -62,8 +63,9 @@ pub mod target;
 pub mod workers;
 
 pub use batch::{compile_all, compile_all_on, compile_batch, Batch, BatchRun};
-pub use compiled::{Compiled, Output};
+pub use compiled::{CacheUse, Compiled, Output};
 pub use fatbin::FatbinBuilder;
+pub use includes::Dependencies;
 pub use linker::{InputKind, LinkOptions, Linked, Linker};
 pub use nvrtc_program::supported_archs;
 pub use program::{CppStandard, Program};

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::compiled::{Compiled, Output};
+use super::compiled::{CacheUse, Compiled, Output};
+use super::includes::{self, CudaFolders, Dependencies, Discard, Request};
 use super::nvrtc_program::{require_supported, NvrtcProgram};
 use super::target::{Arch, PtxVerdict};
 use super::{c_strings, diagnostic};
@@ -117,7 +118,11 @@ impl Program {
         }
     }
 
-    /// The name NVRTC reports the source under in its log (`saxpy.cu(12): error ...`).
+    /// The name NVRTC reports the source under in its log (`saxpy.cu(12): error ...`), and the
+    /// path its quoted includes are found from: NVRTC looks for `#include "x.h"` in the folder
+    /// of this name first (for a bare name such as `kernel.cu`, the current folder), so a source
+    /// read from a file is best named by that file's path, as NVIDIA's samples do. See
+    /// [`dependencies`](Self::dependencies).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
@@ -222,6 +227,46 @@ impl Program {
         &self.source
     }
 
+    /// The files compiling this program reads besides its source, found as NVRTC finds them:
+    /// its header files on disk, the headers it takes from CUDA's own folders, the in-memory
+    /// headers it includes, the names it looks for in vain, and why the list may be incomplete.
+    /// Like a compiler's `-M`, which NVRTC lacks: for build systems, and what the compile cache
+    /// keys on (a program whose [`unknown`](Dependencies::unknown) is set is never answered
+    /// from the cache).
+    ///
+    /// Every directive counts, whatever conditional compilation would skip, so the list may
+    /// hold more than a compile reads, never less; CUDA's headers are not followed into what
+    /// they include. Relative names and folders are taken from the current folder, as the
+    /// compile takes them. Finding CUDA's header folders may open NVRTC.
+    ///
+    /// ```no_run
+    /// use cudyn::compile::Program;
+    ///
+    /// let source = std::fs::read_to_string("src/kernel.cu")?;
+    /// let program = Program::new(source).name("src/kernel.cu").include("include");
+    /// for file in program.dependencies().files {
+    ///     println!("depends on {}", file.display());
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn dependencies(&self) -> Dependencies {
+        let cuda = self.default_folders();
+        let request = self.include_request(CudaFolders::Known(&cuda));
+        includes::resolve(&request, &mut Discard)
+    }
+
+    /// What the include search reads of this program, CUDA's folders as `cuda` says.
+    pub(super) fn include_request<'a>(&'a self, cuda: CudaFolders<'a>) -> Request<'a> {
+        Request {
+            source: &self.source,
+            name: &self.name,
+            headers: &self.headers,
+            folders: &self.include_folders,
+            cuda,
+            options: &self.extra,
+        }
+    }
+
     /// The architecture named with [`arch`](Self::arch), if any.
     pub(super) fn named_arch(&self) -> Option<Arch> {
         self.arch
@@ -249,12 +294,25 @@ impl Program {
 
     /// The folders NVRTC searched, for [`Error::HeaderNotFound`]: the program's own, then CUDA's
     /// (or why there were none).
-    fn searched_for_headers(&self, defaults: &[PathBuf]) -> Vec<String> {
-        let mut searched: Vec<String> = self
-            .include_folders
-            .iter()
-            .map(|folder| format!("{} (Program::include)", folder.display()))
-            .collect();
+    fn searched_for_headers(&self, header: &str, defaults: &[PathBuf]) -> Vec<String> {
+        let mut searched = Vec::new();
+        if includes::quotes(&self.source, header) {
+            let beside = match Path::new(&self.name).parent() {
+                Some(folder) if !folder.as_os_str().is_empty() => folder.display().to_string(),
+                _ => "the current folder".to_owned(),
+            };
+            searched.push(format!(
+                "{beside} (the folder of the program's name, {}, where NVRTC looks for \
+                 \"quoted\" names first: name the program by its file's path to find the \
+                 headers beside it)",
+                self.name
+            ));
+        }
+        searched.extend(
+            self.include_folders
+                .iter()
+                .map(|folder| format!("{} (Program::include)", folder.display())),
+        );
         if !self.default_includes {
             searched.push(
                 "not CUDA's own header folders: Program::default_includes(false) (on \
@@ -413,7 +471,7 @@ impl Program {
             if let Some(header) = diagnostic::missing_header(&log) {
                 return Err(Error::HeaderNotFound {
                     provider: provider_of(&header),
-                    searched: self.searched_for_headers(defaults),
+                    searched: self.searched_for_headers(&header, defaults),
                     header,
                     log: annotated,
                 });
@@ -436,6 +494,7 @@ impl Program {
             log,
             lowered_names,
             checked: None,
+            cache_use: CacheUse::Off,
         })
     }
 }
@@ -544,11 +603,24 @@ mod tests {
     fn the_opt_out_adds_no_folder_and_says_so_when_a_header_is_missing() {
         let program = Program::new("").include("/mine").default_includes(false);
         assert_eq!(program.default_folders(), Vec::<PathBuf>::new());
-        let searched = program.searched_for_headers(&[]);
+        let searched = program.searched_for_headers("h.h", &[]);
         assert_eq!(searched[0], "/mine (Program::include)");
         assert!(
             searched[1].contains("default_includes(false)"),
             "{searched:?}"
         );
+        for (name, folder) in [("k.cu", "the current folder"), ("src/k.cu", "src")] {
+            let quoted = Program::new("#include \"h.h\"\n").name(name);
+            let searched = quoted.searched_for_headers("h.h", &[]);
+            assert!(
+                searched[0].starts_with(&format!("{folder} (the folder of the program's name")),
+                "{searched:?}"
+            );
+            let angled = quoted.searched_for_headers("other.h", &[]);
+            assert!(
+                angled.iter().all(|line| !line.contains("program's name")),
+                "{angled:?}"
+            );
+        }
     }
 }

@@ -11,7 +11,7 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use crate::compile::{Arch, Compiled, CppStandard, Output, Program};
+use crate::compile::{Arch, CacheUse, Compiled, CppStandard, Output, Program};
 use crate::error::{CallError, Error};
 use crate::sys::locate::{provider_of, Component};
 use crate::version::Version;
@@ -561,6 +561,7 @@ pub(super) fn decode_outcome(message: &[u8]) -> Result<(u64, Outcome), Malformed
             log: reader.text()?,
             lowered_names: reader.pairs()?,
             checked: None,
+            cache_use: CacheUse::Off,
         }),
         1 => {
             let call = reader.text()?;
@@ -695,6 +696,7 @@ mod tests {
             log: "warning".into(),
             lowered_names: vec![("k<int>".into(), "_Z1kIiEvv".into())],
             checked: None,
+            cache_use: CacheUse::Off,
         };
         let (id, outcome) =
             decode_outcome(&encode_outcome(3, &Outcome::Compiled(compiled.clone()))).unwrap();
