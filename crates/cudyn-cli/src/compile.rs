@@ -5,7 +5,7 @@ use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cudyn::compile::{compile_batch, Arch, Compiled, FatbinBuilder, Output, Program};
+use cudyn::compile::{compile_batch, Arch, CacheUse, Compiled, FatbinBuilder, Output, Program};
 
 use crate::output::{self, CliError, Destination};
 
@@ -156,10 +156,20 @@ struct FileReport {
     bytes: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     kernels: Option<usize>,
+    /// How the compile cache served each target, in the targets' order: `hit`, `miss`, `off`
+    /// or `uncacheable`.
+    cache: Vec<&'static str>,
     log: String,
     warnings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+/// What a file's programs made: its code, the compiler's logs, and how the cache served each.
+struct Built {
+    code: Vec<u8>,
+    log: String,
+    cache: Vec<CacheUse>,
 }
 
 /// Exit status: 0 when every file compiled and was written, 1 otherwise (see `AFTER_HELP`).
@@ -315,7 +325,7 @@ fn report(
     plan: &Plan,
     file: &Path,
     destination: &Destination,
-    built: Result<(Vec<u8>, String), CliError>,
+    built: Result<Built, CliError>,
 ) -> FileReport {
     let mut report = FileReport {
         file: file.to_owned(),
@@ -324,13 +334,26 @@ fn report(
         targets: plan.targets.iter().map(Target::to_string).collect(),
         bytes: None,
         kernels: None,
+        cache: Vec::new(),
         log: String::new(),
         warnings: Vec::new(),
         error: None,
     };
     match built {
-        Ok((code, log)) => {
+        Ok(Built { code, log, cache }) => {
             report.log = log;
+            report.cache = cache.iter().map(cache_word).collect();
+            let uncacheable = cache.iter().find_map(|cache_use| match cache_use {
+                CacheUse::Uncacheable(why) => Some(why),
+                _ => None,
+            });
+            if let Some(why) = uncacheable {
+                report.warnings.push(format!(
+                    "{} was compiled without the compile cache, which answers only when it knows \
+                     every file a compile reads: {why}",
+                    file.display()
+                ));
+            }
             report.kernels = output::count_kernels(&code);
             // A piece for linking (--rdc) may rightly hold only device functions.
             if report.kernels == Some(0) && !args.rdc {
@@ -372,13 +395,23 @@ fn programs_for(args: &Args, plan: &Plan, file: &Path) -> Result<Vec<Program>, C
         .collect())
 }
 
+/// How a report names a [`CacheUse`].
+fn cache_word(cache_use: &CacheUse) -> &'static str {
+    match cache_use {
+        CacheUse::Hit => "hit",
+        CacheUse::Miss => "miss",
+        CacheUse::Uncacheable(_) => "uncacheable",
+        _ => "off",
+    }
+}
+
 /// The code for `file` from its programs' results (in the plan's targets' order) and the
 /// compiler's logs: the one result, or a fat binary of them all.
-fn assemble(
-    plan: &Plan,
-    file: &Path,
-    compiled: Vec<Compiled>,
-) -> Result<(Vec<u8>, String), CliError> {
+fn assemble(plan: &Plan, file: &Path, compiled: Vec<Compiled>) -> Result<Built, CliError> {
+    let cache = compiled
+        .iter()
+        .map(|compiled| compiled.cache_use().clone())
+        .collect();
     if plan.emit != Emit::Fatbin {
         let Some(compiled) = compiled.into_iter().next() else {
             return Err(CliError::new(format!(
@@ -387,7 +420,11 @@ fn assemble(
             )));
         };
         let log = compiled.log().to_owned();
-        return Ok((compiled.into_code(), log));
+        return Ok(Built {
+            code: compiled.into_code(),
+            log,
+            cache,
+        });
     }
     let mut fatbin = FatbinBuilder::new()?;
     let mut logs = String::new();
@@ -399,16 +436,19 @@ fn assemble(
             Target::Ptx(arch) => fatbin.add_ptx(compiled.code(), arch, &identifier)?,
         };
     }
-    Ok((fatbin.finish()?, logs))
+    Ok(Built {
+        code: fatbin.finish()?,
+        log: logs,
+        cache,
+    })
 }
 
-/// The NVRTC program for `file`, every option but the target set.
+/// The NVRTC program for `file`, every option but the target set. It is named by the file's
+/// path as given, as NVIDIA's samples name theirs: NVRTC then finds the headers beside the
+/// source, from any folder, and its messages name the file as the user did.
 fn program(args: &Args, file: &Path, source: String) -> Program {
-    let name = file
-        .file_name()
-        .map_or_else(|| "program.cu".into(), |name| name.to_string_lossy());
     let mut program = Program::new(source)
-        .name(name)
+        .name(file.to_string_lossy())
         .relocatable(args.rdc)
         .allow_newer_ptx(args.allow_newer_ptx)
         .default_includes(!args.no_default_includes)
