@@ -265,8 +265,7 @@ impl Search<'_, '_> {
                     push_once(&mut self.found.cuda_headers, path);
                     return;
                 }
-                let raw: Vec<PathBuf> = self.raw_folders.iter().map(|f| f.join(name)).collect();
-                if !self.first_file(raw.into_iter(), sink) {
+                if !self.first_file(self.raw_candidates(name).into_iter(), sink) {
                     self.missing(&directive.name, sink);
                 }
             }
@@ -274,8 +273,7 @@ impl Search<'_, '_> {
                 // Found in CUDA's folders or not, as the compiler's identity says; the files of
                 // that name in the raw folders after them could be what NVRTC reads.
                 sink.field(b"past the program's folders");
-                let raw: Vec<PathBuf> = self.raw_folders.iter().map(|f| f.join(name)).collect();
-                for path in raw {
+                for path in self.raw_candidates(name) {
                     self.candidate(path, sink);
                 }
             }
@@ -295,10 +293,17 @@ impl Search<'_, '_> {
                 }
             }
         }
-        let raw: Vec<PathBuf> = self.raw_folders.iter().map(|f| f.join(name)).collect();
-        for path in raw {
+        for path in self.raw_candidates(name) {
             self.candidate(path, sink);
         }
+    }
+
+    /// Where `name` would be in the folders given as raw options.
+    fn raw_candidates(&self, name: &Path) -> Vec<PathBuf> {
+        self.raw_folders
+            .iter()
+            .map(|folder| folder.join(name))
+            .collect()
     }
 
     /// Keys `path` whether or not it exists, and follows it when it does.
