@@ -24,7 +24,8 @@ The kernel table (one per cubin), one row per kernel:
   kernel   the C++ name, then the symbol the driver knows [in brackets] when it is mangled
   params: #0 @0+8 #1 @8+4   under a row: parameter #0 at byte offset 0, 8 bytes long; #1 at 8,
            4 bytes (the layout a launch's arguments must follow)
-  A - in any column: the cubin does not record it.
+  A - in any column: the cubin does not record it. A ? for params: the kernel's parameter table
+  cannot be read; a note under the cubin says why.
 
 Static libraries (.a): each member is shown as device code (a cubin, a fatbin, ...) or a host
 object with its embedded device code; members without device code are named with the reason.
@@ -263,12 +264,16 @@ fn render_cubin(out: &mut String, cubin: &Cubin, depth: usize) {
         );
     }
     for kernel in &cubin.kernels {
-        let param_bytes: usize = kernel
-            .params
-            .iter()
-            .map(|p| p.offset + p.size)
-            .max()
-            .unwrap_or(0);
+        let param_bytes = match kernel.params_error {
+            Some(_) => "?".to_owned(),
+            None => kernel
+                .params
+                .iter()
+                .map(|p| p.offset + p.size)
+                .max()
+                .unwrap_or(0)
+                .to_string(),
+        };
         let threads = kernel.max_threads.map_or("-".to_string(), |[x, y, z]| {
             (u64::from(x) * u64::from(y) * u64::from(z)).to_string()
         });

@@ -179,16 +179,21 @@ impl<'a> Image<'a> {
     /// cubin only that kernel's `.nv.info` section.
     /// [`Error::KernelNotInImage`] when no part of the image defines `kernel` with a known layout.
     pub fn param_layout(&self, kernel: &str) -> Result<Vec<ParamLayout>> {
-        inspect::find_param_layout(&self.bytes, self.kind, kernel)
-            .map_err(|error| Error::MalformedImage {
-                what: bytes_given(&self.bytes),
-                kind: self.kind,
-                error,
-            })?
+        inspect::search::param_layout(&self.bytes, self.kind, kernel)
+            .map_err(|error| self.malformed(error))?
             .ok_or_else(|| Error::KernelNotInImage {
                 kind: self.kind,
                 name: kernel.to_owned(),
             })
+    }
+
+    /// [`Error::MalformedImage`] for `error`, found in these bytes.
+    fn malformed(&self, error: inspect::ParseError) -> Error {
+        Error::MalformedImage {
+            what: bytes_given(&self.bytes),
+            kind: self.kind,
+            error,
+        }
     }
 
     /// The fatbins embedded in a host binary, ready to load; the image itself when it is a

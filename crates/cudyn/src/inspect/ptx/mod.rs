@@ -89,21 +89,51 @@ impl PtxModule {
 
 impl PtxEntry {
     /// The parameter buffer layout the PTX ABI gives these parameters: each at the next offset
-    /// aligned to its `.align` (or its element size). `None` when a type's size is unknown.
+    /// aligned to its `.align` (or its element size). `None` when a type's size is unknown;
+    /// [`PtxEntry::param_layout`] says which.
     pub fn layout(&self) -> Option<Vec<ParamLayout>> {
+        self.param_layout().ok()
+    }
+
+    /// [`PtxEntry::layout`], or an error naming the first parameter whose size or alignment
+    /// cudyn does not know (a type it does not know, an array length that is not a number).
+    pub fn param_layout(&self) -> Result<Vec<ParamLayout>, ParseError> {
         let mut offset: u64 = 0;
         let mut out = Vec::with_capacity(self.params.len());
-        for param in &self.params {
-            let size = param.size?;
-            let align = u64::from(param.align.unwrap_or(0)).max(type_size(&param.ty)?);
-            offset = offset.checked_next_multiple_of(align.max(1))?;
-            out.push(ParamLayout {
-                offset: usize::try_from(offset).ok()?,
-                size: usize::try_from(size).ok()?,
-            });
-            offset = offset.checked_add(size)?;
+        for (index, param) in self.params.iter().enumerate() {
+            let error = |problem: String| {
+                let place = format!(
+                    "PTX entry {}, parameter {index} ({})",
+                    self.name, param.name
+                );
+                ParseError::new(place, problem)
+            };
+            let unknown = || {
+                error(format!(
+                    "the size of its type `{}` is not known, so neither is the layout of the \
+                     parameters",
+                    param.ty
+                ))
+            };
+            let size = param.size.ok_or_else(unknown)?;
+            let align =
+                u64::from(param.align.unwrap_or(0)).max(type_size(&param.ty).ok_or_else(unknown)?);
+            let placed = offset
+                .checked_next_multiple_of(align.max(1))
+                .and_then(|start| Some((start, start.checked_add(size)?)))
+                .and_then(|(start, end)| {
+                    let layout = ParamLayout {
+                        offset: usize::try_from(start).ok()?,
+                        size: usize::try_from(size).ok()?,
+                    };
+                    Some((layout, end))
+                });
+            let (layout, end) = placed
+                .ok_or_else(|| error("its offset or size does not fit in memory".to_owned()))?;
+            out.push(layout);
+            offset = end;
         }
-        Some(out)
+        Ok(out)
     }
 }
 
@@ -597,6 +627,9 @@ mod tests {
             [("tex", ".texref", None), ("n", ".u32", Some(4))]
         );
         assert_eq!(module.entries[0].layout(), None);
+        let error = module.entries[0].param_layout().unwrap_err();
+        assert_eq!(error.place, "PTX entry sample, parameter 0 (tex)");
+        assert!(error.problem.contains("`.texref` is not known"), "{error}");
         // The same for module-scope variables.
         assert_eq!(module.variables.len(), 1, "{module:?}");
         assert_eq!(module.variables[0].size, None);
