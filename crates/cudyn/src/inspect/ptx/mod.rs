@@ -246,7 +246,9 @@ pub fn parse(bytes: &[u8]) -> Result<PtxModule, ParseError> {
                         "the text ends inside this statement (is the file cut short?)",
                     )
                 })?;
-                read_statement(&tokens[at..end], &mut module);
+                read_statement(&tokens[at..end], &mut module).map_err(|problem| {
+                    ParseError::new(format!("PTX line {}", line_of(text, tokens[at])), problem)
+                })?;
                 at = end;
             }
         }
@@ -322,24 +324,24 @@ fn statement_end(tokens: &[&str], mut at: usize) -> Option<usize> {
     None
 }
 
-fn read_statement(statement: &[&str], module: &mut PtxModule) {
+/// Reads one top-level statement into `module`: an entry, or variables; other statements are
+/// skipped. An error when an entry's declaration cannot be read, which would leave it out.
+fn read_statement(statement: &[&str], module: &mut PtxModule) -> Result<(), &'static str> {
     if let Some(entry) = statement.iter().position(|&t| t == ".entry") {
-        if let Some(entry) = read_entry(&statement[entry + 1..]) {
-            module.entries.push(entry);
-        }
-        return;
+        module.entries.push(read_entry(&statement[entry + 1..])?);
+        return Ok(());
     }
     let statement = without_attributes(statement);
     let declarators = split_declarators(&statement);
     let Some(first) = declarators.first() else {
-        return;
+        return Ok(());
     };
     let Some(space) = first
         .iter()
         .find(|&&t| t == ".global" || t == ".const")
         .filter(|_| !first.contains(&".func") && !first.contains(&"("))
     else {
-        return;
+        return Ok(());
     };
     // `.global .u32 a, b[4];` declares each name with the first one's qualifiers and type.
     let qualifiers = first
@@ -361,6 +363,7 @@ fn read_statement(statement: &[&str], module: &mut PtxModule) {
             });
         }
     }
+    Ok(())
 }
 
 /// `statement` without its `.attribute(...)` groups (`.global .attribute(.managed) .u32 flag;`
@@ -408,11 +411,18 @@ fn split_declarators<'a>(statement: &[&'a str]) -> Vec<Vec<&'a str>> {
 
 /// Reads `.entry name(params)`; every declared parameter is kept, one of an unknown type with an
 /// unknown size.
-fn read_entry(tokens: &[&str]) -> Option<PtxEntry> {
-    let name = tokens.first()?.to_string();
+fn read_entry(tokens: &[&str]) -> Result<PtxEntry, &'static str> {
+    let name = tokens
+        .first()
+        .filter(|&&name| is_identifier(name))
+        .ok_or(".entry is not followed by the kernel's name")?
+        .to_string();
     let mut params = Vec::new();
     if tokens.get(1) == Some(&"(") {
-        let close = tokens.iter().position(|&t| t == ")")?;
+        let close = tokens
+            .iter()
+            .position(|&t| t == ")")
+            .ok_or("the parameter list of this .entry does not close before the statement ends")?;
         let declarations = tokens[2..close]
             .split(|&t| t == ",")
             .filter(|param| !param.is_empty());
@@ -445,7 +455,7 @@ fn read_entry(tokens: &[&str]) -> Option<PtxEntry> {
             });
         }
     }
-    Some(PtxEntry {
+    Ok(PtxEntry {
         demangled: demangle(&name),
         name,
         params,
@@ -662,6 +672,24 @@ mod tests {
         let cut = &PTX[..PTX.find("scale;").unwrap()];
         let error = parse(cut.as_bytes()).unwrap_err();
         assert!(error.problem.contains("inside this statement"), "{error}");
+    }
+
+    #[test]
+    fn an_entry_declaration_that_cannot_be_read_is_an_error_not_a_missing_entry() {
+        for (ptx, expected) in [
+            (
+                ".version 9.0\n.target sm_90\n.entry first() { ret; }\n.entry ;\n",
+                ("PTX line 4", "not followed by the kernel's name"),
+            ),
+            (
+                ".version 9.0\n.target sm_90\n.entry k(.param .u32 n; ) { ret; }\n",
+                ("PTX line 3", "does not close"),
+            ),
+        ] {
+            let error = parse(ptx.as_bytes()).unwrap_err();
+            assert_eq!(error.place, expected.0, "{error}");
+            assert!(error.problem.contains(expected.1), "{error}");
+        }
     }
 
     #[test]
