@@ -14,7 +14,7 @@ use object::elf::{
     FileHeader64, SectionHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_NOBITS,
     SHT_SYMTAB, STT_FUNC, STT_OBJECT,
 };
-use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym};
+use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym, SymbolTable};
 use object::LittleEndian;
 
 use super::info::{attr, unreadable, Attribute, Attributes, Value};
@@ -188,6 +188,40 @@ fn is_kernel(symbol: &Sym64<LittleEndian>) -> bool {
     symbol.st_type() == STT_FUNC && symbol.st_other() & STO_CUDA_ENTRY != 0
 }
 
+type Sections<'data> = SectionTable<'data, FileHeader64<LittleEndian>>;
+type Symbols<'data> = SymbolTable<'data, FileHeader64<LittleEndian>>;
+
+/// The section table and the symbol table of the cubin `data`.
+fn tables(data: &[u8]) -> Result<(Sections<'_>, Symbols<'_>), ParseError> {
+    let sections = header(data)?
+        .sections(LittleEndian, data)
+        .map_err(elf_error("section headers"))?;
+    let symbols = sections
+        .symbols(LittleEndian, data, SHT_SYMTAB)
+        .map_err(elf_error("symbol table"))?;
+    Ok((sections, symbols))
+}
+
+/// The symbols of the cubin's kernels, in symbol-table order, reading only its section headers
+/// and symbol table; an error when a kernel's name cannot be read.
+pub(crate) fn kernel_symbols(data: &[u8]) -> Result<Vec<String>, ParseError> {
+    let (_, symbols) = tables(data)?;
+    let mut kernels = Vec::new();
+    for (index, symbol) in symbols.symbols().iter().enumerate() {
+        if !is_kernel(symbol) {
+            continue;
+        }
+        let name = symbols.symbol_name(LittleEndian, symbol).map_err(|error| {
+            ParseError::new(
+                format!("symbol {index}"),
+                format!("the kernel's name cannot be read: {error}"),
+            )
+        })?;
+        kernels.push(String::from_utf8_lossy(name).into_owned());
+    }
+    Ok(kernels)
+}
+
 /// Reads a cubin.
 pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
     let header = header(data)?;
@@ -200,12 +234,7 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
     } else {
         flags & 0xff
     };
-    let sections = header
-        .sections(endian, data)
-        .map_err(elf_error("section headers"))?;
-    let symbols = sections
-        .symbols(endian, data, SHT_SYMTAB)
-        .map_err(elf_error("symbol table"))?;
+    let (sections, symbols) = tables(data)?;
 
     let mut notes = Vec::new();
     let mut by_name: HashMap<&[u8], usize> = HashMap::new();
@@ -469,12 +498,7 @@ pub(crate) struct Variables {
 
 /// What the cubin's variables are (see [`Variables`]).
 pub(crate) fn variables(data: &[u8]) -> Result<Variables, ParseError> {
-    let sections = header(data)?
-        .sections(LittleEndian, data)
-        .map_err(elf_error("section headers"))?;
-    let symbols = sections
-        .symbols(LittleEndian, data, SHT_SYMTAB)
-        .map_err(elf_error("symbol table"))?;
+    let (sections, symbols) = tables(data)?;
     Ok(Variables {
         defined: symbols
             .symbols()
@@ -485,7 +509,7 @@ pub(crate) fn variables(data: &[u8]) -> Result<Variables, ParseError> {
 }
 
 /// The sizes of the `SHT_NOBITS` sections that hold variables, added up.
-fn uninitialized_variable_bytes(sections: &SectionTable<'_, FileHeader64<LittleEndian>>) -> usize {
+fn uninitialized_variable_bytes(sections: &Sections<'_>) -> usize {
     sections
         .iter()
         .filter_map(|section| {

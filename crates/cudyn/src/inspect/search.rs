@@ -1,4 +1,5 @@
-//! Answers about an image that need only part of it: one kernel's parameter layout. Where [`inspect`](super::inspect) decodes and describes every part, these
+//! Answers about an image that need only part of it: one kernel's parameter layout, every
+//! kernel's symbol. Where [`inspect`](super::inspect) decodes and describes every part, these
 //! visit the image's cubins and PTX modules one at a time ([`modules`]) and read of each only
 //! what the answer needs.
 
@@ -228,4 +229,48 @@ pub(crate) fn param_layout(
         (ControlFlow::Continue(()), Some(failure)) => Err(failure),
         (ControlFlow::Continue(()), None) => Ok(None),
     }
+}
+
+/// The symbols of the kernels each cubin and PTX module of `bytes`, of `kind`, defines, module
+/// after module (a kernel that several modules define comes once for each). Any module that
+/// cannot be read is the error (a listing without its kernels would be short); LTO-IR is passed
+/// over, and an image of LTO-IR alone is an error, since cudyn cannot read its kernels.
+pub(crate) fn kernel_symbols(bytes: &[u8], kind: ImageKind) -> Result<Vec<String>, ParseError> {
+    let mut symbols = Vec::new();
+    let (mut modules_read, mut lto_ir) = (0usize, false);
+    let walked = modules(bytes, kind, "", &mut |found| {
+        let listed = found.read(|code| match code {
+            Code::Cubin(code) => cubin::kernel_symbols(code).map(Some),
+            Code::Ptx(code) => {
+                let module = ptx::parse(code)?;
+                Ok(Some(
+                    module.entries.into_iter().map(|entry| entry.name).collect(),
+                ))
+            }
+            Code::LtoIr => Ok(None),
+        });
+        match listed {
+            Ok(Some(listed)) => {
+                modules_read += 1;
+                symbols.extend(listed);
+                ControlFlow::Continue(())
+            }
+            Ok(None) => {
+                lto_ir = true;
+                ControlFlow::Continue(())
+            }
+            Err(error) => ControlFlow::Break(error),
+        }
+    })?;
+    if let ControlFlow::Break(error) = walked {
+        return Err(error);
+    }
+    if modules_read == 0 && lto_ir {
+        return Err(ParseError::new(
+            "LTO-IR",
+            "cudyn cannot read the kernels of LTO-IR: link it (cudyn::Linker, `cudyn link`) and \
+             list the kernels of the linked image",
+        ));
+    }
+    Ok(symbols)
 }
