@@ -324,10 +324,17 @@ fn statement_end(tokens: &[&str], mut at: usize) -> Option<usize> {
     None
 }
 
-/// Reads one top-level statement into `module`: an entry, or variables; other statements are
-/// skipped. An error when an entry's declaration cannot be read, which would leave it out.
+/// Why an `.entry` declaration cannot be read, as [`parse`] and [`check`] say it.
+const ENTRY_WITHOUT_NAME: &str = ".entry is not followed by the kernel's name";
+const ENTRY_PARAMS_OPEN: &str =
+    "the parameter list of this .entry does not close before the statement ends";
+
+/// Reads one top-level statement into `module`: an entry (`.entry` in its head, before the first
+/// `;` or `{`), or variables; other statements are skipped. An error when an entry's
+/// declaration cannot be read, which would leave it out.
 fn read_statement(statement: &[&str], module: &mut PtxModule) -> Result<(), &'static str> {
-    if let Some(entry) = statement.iter().position(|&t| t == ".entry") {
+    let head = statement.iter().take_while(|&&t| t != ";" && t != "{");
+    if let Some(entry) = head.into_iter().position(|&t| t == ".entry") {
         module.entries.push(read_entry(&statement[entry + 1..])?);
         return Ok(());
     }
@@ -415,14 +422,14 @@ fn read_entry(tokens: &[&str]) -> Result<PtxEntry, &'static str> {
     let name = tokens
         .first()
         .filter(|&&name| is_identifier(name))
-        .ok_or(".entry is not followed by the kernel's name")?
+        .ok_or(ENTRY_WITHOUT_NAME)?
         .to_string();
     let mut params = Vec::new();
     if tokens.get(1) == Some(&"(") {
         let close = tokens
             .iter()
             .position(|&t| t == ")")
-            .ok_or("the parameter list of this .entry does not close before the statement ends")?;
+            .ok_or(ENTRY_PARAMS_OPEN)?;
         let declarations = tokens[2..close]
             .split(|&t| t == ",")
             .filter(|param| !param.is_empty());
@@ -689,7 +696,18 @@ mod tests {
             let error = parse(ptx.as_bytes()).unwrap_err();
             assert_eq!(error.place, expected.0, "{error}");
             assert!(error.problem.contains(expected.1), "{error}");
+            // The check before a load says the same.
+            assert_eq!(check(ptx.as_bytes()).unwrap_err(), error);
         }
+        // Only an `.entry` in a statement's head declares one.
+        let ptx = ".version 9.0\n.target sm_90\n.func f() { .entry ; }\n.entry e() { ret; }\n";
+        let names: Vec<String> = parse(ptx.as_bytes())
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|entry| entry.name)
+            .collect();
+        assert_eq!(names, ["e"]);
     }
 
     #[test]
@@ -746,6 +764,11 @@ mod tests {
              .visible .func (.param .b32 r) helper (.param .b64 p)\n{\n  ld.global.u32 %r1, [p];\n}\n",
             ".target sm_90\n.version",
             "{ ( } )\n.version 9.0 .target sm_90",
+            // Entries whose declaration cannot be read, then one that can.
+            ".version 9.0\n.target sm_90\n.entry ;\n.entry k(.param .u32 n; ) { ret; }\n\
+             .entry { }\n.entry j .maxntid 1 { ret; }\n.entry m( [ { } ] )\n",
+            ".version 9.0\n.target sm_90\n.entry k(.param .u32 n; ) { ret; }\n.entry ;\n",
+            ".version 9.0\n.target sm_90\n.func f() { .entry ; }\n.visible .entry e(.param .u32 n)\n{\n ret;\n}\n",
         ];
         for text in texts {
             check_agrees_with_parse_on_every_cut(text);
