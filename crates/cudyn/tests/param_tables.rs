@@ -10,7 +10,7 @@ mod plain_types;
 use cudyn::compile::{Arch, FatbinBuilder};
 use cudyn::launch::{check_arguments, ArgumentMismatch, KernelArgs};
 use cudyn::{Error, Image, ParamLayout};
-use object::read::elf::ElfFile64;
+use object::read::elf::{ElfFile64, FileHeader, SectionHeader};
 use object::{LittleEndian, Object, ObjectSection};
 use plain_types::{Param4k, ParamLarge, ParamLargeShort};
 
@@ -323,5 +323,46 @@ fn arguments_of_the_wrong_size_for_large_parameters_are_refused() {
                 "{compiler}: {index}"
             );
         }
+    }
+}
+
+#[test]
+fn a_kernel_without_its_attribute_section_has_unknown_parameters_not_none() {
+    for (compiler, cubin) in cubins() {
+        // `.nv.info.kernel4k` renamed `.nv.inf0.kernel4k`: the kernel keeps its symbol, but no
+        // section lists its parameters.
+        let elf = ElfFile64::<LittleEndian>::parse(&cubin[..]).unwrap();
+        let info = elf.section_by_name(".nv.info.kernel4k").unwrap();
+        let names = elf.elf_header().e_shstrndx(LittleEndian) as usize;
+        let (names_at, _) = elf
+            .section_by_index(object::SectionIndex(names))
+            .unwrap()
+            .file_range()
+            .unwrap();
+        let name_at = names_at as usize + info.elf_section_header().sh_name(LittleEndian) as usize;
+        assert_eq!(&cubin[name_at..name_at + 8], b".nv.info", "{compiler}");
+        let mut renamed = cubin.clone();
+        renamed[name_at + 7] = b'0';
+        let image = Image::new(&renamed[..]).unwrap();
+        let error = image.param_layout("kernel4k").unwrap_err();
+        let expected = ".nv.info.kernel4k: the kernel's attribute section is missing";
+        assert!(
+            matches!(error, Error::MalformedImage { .. }) && error.to_string().contains(expected),
+            "{compiler}: {error}"
+        );
+        let inspection = image.inspect().unwrap();
+        let cudyn::inspect::Contents::Cubin(inspected) = &inspection.contents else {
+            panic!("{compiler}: not a cubin");
+        };
+        let kernel = inspected.kernel("kernel4k").unwrap();
+        assert!(
+            kernel.params.is_empty() && kernel.params_error.is_some(),
+            "{compiler}"
+        );
+        // A kernel the cubin does not define is still not found.
+        assert!(matches!(
+            image.param_layout("kernel5k").unwrap_err(),
+            Error::KernelNotInImage { .. }
+        ));
     }
 }

@@ -177,7 +177,7 @@ impl<'a> Image<'a> {
     ///
     /// This is the layout the driver's `cuKernelGetParamInfo` reports, available offline. Only
     /// what is needed is decoded: the modules up to the first that defines `kernel`, and of a
-    /// cubin only that kernel's `.nv.info` section.
+    /// cubin only that kernel's `.nv.info` section (its symbol table when it has none).
     /// [`Error::KernelNotInImage`] when no part of the image defines `kernel` with a known layout.
     pub fn param_layout(&self, kernel: &str) -> Result<Vec<ParamLayout>> {
         inspect::search::param_layout(&self.bytes, self.kind, kernel)

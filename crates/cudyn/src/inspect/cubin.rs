@@ -11,8 +11,8 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use object::elf::{
-    FileHeader64, SectionHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_NOBITS,
-    SHT_SYMTAB, STT_FUNC, STT_OBJECT,
+    FileHeader64, SectionHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHN_LORESERVE,
+    SHN_UNDEF, SHT_NOBITS, SHT_SYMTAB, STT_FUNC, STT_OBJECT,
 };
 use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym, SymbolTable};
 use object::LittleEndian;
@@ -163,7 +163,8 @@ pub(crate) fn header(data: &[u8]) -> Result<&FileHeader64<LittleEndian>, ParseEr
 }
 
 /// The parameter layouts of the kernel `name` (mangled), reading only its `.nv.info.<name>`
-/// section; `None` when the cubin has no such section.
+/// section; `None` when the cubin does not define the kernel (read from its symbol table when
+/// there is no such section), an error when it does but its parameters cannot be read.
 pub fn kernel_params(data: &[u8], name: &str) -> Result<Option<Vec<ParamLayout>>, ParseError> {
     let header = header(data)?;
     let endian = LittleEndian;
@@ -175,7 +176,16 @@ pub fn kernel_params(data: &[u8], name: &str) -> Result<Option<Vec<ParamLayout>>
         .iter()
         .find(|section| sections.section_name(endian, section).ok() == Some(&wanted[..]))
     else {
-        return Ok(None);
+        // No parameter table: not a kernel of this cubin, or one whose parameters are unknown.
+        let (_, symbols) = tables(data)?;
+        let defined = symbols.symbols().iter().any(|symbol| {
+            is_kernel(symbol) && symbols.symbol_name(endian, symbol).ok() == Some(name.as_bytes())
+        });
+        return if defined {
+            Err(missing_info(name))
+        } else {
+            Ok(None)
+        };
     };
     let info = section
         .data(endian, data)
@@ -352,11 +362,7 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
                 match section_bytes(&info_name, &mut notes) {
                     Some(info) => read_kernel_info(&mut kernel, info, &mut notes),
                     None => {
-                        let missing = ParseError::new(
-                            format!(".nv.info.{}", kernel.name),
-                            "the section is missing or cannot be read, so the kernel's \
-                             parameters are not known",
-                        );
+                        let missing = missing_info(&kernel.name);
                         unknown_params(&mut kernel, missing, &mut notes);
                     }
                 }
@@ -371,12 +377,21 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
                 kernels.push(kernel);
             }
             STT_OBJECT => {
-                let section =
-                    sections.section(object::SectionIndex(usize::from(symbol.st_shndx(endian))));
+                let shndx = symbol.st_shndx(endian);
+                let section = sections.section(object::SectionIndex(usize::from(shndx)));
                 let Some(section_name) = section
                     .ok()
                     .and_then(|s| sections.section_name(endian, s).ok())
                 else {
+                    // Undefined (0) and reserved indices place no variable here; another index
+                    // is damage that hides one.
+                    if shndx != SHN_UNDEF && shndx < SHN_LORESERVE {
+                        notes.push(format!(
+                            "symbol {index} ({name}) was skipped: its section {shndx} does not \
+                             exist or has no readable name, so whether it is a variable is \
+                             not known"
+                        ));
+                    }
                     continue;
                 };
                 if let Some(space) = variable_space(section_name) {
@@ -419,6 +434,16 @@ fn read_kernel_info(kernel: &mut CubinKernel, info: &[u8], notes: &mut Vec<Strin
         Ok(params) => kernel.params = params,
         Err(error) => unknown_params(kernel, error, notes),
     }
+}
+
+/// Why the parameters of `kernel`, which has no `.nv.info.<kernel>` section to read, are not
+/// known.
+fn missing_info(kernel: &str) -> ParseError {
+    ParseError::new(
+        format!(".nv.info.{kernel}"),
+        "the kernel's attribute section is missing or cannot be read, so its parameters are not \
+         known",
+    )
 }
 
 /// Records that `kernel`'s parameters are not known, and why, in the kernel and in `notes`.
@@ -547,4 +572,53 @@ fn suffixed(prefix: &[u8], name: &[u8]) -> Vec<u8> {
 
 pub(crate) fn elf_error(place: &'static str) -> impl Fn(object::read::Error) -> ParseError {
     move |error| ParseError::new(place, error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use object::read::elf::ElfFile64;
+    use object::{Object, ObjectSection, ObjectSymbol};
+
+    use super::*;
+
+    #[test]
+    fn a_variable_in_a_section_that_does_not_exist_is_a_note_not_a_silent_gap() {
+        let compiled = crate::Program::new(
+            "__device__ int counter; __device__ float table[8];\n\
+             extern \"C\" __global__ void k() { counter = table[threadIdx.x]; }",
+        )
+        .arch(crate::compile::Arch::new(9, 0))
+        .compile()
+        .expect("NVRTC compiles (run the tests with the CUDA wheels' venv)");
+        let cubin = compiled.code();
+        let listed = |bytes: &[u8]| -> Vec<String> {
+            let parsed = parse(bytes).unwrap();
+            parsed.variables.into_iter().map(|v| v.name).collect()
+        };
+        assert_eq!(listed(cubin), ["counter", "table"]);
+        assert!(parse(cubin).unwrap().notes.is_empty());
+        // `counter`'s section index (st_shndx, 2 bytes at 6 into its 24-byte entry) past the
+        // section table.
+        let elf = ElfFile64::<LittleEndian>::parse(cubin).unwrap();
+        let counter = elf.symbols().find(|s| s.name() == Ok("counter")).unwrap();
+        let (table_at, _) = elf
+            .section_by_name(".symtab")
+            .unwrap()
+            .file_range()
+            .unwrap();
+        let at = table_at as usize + counter.index().0 * 24 + 6;
+        let mut damaged = cubin.to_vec();
+        damaged[at..at + 2].copy_from_slice(&0x1234u16.to_le_bytes());
+        let parsed = parse(&damaged).unwrap();
+        assert_eq!(listed(&damaged), ["table"]);
+        let note = format!(
+            "symbol {} (counter) was skipped: its section 4660 does not exist",
+            counter.index().0
+        );
+        assert!(
+            parsed.notes.iter().any(|n| n.contains(&note)),
+            "{:?}",
+            parsed.notes
+        );
+    }
 }
