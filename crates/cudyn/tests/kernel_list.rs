@@ -2,7 +2,8 @@
 //! fatbins that NVRTC and nvcc made for two architectures and PTX, a host object embedding one,
 //! and a static library; checked against the C++ source, against cuobjdump's symbol tables
 //! (which kernels each cubin defines) and against c++filt (how each symbol demangles). A module
-//! that cannot be read is an error, never a shorter list.
+//! that cannot be read is an error, never a shorter list (nor, for a kernel's parameters, "not in
+//! the image").
 
 mod fixtures;
 
@@ -196,7 +197,8 @@ fn a_module_that_cannot_be_read_is_an_error_not_fewer_kernels() {
         (obfuscated, "fatbin entry 0", "obfuscated"),
         (cut, "fatbin entry 2", "zstd"),
     ] {
-        let error = Image::new(&damaged[..]).unwrap().kernel_list().unwrap_err();
+        let image = Image::new(&damaged[..]).unwrap();
+        let error = image.kernel_list().unwrap_err();
         let text = error.to_string();
         assert!(
             matches!(error, Error::MalformedImage { .. })
@@ -204,7 +206,20 @@ fn a_module_that_cannot_be_read_is_an_error_not_fewer_kernels() {
                 && text.contains(problem),
             "{text}"
         );
+        // The layout of a kernel the other modules define is theirs; a kernel none defines may
+        // be in the module that cannot be read: not "not in the image".
+        assert_eq!(image.param_layout("plain").unwrap().len(), 1);
+        let error = image.param_layout("absent").unwrap_err();
+        assert!(error.to_string().contains(entry), "{error}");
+        let inspection = image.inspect().unwrap();
+        assert_eq!(inspection.param_layout("plain").unwrap().unwrap().len(), 1);
+        let error = inspection.param_layout("absent").unwrap_err();
+        assert!(error.to_string().contains(entry), "{error}");
     }
+    let whole = Image::new(&fatbin[..]).unwrap();
+    let error = whole.param_layout("absent").unwrap_err();
+    assert!(matches!(error, Error::KernelNotInImage { .. }), "{error}");
+    assert_eq!(whole.inspect().unwrap().param_layout("absent"), Ok(None));
 
     // LTO-IR alone: cudyn cannot read its kernels. Beside whole cubins and PTX it is passed
     // over.

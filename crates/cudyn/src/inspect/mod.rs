@@ -113,7 +113,8 @@ impl Inspection {
     /// with a parameter table cudyn reads, else from the first PTX module that declares it with
     /// types of known sizes. `Ok(None)` when no module defines it; when modules do but none
     /// gives the layout, the first one's error (see [`cubin::CubinKernel::params_error`] and
-    /// [`ptx::PtxEntry::param_layout`]), never an empty list.
+    /// [`ptx::PtxEntry::param_layout`]), never an empty list; when none does but a part of the
+    /// image could not be decoded (which may), that part's error.
     pub fn param_layout(&self, kernel: &str) -> Result<Option<Vec<ParamLayout>>, ParseError> {
         let modules = self.modules();
         let mut failure = None;
@@ -138,7 +139,32 @@ impl Inspection {
                 }
             }
         }
-        failure.map_or(Ok(None), Err)
+        // A part that was not decoded may define the kernel.
+        failure.or_else(|| self.undecoded()).map_or(Ok(None), Err)
+    }
+
+    /// The first part of the image that may hold a module but was not decoded (a fatbin entry,
+    /// bytes of a host binary's section that are no fatbin; see the notes), placed; `None` when
+    /// every part was.
+    fn undecoded(&self) -> Option<ParseError> {
+        match &self.contents {
+            Contents::Fatbin(fatbin) => fatbin.undecoded(),
+            Contents::HostBinary(host) => host.sections.iter().find_map(|section| {
+                let fatbin = section.fatbins.iter().find_map(fatbin::Fatbin::undecoded);
+                let damage = || {
+                    let note = section.notes.first()?;
+                    Some(ParseError::new("section", note.clone()))
+                };
+                fatbin
+                    .or_else(damage)
+                    .map(|error| error.inside(&section.name))
+            }),
+            Contents::Archive(archive) => archive.members.iter().find_map(|member| {
+                let error = member.inspection.as_ref()?.undecoded()?;
+                Some(error.inside(&format!("member {}", member.name)))
+            }),
+            Contents::Ptx(_) | Contents::Cubin(_) | Contents::LtoIr(_) => None,
+        }
     }
 }
 
