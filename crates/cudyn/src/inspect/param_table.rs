@@ -147,7 +147,8 @@ fn check(records: &mut [Record], buffer: Option<u32>) -> Result<(), String> {
         }
         // The records before are ordinals 0 to index - 1: this one repeats the last of them,
         // or comes after a missing one.
-        return Err(match index.checked_sub(1).map(|before| records[before]) {
+        let before = index.checked_sub(1).and_then(|before| records.get(before));
+        return Err(match before {
             Some(before) if before.ordinal == record.ordinal => format!(
                 "{}: two records give this ordinal (bytes {} and {})",
                 record.describe(),
