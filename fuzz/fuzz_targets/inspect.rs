@@ -6,4 +6,8 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     if let Ok(inspection) = cudyn::inspect::inspect(data) {
         let _ = inspection.param_layout("saxpy");
     }
+    if let Ok(image) = cudyn::Image::new(data) {
+        let _ = image.param_layout("saxpy");
+        let _ = image.kernel_list();
+    }
 });

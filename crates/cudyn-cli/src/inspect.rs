@@ -10,7 +10,7 @@ use cudyn::inspect::fatbin::{Compression, Entry, EntryContents, EntryKind, Fatbi
 use cudyn::inspect::ltoir::LtoIr;
 use cudyn::inspect::ptx::PtxModule;
 use cudyn::inspect::Contents;
-use cudyn::{Image, Inspection};
+use cudyn::{Image, Inspection, KernelName};
 
 /// The text after `cudyn inspect --help`'s options.
 const AFTER_HELP: &str = "\
@@ -24,7 +24,13 @@ The kernel table (one per cubin), one row per kernel:
   kernel   the C++ name, then the symbol the driver knows [in brackets] when it is mangled
   params: #0 @0+8 #1 @8+4   under a row: parameter #0 at byte offset 0, 8 bytes long; #1 at 8,
            4 bytes (the layout a launch's arguments must follow)
-  A - in any column: the cubin does not record it.
+  A - in any column: the cubin does not record it. A ? for params: the kernel's parameter table
+  cannot be read; a note under the cubin says why.
+
+--kernels lists each file's kernels instead, each once however many modules define it (a
+fatbin's SASS for several architectures and its PTX): the C++ signature, then the symbol the
+driver knows [in brackets]; an extern \"C\" kernel by its symbol alone. Either one finds the
+kernel in `cudyn run` and cudyn::Library::kernel.
 
 Static libraries (.a): each member is shown as device code (a cubin, a fatbin, ...) or a host
 object with its embedded device code; members without device code are named with the reason.
@@ -41,6 +47,7 @@ Examples:
   cudyn inspect app.fatbin kernels.ptx piece.ltoir
   cudyn inspect ./my_program            # a host program built by nvcc
   cudyn inspect libcudadevrt.a          # a static library
+  cudyn inspect --kernels app.fatbin     # every kernel once, with its C++ signature
   cudyn inspect --json saxpy.cubin";
 
 #[derive(clap::Args)]
@@ -50,10 +57,14 @@ pub struct Args {
     /// objects built by nvcc, and static libraries (.a).
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// Print JSON (one array, an object per file: file, then inspection or error) instead of
-    /// tables.
+    /// Print JSON (one array, an object per file: file, then inspection (or kernels) or
+    /// error) instead of tables.
     #[arg(long)]
     json: bool,
+    /// List each file's kernels, each once, with its C++ signature and its symbol, instead of
+    /// the tables.
+    #[arg(long)]
+    kernels: bool,
 }
 
 #[derive(serde::Serialize)]
@@ -62,7 +73,15 @@ struct FileReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     inspection: Option<Inspection>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    kernels: Option<Vec<KernelName>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+/// What was read of one file: an inspection, or its kernel list (`--kernels`).
+enum Read {
+    Inspection(Inspection),
+    Kernels(Vec<KernelName>),
 }
 
 /// Exit status: 0 when every file was read, 1 when any was not device code or malformed.
@@ -71,14 +90,23 @@ pub fn run(args: &Args) -> ExitCode {
         .files
         .iter()
         .map(|file| {
-            let result = Image::from_file(file).and_then(|image| image.inspect());
-            let (inspection, error) = match result {
-                Ok(inspection) => (Some(inspection), None),
-                Err(error) => (None, Some(naming_once(file, &error))),
-            };
+            let result = Image::from_file(file).and_then(|image| {
+                if args.kernels {
+                    image.kernel_list().map(Read::Kernels)
+                } else {
+                    image.inspect().map(Read::Inspection)
+                }
+            });
+            let (mut inspection, mut kernels, mut error) = (None, None, None);
+            match result {
+                Ok(Read::Inspection(read)) => inspection = Some(read),
+                Ok(Read::Kernels(read)) => kernels = Some(read),
+                Err(failure) => error = Some(naming_once(file, &failure)),
+            }
             FileReport {
                 file: file.clone(),
                 inspection,
+                kernels,
                 error,
             }
         })
@@ -87,8 +115,12 @@ pub fn run(args: &Args) -> ExitCode {
         crate::output::print_json("inspect", &reports);
     } else {
         let tables = reports.iter().filter_map(|report| {
-            let inspection = report.inspection.as_ref()?;
-            Some(render_inspection(&report.file.display().to_string(), inspection) + "\n")
+            let name = report.file.display().to_string();
+            match (&report.inspection, &report.kernels) {
+                (Some(inspection), _) => Some(render_inspection(&name, inspection) + "\n"),
+                (None, Some(kernels)) => Some(render_kernels(&name, kernels) + "\n"),
+                (None, None) => None,
+            }
         });
         crate::output::print_text(tables);
     }
@@ -123,6 +155,21 @@ pub fn render_inspection(name: &str, inspection: &Inspection) -> String {
         inspection.kind, inspection.size
     );
     render_contents(&mut out, &inspection.contents, 1);
+    out
+}
+
+/// The `--kernels` listing of one file, headed by `name`: a kernel a line, its signature then
+/// its symbol in brackets (its symbol alone for an `extern "C"` kernel).
+pub fn render_kernels(name: &str, kernels: &[KernelName]) -> String {
+    let mut out = format!("{name}: {} kernel(s)\n", kernels.len());
+    for kernel in kernels {
+        let _ = writeln!(
+            out,
+            "{}{}",
+            indent(1),
+            display_name(&kernel.symbol, kernel.signature.as_deref())
+        );
+    }
     out
 }
 
@@ -263,12 +310,16 @@ fn render_cubin(out: &mut String, cubin: &Cubin, depth: usize) {
         );
     }
     for kernel in &cubin.kernels {
-        let param_bytes: usize = kernel
-            .params
-            .iter()
-            .map(|p| p.offset + p.size)
-            .max()
-            .unwrap_or(0);
+        let param_bytes = match kernel.params_error {
+            Some(_) => "?".to_owned(),
+            None => kernel
+                .params
+                .iter()
+                .map(|p| p.offset + p.size)
+                .max()
+                .unwrap_or(0)
+                .to_string(),
+        };
         let threads = kernel.max_threads.map_or("-".to_string(), |[x, y, z]| {
             (u64::from(x) * u64::from(y) * u64::from(z)).to_string()
         });

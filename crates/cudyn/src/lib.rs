@@ -139,7 +139,8 @@ pub use launch::{
     ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig,
 };
 pub use library::{
-    Backend, Global, JitLog, JitOptions, Library, LibraryLoader, LibraryOptions, Sharing,
+    Backend, Global, JitLog, JitOptions, KernelName, Library, LibraryLoader, LibraryOptions,
+    Sharing,
 };
 pub use locate::Component;
 #[cfg(feature = "bytemuck")]

@@ -78,6 +78,7 @@ fn kernel_params(kernel: &str) -> Vec<ParamLayout> {
         .inspect()
         .unwrap()
         .param_layout(kernel)
+        .unwrap_or_else(|error| panic!("{kernel}: {error}"))
         .unwrap_or_else(|| panic!("{kernel} is in the cubin"))
 }
 

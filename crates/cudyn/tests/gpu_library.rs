@@ -339,3 +339,32 @@ __global__ void saxpy(T a, const T* x, T* y, unsigned long long n) {
         .collect();
     assert_eq!(y_device.to_vec().unwrap(), expected);
 }
+
+/// Kernels in namespaces, templates, overloads and `extern "C"` kernels.
+const KERNEL_LIST: &str = include_str!("kernels/kernel_list.cu");
+
+#[test]
+#[ignore = "gpu: a loaded library lists the kernels its image lists, each found by its signature"]
+fn a_library_lists_the_kernels_of_its_image_each_found_by_its_signature() {
+    use cudyn::compile::{Output as Emit, Program};
+    use cudyn::Image;
+
+    let nvrtc = |output| Program::new(KERNEL_LIST).output(output).compile().unwrap();
+    let builds = [
+        ("NVRTC cubin", nvrtc(Emit::Cubin).code().to_vec()),
+        ("NVRTC PTX", nvrtc(Emit::Ptx).code().to_vec()),
+        ("nvcc fatbin", compile(KERNEL_LIST, Output::Fatbin).bytes()),
+    ];
+    for (build, code) in builds {
+        let offline = Image::new(&code[..]).unwrap().kernel_list().unwrap();
+        let library = Library::load(&code).unwrap();
+        let loaded = library.kernel_list().unwrap();
+        assert_eq!(loaded, offline, "{build}");
+        assert_eq!(loaded.len(), 7, "{build}: {loaded:?}");
+        for listed in &loaded {
+            // The signature (the symbol of an extern "C" kernel), overloads included.
+            let kernel = library.kernel(&listed.to_string()).unwrap();
+            assert_eq!(kernel.name().unwrap(), listed.symbol, "{build}");
+        }
+    }
+}

@@ -74,6 +74,7 @@ fn kernels_including_cudas_headers_compile_with_no_include_flag() {
         let layout = cudyn::inspect::inspect(compiled.code())
             .unwrap()
             .param_layout(kernel.kernel)
+            .unwrap_or_else(|error| panic!("{}: {error}", kernel.file))
             .unwrap_or_else(|| {
                 panic!("{}: the cubin has no kernel {}", kernel.file, kernel.kernel)
             });

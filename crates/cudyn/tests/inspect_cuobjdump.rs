@@ -1,10 +1,11 @@
 //! cudyn's offline inspection agrees with NVIDIA's cuobjdump on the same files: architectures,
 //! kernels, parameter layouts, resources and variables of every cubin, whether alone, in a fatbin
-//! (plain or zstd-compressed) or embedded in a host object.
+//! (plain or zstd-compressed) or embedded in a host object; and kernels with parameters of 4,096
+//! and 32,000 bytes, recorded in both formats of parameter record, from NVRTC and from nvcc.
 
 mod fixtures;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
@@ -18,6 +19,8 @@ use cudyn::{Image, ImageKind, ParamLayout};
 struct RefElf {
     sm: String,
     params: BTreeMap<String, Vec<ParamLayout>>,
+    /// The attributes that hold each kernel's parameter records (`EIATTR_KPARAM_INFO`, `_V2`).
+    param_records: BTreeMap<String, BTreeSet<String>>,
     objects: BTreeMap<String, u64>,
     resources: BTreeMap<String, [u64; 5]>,
 }
@@ -48,7 +51,11 @@ fn reference(file: &Path) -> Vec<RefElf> {
     let mut section = String::new();
     let mut table: Option<&str> = None;
     let mut section_names: BTreeMap<u64, String> = BTreeMap::new();
+    let mut attribute = String::new();
     for line in elf.lines() {
+        if let Some(name) = line.trim().strip_prefix("Attribute:") {
+            attribute = name.trim().to_string();
+        }
         if let Some(header) = line.strip_prefix("64-bit ELF:") {
             let sm = header
                 .split("sm=")
@@ -104,6 +111,11 @@ fn reference(file: &Path) -> Vec<RefElf> {
         }
         if let Some(kernel) = section.strip_prefix(".nv.info.") {
             if line.contains("Ordinal :") {
+                current
+                    .param_records
+                    .entry(kernel.to_string())
+                    .or_default()
+                    .insert(attribute.clone());
                 // cuobjdump lists parameters last to first; the ordinal says where each goes.
                 let params = current.params.entry(kernel.to_string()).or_default();
                 let ordinal = field(line, "Ordinal") as usize;
@@ -160,7 +172,10 @@ fn cubins(file: &Path) -> Vec<Cubin> {
         .collect()
 }
 
-fn assert_agrees(file: &Path) -> Vec<Cubin> {
+/// The cubins of `file` as cudyn reads them, checked against cuobjdump's description of the
+/// same file: kernels and their parameter layouts, resources and variables of each, without a
+/// note; with that description.
+fn agrees(file: &Path) -> (Vec<Cubin>, Vec<RefElf>) {
     let ours = cubins(file);
     let theirs = reference(file);
     assert_eq!(
@@ -178,10 +193,6 @@ fn assert_agrees(file: &Path) -> Vec<Cubin> {
             .collect();
         assert_eq!(cubin.arch.to_string(), sm, "{what}: arch");
         assert!(cubin.notes.is_empty(), "{what}: {:?}", cubin.notes);
-        // The reference really was read: every fixture has 5 kernels and 3 variables.
-        assert_eq!(reference.params.len(), 5, "{what}: {reference:?}");
-        assert_eq!(reference.resources.len(), 5, "{what}: {reference:?}");
-        assert_eq!(reference.objects.len(), 3, "{what}: {reference:?}");
         let params: BTreeMap<String, Vec<ParamLayout>> = cubin
             .kernels
             .iter()
@@ -209,6 +220,18 @@ fn assert_agrees(file: &Path) -> Vec<Cubin> {
             .map(|v| (v.name.clone(), v.size))
             .collect();
         assert_eq!(objects, reference.objects, "{what}: variables");
+    }
+    (ours, theirs)
+}
+
+/// [`agrees`] for a file made from [`fixtures::SOURCE`].
+fn assert_agrees(file: &Path) -> Vec<Cubin> {
+    let (ours, theirs) = agrees(file);
+    for reference in &theirs {
+        // The reference really was read: every fixture has 5 kernels and 3 variables.
+        assert_eq!(reference.params.len(), 5, "{reference:?}");
+        assert_eq!(reference.resources.len(), 5, "{reference:?}");
+        assert_eq!(reference.objects.len(), 3, "{reference:?}");
     }
     ours
 }
@@ -365,4 +388,125 @@ fn offline_param_layout_and_demangled_names() {
         Some([128, 1, 1]),
         "__launch_bounds__(128)"
     );
+}
+
+/// Kernels with a 4,096-byte and a 32,000-byte parameter (`__grid_constant__`).
+const LARGE_PARAMS: &str = include_str!("kernels/large_params.cu");
+
+/// A kernel, its parameters as `(offset, size)`, and the attribute that records them.
+type Expected = (&'static str, &'static [(usize, usize)], &'static str);
+
+/// The layouts of [`LARGE_PARAMS`]' kernels: parameter records of the first format hold sizes
+/// below 16 KiB and are written up to 4,352 bytes of parameters; the second format above.
+const LARGE_LAYOUTS: [Expected; 3] = [
+    ("kernel4k", &[(0, 4096), (4096, 8)], "EIATTR_KPARAM_INFO"),
+    (
+        "kernelLargeParam",
+        &[(0, 32000), (32000, 8)],
+        "EIATTR_KPARAM_INFO_V2",
+    ),
+    (
+        "kernelMixed",
+        &[(0, 1), (4, 32000), (32004, 2), (32008, 8), (32016, 8)],
+        "EIATTR_KPARAM_INFO_V2",
+    ),
+];
+
+/// `(offset, size)` pairs as layouts.
+fn layouts(pairs: &[(usize, usize)]) -> Vec<ParamLayout> {
+    pairs
+        .iter()
+        .map(|&(offset, size)| ParamLayout { offset, size })
+        .collect()
+}
+
+/// [`LARGE_PARAMS`] built by NVRTC and by nvcc: cubins for sm_75, sm_90 and sm_120, and fatbins
+/// with SASS and PTX; by file name.
+fn large_param_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let nvrtc = |arch: &str, output| {
+        fixtures::compile_source(LARGE_PARAMS, &[], &[&format!("-arch={arch}")], output)
+    };
+    let mut files: Vec<(String, Vec<u8>)> = ["sm_75", "sm_90", "sm_120"]
+        .into_iter()
+        .map(|arch| {
+            let cubin = nvrtc(arch, fixtures::Output::Cubin);
+            (format!("nvrtc_{arch}.cubin"), cubin)
+        })
+        .collect();
+    let cubins: Vec<(u32, Vec<u8>)> = [75, 90]
+        .into_iter()
+        .map(|sm| (sm, nvrtc(&format!("sm_{sm}"), fixtures::Output::Cubin)))
+        .collect();
+    let cubin_refs: Vec<(u32, &[u8])> = cubins.iter().map(|(sm, c)| (*sm, &c[..])).collect();
+    let ptx = nvrtc("compute_90", fixtures::Output::Ptx);
+    let ltoir = fixtures::compile_source(
+        LARGE_PARAMS,
+        &[],
+        &["-arch=sm_90", "-dlto"],
+        fixtures::Output::LtoIr,
+    );
+    files.push((
+        "nvrtc.fatbin".into(),
+        fixtures::fatbin(&cubin_refs, &ptx, &ltoir, "size"),
+    ));
+    for arch in ["sm_90", "sm_120"] {
+        let cubin = fixtures::nvcc(LARGE_PARAMS, &["-cubin", &format!("-arch={arch}")]);
+        files.push((format!("nvcc_{arch}.cubin"), cubin));
+    }
+    let fatbin = fixtures::nvcc(
+        LARGE_PARAMS,
+        &[
+            "-fatbin",
+            "-gencode=arch=compute_75,code=sm_75",
+            "-gencode=arch=compute_90,code=[sm_90,compute_90]",
+        ],
+    );
+    files.push(("nvcc.fatbin".into(), fatbin));
+    files
+        .into_iter()
+        .map(|(name, bytes)| {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            path
+        })
+        .collect()
+}
+
+#[test]
+fn parameters_of_4096_and_32000_bytes_agree_with_cuobjdump() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = large_param_files(dir.path());
+    assert_eq!(files.len(), 7);
+    let mut ptx_modules = 0;
+    for file in &files {
+        let (cubins, references) = agrees(file);
+        assert!(!cubins.is_empty(), "{}", file.display());
+        let image = Image::from_file(file).unwrap();
+        for reference in &references {
+            let what = format!("{} sm_{}", file.display(), reference.sm);
+            assert_eq!(reference.params.len(), 3, "{what}: {reference:?}");
+            for (kernel, layout, record) in LARGE_LAYOUTS {
+                let layout = layouts(layout);
+                // cuobjdump's reading, which cudyn's agrees with (above), is the expected one.
+                assert_eq!(reference.params[kernel], layout, "{what}: {kernel}");
+                assert_eq!(
+                    reference.param_records[kernel],
+                    BTreeSet::from([record.to_string()]),
+                    "{what}: {kernel}"
+                );
+                assert_eq!(image.param_layout(kernel).unwrap(), layout, "{what}");
+            }
+        }
+        // The PTX of a fatbin lays the parameters out as the cubins record them.
+        let inspection = image.inspect().unwrap();
+        for module in inspection.modules() {
+            let Module::Ptx(ptx) = module else { continue };
+            ptx_modules += 1;
+            for (kernel, layout, _) in LARGE_LAYOUTS {
+                let found = ptx.entry(kernel).unwrap().param_layout().unwrap();
+                assert_eq!(found, layouts(layout), "{} PTX {kernel}", file.display());
+            }
+        }
+    }
+    assert_eq!(ptx_modules, 2, "one in each fatbin");
 }

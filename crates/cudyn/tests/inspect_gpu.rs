@@ -99,5 +99,5 @@ fn nvcc_program_lists_its_embedded_kernels() {
         panic!("not a host binary: {inspection:?}");
     };
     assert_eq!(host.sections[0].name, "__nv_relfatbin");
-    assert!(inspection.param_layout("_Z5scalePffi").is_some());
+    assert!(inspection.param_layout("_Z5scalePffi").unwrap().is_some());
 }

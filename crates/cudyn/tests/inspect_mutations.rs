@@ -1,6 +1,7 @@
 //! Hostile input: real images (cubins, PTX, LTO-IR, fatbins plain and compressed, a host object)
 //! truncated, bit-flipped and overwritten with huge offsets and sizes, for a few seconds. No
-//! input may panic, hang, or make cudyn hold much more memory than the input's size.
+//! input may panic, hang, or make cudyn hold much more memory than the input's size, whether
+//! inspected whole or searched for one kernel's layout or every kernel's name.
 //! (`fuzz/` has a cargo-fuzz target for longer runs.)
 
 mod fixtures;
@@ -116,6 +117,11 @@ fn mutated_images_never_panic_hang_or_balloon() {
             let one = Instant::now();
             // Errors are fine; panics fail the test on their own.
             let _ = cudyn::inspect::inspect(&input).map(|i| i.param_layout("saxpy"));
+            // The searches that read only part of an image: one layout, every kernel's name.
+            if let Ok(image) = cudyn::Image::new(&input[..]) {
+                let _ = image.param_layout("saxpy");
+                let _ = image.kernel_list();
+            }
             let took = one.elapsed();
             let held = PEAK.load(Ordering::Relaxed).saturating_sub(before);
             // Besides what grows with the input, the zstd decoder may hold a fixed few MiB of

@@ -232,7 +232,7 @@ fn an_attribute_naming_a_symbol_past_the_table_is_refused_for_a_load() {
             matches!(error, Error::MalformedImage { .. })
                 && text.contains(".nv.info")
                 && text.contains(&format!(
-                    "attribute 0x2f names symbol {symbol} of {symbols}"
+                    "attribute EIATTR_REGCOUNT (0x2f) at byte 0 names symbol {symbol} of {symbols}"
                 )),
             "{text}"
         );

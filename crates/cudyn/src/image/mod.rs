@@ -22,6 +22,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::inspect::{self, archive, fatbin, host, ltoir, ptx, Inspection};
+use crate::library::KernelName;
 use crate::param::ParamLayout;
 
 mod validate;
@@ -176,19 +177,53 @@ impl<'a> Image<'a> {
     ///
     /// This is the layout the driver's `cuKernelGetParamInfo` reports, available offline. Only
     /// what is needed is decoded: the modules up to the first that defines `kernel`, and of a
-    /// cubin only that kernel's `.nv.info` section.
+    /// cubin only that kernel's `.nv.info` section (its symbol table when it has none).
     /// [`Error::KernelNotInImage`] when no part of the image defines `kernel` with a known layout.
     pub fn param_layout(&self, kernel: &str) -> Result<Vec<ParamLayout>> {
-        inspect::find_param_layout(&self.bytes, self.kind, kernel)
-            .map_err(|error| Error::MalformedImage {
-                what: bytes_given(&self.bytes),
-                kind: self.kind,
-                error,
-            })?
+        inspect::search::param_layout(&self.bytes, self.kind, kernel)
+            .map_err(|error| self.malformed(error))?
             .ok_or_else(|| Error::KernelNotInImage {
                 kind: self.kind,
                 name: kernel.to_owned(),
             })
+    }
+
+    /// Every kernel the image defines, with its symbol, C++ name and signature (see
+    /// [`KernelName`]), each once, sorted by C++ name, then signature, then symbol: the kernels
+    /// of every cubin and PTX module in it (a fatbin's SASS for several architectures and its PTX
+    /// define the same kernels), of every fatbin of a host binary, of every member of a static
+    /// library. Read offline, from the symbol tables and `.entry` declarations only.
+    ///
+    /// A module that cannot be read is [`Error::MalformedImage`] naming it, never a shorter
+    /// list; so is an image of LTO-IR alone, whose kernels cudyn cannot read (link it first).
+    /// A loaded library's [`Library::kernel_list`](crate::Library::kernel_list) gives the kernels
+    /// of the one module the driver chose.
+    ///
+    /// ```no_run
+    /// use cudyn::{Image, Library};
+    ///
+    /// let image = Image::from_file("kernels.fatbin")?;
+    /// let library = Library::load(image.bytes())?;
+    /// for listed in image.kernel_list()? {
+    ///     // `scale(float*, int)`, `axpy<double>(double, double const*, double*, int)`, `plain`
+    ///     let kernel = library.kernel(&listed.to_string())?;
+    ///     assert_eq!(kernel.name()?, listed.symbol);
+    /// }
+    /// # Ok::<(), cudyn::Error>(())
+    /// ```
+    pub fn kernel_list(&self) -> Result<Vec<KernelName>> {
+        let symbols = inspect::search::kernel_symbols(&self.bytes, self.kind)
+            .map_err(|error| self.malformed(error))?;
+        Ok(crate::library::lookup::kernel_list(symbols))
+    }
+
+    /// [`Error::MalformedImage`] for `error`, found in these bytes.
+    fn malformed(&self, error: inspect::ParseError) -> Error {
+        Error::MalformedImage {
+            what: bytes_given(&self.bytes),
+            kind: self.kind,
+            error,
+        }
     }
 
     /// The fatbins embedded in a host binary, ready to load; the image itself when it is a

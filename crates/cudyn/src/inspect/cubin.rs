@@ -11,14 +11,14 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use object::elf::{
-    FileHeader64, SectionHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHT_NOBITS,
-    SHT_SYMTAB, STT_FUNC, STT_OBJECT,
+    FileHeader64, SectionHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHN_LORESERVE,
+    SHN_UNDEF, SHT_NOBITS, SHT_SYMTAB, STT_FUNC, STT_OBJECT,
 };
-use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym};
+use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym, SymbolTable};
 use object::LittleEndian;
 
-use super::info::{attr, Attributes, Value};
-use super::{demangle, u16_at, u32_at, ParseError};
+use super::info::{attr, unreadable, Attribute, Attributes, Value};
+use super::{demangle, param_table, u32_at, ParseError};
 use crate::param::ParamLayout;
 
 /// `st_other` bit of a kernel entry point.
@@ -64,8 +64,13 @@ pub struct CubinKernel {
     pub name: String,
     /// The C++ name, when `name` is mangled.
     pub demangled: Option<String>,
-    /// Parameters, in declaration order.
+    /// Parameters, in declaration order; empty when the kernel takes none, or when its
+    /// parameter table cannot be read, which `params_error` then says.
     pub params: Vec<ParamLayout>,
+    /// Why the kernel's parameters are not known, when they are not: its parameter table (in
+    /// `.nv.info.<kernel>`) is damaged or in a form cudyn does not read, or missing. The
+    /// cubin's notes say so too.
+    pub params_error: Option<ParseError>,
     /// Bytes of parameter buffer the kernel declares (`EIATTR_CBANK_PARAM_SIZE`).
     pub param_bytes: Option<u32>,
     /// Registers per thread.
@@ -158,7 +163,8 @@ pub(crate) fn header(data: &[u8]) -> Result<&FileHeader64<LittleEndian>, ParseEr
 }
 
 /// The parameter layouts of the kernel `name` (mangled), reading only its `.nv.info.<name>`
-/// section; `None` when the cubin has no such section.
+/// section; `None` when the cubin does not define the kernel (read from its symbol table when
+/// there is no such section), an error when it does but its parameters cannot be read.
 pub fn kernel_params(data: &[u8], name: &str) -> Result<Option<Vec<ParamLayout>>, ParseError> {
     let header = header(data)?;
     let endian = LittleEndian;
@@ -170,34 +176,60 @@ pub fn kernel_params(data: &[u8], name: &str) -> Result<Option<Vec<ParamLayout>>
         .iter()
         .find(|section| sections.section_name(endian, section).ok() == Some(&wanted[..]))
     else {
-        return Ok(None);
+        // No parameter table: not a kernel of this cubin, or one whose parameters are unknown.
+        let (_, symbols) = tables(data)?;
+        let defined = symbols.symbols().iter().any(|symbol| {
+            is_kernel(symbol) && symbols.symbol_name(endian, symbol).ok() == Some(name.as_bytes())
+        });
+        return if defined {
+            Err(missing_info(name))
+        } else {
+            Ok(None)
+        };
     };
     let info = section
         .data(endian, data)
         .map_err(elf_error(".nv.info section of the kernel"))?;
-    let mut attributes = Attributes::new(info);
-    let params = params_in(&mut attributes);
-    if let Some(offset) = attributes.damaged_at {
-        return Err(ParseError::new(
-            format!(".nv.info.{name}, byte {offset}"),
-            "damaged attribute",
-        ));
-    }
-    Ok(Some(params))
+    param_table::read(info, name).map(Some)
 }
 
-/// The `EIATTR_KPARAM_INFO` attributes of a kernel's info section, in parameter order.
-fn params_in(attributes: &mut Attributes<'_>) -> Vec<ParamLayout> {
-    let mut numbered: Vec<(u16, ParamLayout)> = attributes
-        .by_ref()
-        .filter_map(|(code, value)| match (code, value) {
-            (attr::KPARAM_INFO, Value::Bytes(bytes)) => param_info(bytes),
-            _ => None,
-        })
-        .collect();
-    // The compiler lists parameters last to first.
-    numbered.sort_by_key(|(ordinal, _)| *ordinal);
-    numbered.into_iter().map(|(_, layout)| layout).collect()
+/// Whether `symbol` is a kernel: a function marked as an entry point.
+fn is_kernel(symbol: &Sym64<LittleEndian>) -> bool {
+    symbol.st_type() == STT_FUNC && symbol.st_other() & STO_CUDA_ENTRY != 0
+}
+
+type Sections<'data> = SectionTable<'data, FileHeader64<LittleEndian>>;
+type Symbols<'data> = SymbolTable<'data, FileHeader64<LittleEndian>>;
+
+/// The section table and the symbol table of the cubin `data`.
+fn tables(data: &[u8]) -> Result<(Sections<'_>, Symbols<'_>), ParseError> {
+    let sections = header(data)?
+        .sections(LittleEndian, data)
+        .map_err(elf_error("section headers"))?;
+    let symbols = sections
+        .symbols(LittleEndian, data, SHT_SYMTAB)
+        .map_err(elf_error("symbol table"))?;
+    Ok((sections, symbols))
+}
+
+/// The symbols of the cubin's kernels, in symbol-table order, reading only its section headers
+/// and symbol table; an error when a kernel's name cannot be read.
+pub(crate) fn kernel_symbols(data: &[u8]) -> Result<Vec<String>, ParseError> {
+    let (_, symbols) = tables(data)?;
+    let mut kernels = Vec::new();
+    for (index, symbol) in symbols.symbols().iter().enumerate() {
+        if !is_kernel(symbol) {
+            continue;
+        }
+        let name = symbols.symbol_name(LittleEndian, symbol).map_err(|error| {
+            ParseError::new(
+                format!("symbol {index}"),
+                format!("the kernel's name cannot be read: {error}"),
+            )
+        })?;
+        kernels.push(String::from_utf8_lossy(name).into_owned());
+    }
+    Ok(kernels)
 }
 
 /// Reads a cubin.
@@ -212,12 +244,7 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
     } else {
         flags & 0xff
     };
-    let sections = header
-        .sections(endian, data)
-        .map_err(elf_error("section headers"))?;
-    let symbols = sections
-        .symbols(endian, data, SHT_SYMTAB)
-        .map_err(elf_error("symbol table"))?;
+    let (sections, symbols) = tables(data)?;
 
     let mut notes = Vec::new();
     let mut by_name: HashMap<&[u8], usize> = HashMap::new();
@@ -263,28 +290,29 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
 
     let mut functions = FunctionInfo::default();
     if let Some(info) = section_bytes(b".nv.info", &mut notes) {
-        let mut attributes = Attributes::new(info);
-        for (code, value) in attributes.by_ref() {
-            let map = match code {
+        for attribute in readable_attributes(info, ".nv.info", &mut notes) {
+            let map = match attribute.code {
                 attr::REGCOUNT => &mut functions.registers,
                 attr::FRAME_SIZE => &mut functions.frame,
                 attr::MIN_STACK_SIZE => &mut functions.min_stack,
                 attr::MAX_STACK_SIZE => &mut functions.max_stack,
                 _ => continue,
             };
-            if let [symbol, amount] = value.words()[..] {
-                map.insert(symbol, amount);
+            if let Value::Bytes(bytes) = attribute.value {
+                // A symbol index, then the amount: checked to be there.
+                if let (Some(symbol), Some(amount)) = (u32_at(bytes, 0), u32_at(bytes, 4)) {
+                    map.insert(symbol, amount);
+                }
             }
         }
-        note_damage(&attributes, ".nv.info", &mut notes);
     }
 
     let mut arch_specific = false;
     if let Some(compat) = section_bytes(b".nv.compat", &mut notes) {
         let mut attributes = Attributes::new(compat);
-        for (code, value) in attributes.by_ref() {
-            if code == attr::COMPAT_ACCELERATOR_TARGET {
-                arch_specific = value.number() == Some(1);
+        for attribute in attributes.by_ref() {
+            if attribute.code == attr::COMPAT_ACCELERATOR_TARGET {
+                arch_specific = attribute.value.number() == Some(1);
             }
         }
         note_damage(&attributes, ".nv.compat", &mut notes);
@@ -293,18 +321,27 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
     let mut kernels = Vec::new();
     let mut variables = Vec::new();
     for (index, symbol) in symbols.symbols().iter().enumerate() {
-        let Ok(raw_name) = symbols.symbol_name(endian, symbol) else {
-            continue;
+        let raw_name = match symbols.symbol_name(endian, symbol) {
+            Ok(raw_name) => raw_name,
+            Err(error) if is_kernel(symbol) || symbol.st_type() == STT_OBJECT => {
+                notes.push(format!(
+                    "symbol {index} (a kernel or variable) was skipped: its name cannot be read \
+                     ({error})"
+                ));
+                continue;
+            }
+            Err(_) => continue,
         };
         let name = String::from_utf8_lossy(raw_name).into_owned();
         match symbol.st_type() {
-            STT_FUNC if symbol.st_other() & STO_CUDA_ENTRY != 0 => {
+            STT_FUNC if is_kernel(symbol) => {
                 let Ok(index) = u32::try_from(index) else {
                     continue;
                 };
                 let mut kernel = CubinKernel {
                     demangled: demangle(&name),
                     params: Vec::new(),
+                    params_error: None,
                     param_bytes: None,
                     registers: functions.registers.get(&index).copied(),
                     max_registers: None,
@@ -322,8 +359,12 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
                     name,
                 };
                 let info_name = suffixed(b".nv.info.", raw_name);
-                if let Some(info) = section_bytes(&info_name, &mut notes) {
-                    read_kernel_info(&mut kernel, info, &mut notes);
+                match section_bytes(&info_name, &mut notes) {
+                    Some(info) => read_kernel_info(&mut kernel, info, &mut notes),
+                    None => {
+                        let missing = missing_info(&kernel.name);
+                        unknown_params(&mut kernel, missing, &mut notes);
+                    }
                 }
                 if kernel.registers.is_none() {
                     // Before ABI 8 the register count was the top byte of the code section's info.
@@ -336,12 +377,21 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
                 kernels.push(kernel);
             }
             STT_OBJECT => {
-                let section =
-                    sections.section(object::SectionIndex(usize::from(symbol.st_shndx(endian))));
+                let shndx = symbol.st_shndx(endian);
+                let section = sections.section(object::SectionIndex(usize::from(shndx)));
                 let Some(section_name) = section
                     .ok()
                     .and_then(|s| sections.section_name(endian, s).ok())
                 else {
+                    // Undefined (0) and reserved indices place no variable here; another index
+                    // is damage that hides one.
+                    if shndx != SHN_UNDEF && shndx < SHN_LORESERVE {
+                        notes.push(format!(
+                            "symbol {index} ({name}) was skipped: its section {shndx} does not \
+                             exist or has no readable name, so whether it is a variable is \
+                             not known"
+                        ));
+                    }
                     continue;
                 };
                 if let Some(space) = variable_space(section_name) {
@@ -369,9 +419,10 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
 }
 
 fn read_kernel_info(kernel: &mut CubinKernel, info: &[u8], notes: &mut Vec<String>) {
-    let mut attributes = Attributes::new(info);
-    for (code, value) in attributes.by_ref() {
-        match code {
+    let section = format!(".nv.info.{}", kernel.name);
+    for attribute in readable_attributes(info, &section, notes) {
+        let value = attribute.value;
+        match attribute.code {
             attr::CBANK_PARAM_SIZE => kernel.param_bytes = value.number(),
             attr::MAXREG_COUNT => kernel.max_registers = value.number(),
             attr::MAX_THREADS => kernel.max_threads = dims(value),
@@ -379,24 +430,54 @@ fn read_kernel_info(kernel: &mut CubinKernel, info: &[u8], notes: &mut Vec<Strin
             _ => {}
         }
     }
-    note_damage(&attributes, &format!(".nv.info.{}", kernel.name), notes);
-    kernel.params = params_in(&mut Attributes::new(info));
+    match param_table::read(info, &kernel.name) {
+        Ok(params) => kernel.params = params,
+        Err(error) => unknown_params(kernel, error, notes),
+    }
 }
 
-/// `EIATTR_KPARAM_INFO`: u32 index, u16 ordinal, u16 offset, u32 whose bits 18.. are the size.
-/// Returns the ordinal and the layout.
-fn param_info(bytes: &[u8]) -> Option<(u16, ParamLayout)> {
-    let ordinal = u16_at(bytes, 4)?;
-    let offset = u16_at(bytes, 6)?;
-    let packed = u32_at(bytes, 8)?;
-    let size = (packed >> 18) & 0x3fff;
-    Some((
-        ordinal,
-        ParamLayout {
-            offset: offset.into(),
-            size: usize::try_from(size).ok()?,
-        },
-    ))
+/// Why the parameters of `kernel`, which has no `.nv.info.<kernel>` section to read, are not
+/// known.
+fn missing_info(kernel: &str) -> ParseError {
+    ParseError::new(
+        format!(".nv.info.{kernel}"),
+        "the kernel's attribute section is missing or cannot be read, so its parameters are not \
+         known",
+    )
+}
+
+/// Records that `kernel`'s parameters are not known, and why, in the kernel and in `notes`.
+fn unknown_params(kernel: &mut CubinKernel, error: ParseError, notes: &mut Vec<String>) {
+    notes.push(format!(
+        "the parameters of {} are not known: {error}",
+        kernel.name
+    ));
+    kernel.params = Vec::new();
+    kernel.params_error = Some(error);
+}
+
+/// The attributes of the list `info` (the section named `section`) that read as their readers
+/// take them (see [`unreadable`]), with a note in `notes` for each that does not (but those of
+/// the parameter table, which reports its own) and for damage to the list.
+fn readable_attributes<'a>(
+    info: &'a [u8],
+    section: &str,
+    notes: &mut Vec<String>,
+) -> Vec<Attribute<'a>> {
+    let mut attributes = Attributes::new(info);
+    let mut readable = Vec::new();
+    for attribute in attributes.by_ref() {
+        match unreadable(&attribute, None) {
+            None => readable.push(attribute),
+            Some(_) if param_table::reads(attribute.code) => {}
+            Some(problem) => notes.push(format!(
+                "section {section}: attribute {} {problem}; it was skipped",
+                attribute.describe()
+            )),
+        }
+    }
+    note_damage(&attributes, section, notes);
+    readable
 }
 
 fn dims(value: Value<'_>) -> Option<[u32; 3]> {
@@ -442,12 +523,7 @@ pub(crate) struct Variables {
 
 /// What the cubin's variables are (see [`Variables`]).
 pub(crate) fn variables(data: &[u8]) -> Result<Variables, ParseError> {
-    let sections = header(data)?
-        .sections(LittleEndian, data)
-        .map_err(elf_error("section headers"))?;
-    let symbols = sections
-        .symbols(LittleEndian, data, SHT_SYMTAB)
-        .map_err(elf_error("symbol table"))?;
+    let (sections, symbols) = tables(data)?;
     Ok(Variables {
         defined: symbols
             .symbols()
@@ -458,7 +534,7 @@ pub(crate) fn variables(data: &[u8]) -> Result<Variables, ParseError> {
 }
 
 /// The sizes of the `SHT_NOBITS` sections that hold variables, added up.
-fn uninitialized_variable_bytes(sections: &SectionTable<'_, FileHeader64<LittleEndian>>) -> usize {
+fn uninitialized_variable_bytes(sections: &Sections<'_>) -> usize {
     sections
         .iter()
         .filter_map(|section| {
@@ -496,4 +572,53 @@ fn suffixed(prefix: &[u8], name: &[u8]) -> Vec<u8> {
 
 pub(crate) fn elf_error(place: &'static str) -> impl Fn(object::read::Error) -> ParseError {
     move |error| ParseError::new(place, error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use object::read::elf::ElfFile64;
+    use object::{Object, ObjectSection, ObjectSymbol};
+
+    use super::*;
+
+    #[test]
+    fn a_variable_in_a_section_that_does_not_exist_is_a_note_not_a_silent_gap() {
+        let compiled = crate::Program::new(
+            "__device__ int counter; __device__ float table[8];\n\
+             extern \"C\" __global__ void k() { counter = table[threadIdx.x]; }",
+        )
+        .arch(crate::compile::Arch::new(9, 0))
+        .compile()
+        .expect("NVRTC compiles (run the tests with the CUDA wheels' venv)");
+        let cubin = compiled.code();
+        let listed = |bytes: &[u8]| -> Vec<String> {
+            let parsed = parse(bytes).unwrap();
+            parsed.variables.into_iter().map(|v| v.name).collect()
+        };
+        assert_eq!(listed(cubin), ["counter", "table"]);
+        assert!(parse(cubin).unwrap().notes.is_empty());
+        // `counter`'s section index (st_shndx, 2 bytes at 6 into its 24-byte entry) past the
+        // section table.
+        let elf = ElfFile64::<LittleEndian>::parse(cubin).unwrap();
+        let counter = elf.symbols().find(|s| s.name() == Ok("counter")).unwrap();
+        let (table_at, _) = elf
+            .section_by_name(".symtab")
+            .unwrap()
+            .file_range()
+            .unwrap();
+        let at = table_at as usize + counter.index().0 * 24 + 6;
+        let mut damaged = cubin.to_vec();
+        damaged[at..at + 2].copy_from_slice(&0x1234u16.to_le_bytes());
+        let parsed = parse(&damaged).unwrap();
+        assert_eq!(listed(&damaged), ["table"]);
+        let note = format!(
+            "symbol {} (counter) was skipped: its section 4660 does not exist",
+            counter.index().0
+        );
+        assert!(
+            parsed.notes.iter().any(|n| n.contains(&note)),
+            "{:?}",
+            parsed.notes
+        );
+    }
 }

@@ -191,6 +191,26 @@ pub enum EntryContents {
 }
 
 impl Fatbin {
+    /// The first part of the fatbin that may hold a module but was not decoded: an entry other
+    /// than LTO-IR whose code could not be read (see [`Entry::note`]), or entries passed over
+    /// after damage (see [`Fatbin::notes`]); `None` when every one was.
+    pub(crate) fn undecoded(&self) -> Option<ParseError> {
+        let entry = self.entries.iter().enumerate().find_map(|(index, entry)| {
+            let note = entry
+                .note
+                .as_ref()
+                .filter(|_| entry.kind != EntryKind::LtoIr)?;
+            Some(ParseError::new(
+                format!("fatbin entry {index}"),
+                note.clone(),
+            ))
+        });
+        entry.or_else(|| {
+            let note = self.notes.first()?;
+            Some(ParseError::new("fatbin", note.clone()))
+        })
+    }
+
     pub(crate) fn collect_modules<'a>(&'a self, out: &mut Vec<Module<'a>>) {
         for entry in &self.entries {
             match &entry.contents {

@@ -18,8 +18,31 @@ pub(crate) mod attr {
     pub const MAXREG_COUNT: u8 = 0x1b;
     pub const MAX_STACK_SIZE: u8 = 0x23;
     pub const REGCOUNT: u8 = 0x2f;
+    /// A parameter record for kernels whose parameters take more than 4352 bytes (CUDA 12.1+).
+    pub const KPARAM_INFO_V2: u8 = 0x45;
     /// In `.nv.compat` (`EICOMPAT_ATTR_*` numbering): 1 for architecture-specific code.
     pub const COMPAT_ACCELERATOR_TARGET: u8 = 0x09;
+
+    /// The `.nv.info` attribute `code` as cuobjdump names it, e.g. `EIATTR_KPARAM_INFO_V2`, or
+    /// as its number for codes cudyn does not read.
+    pub fn name(code: u8) -> std::borrow::Cow<'static, str> {
+        let name = match code {
+            MAX_THREADS => "EIATTR_MAX_THREADS",
+            PARAM_CBANK => "EIATTR_PARAM_CBANK",
+            EXTERNS => "EIATTR_EXTERNS",
+            REQNTID => "EIATTR_REQNTID",
+            FRAME_SIZE => "EIATTR_FRAME_SIZE",
+            MIN_STACK_SIZE => "EIATTR_MIN_STACK_SIZE",
+            KPARAM_INFO => "EIATTR_KPARAM_INFO",
+            CBANK_PARAM_SIZE => "EIATTR_CBANK_PARAM_SIZE",
+            MAXREG_COUNT => "EIATTR_MAXREG_COUNT",
+            MAX_STACK_SIZE => "EIATTR_MAX_STACK_SIZE",
+            REGCOUNT => "EIATTR_REGCOUNT",
+            KPARAM_INFO_V2 => "EIATTR_KPARAM_INFO_V2",
+            _ => return format!("attribute {code:#04x}").into(),
+        };
+        name.into()
+    }
 }
 
 const EIFMT_NVAL: u8 = 0x01;
@@ -80,37 +103,102 @@ pub(crate) fn first_damage(data: &[u8]) -> Option<usize> {
     }
 }
 
-/// The first attribute of the list `data` that names a symbol by an index `symbols` or above, or
-/// whose value is too short to hold the index, as its code and its value's first word (or 0):
-/// the attributes of a function that start with its symbol (its register count, frame and stack
-/// sizes, parameters and constant bank; cuobjdump names `EIATTR_KPARAM_INFO`'s first word an
-/// index, 0 in every compiler's output), and every word of a list of external symbols. The
-/// driver's loader and nvJitLink read the symbol table at these indices without checking them.
-pub(crate) fn symbol_out_of_range(data: &[u8], symbols: usize) -> Option<(u8, u32)> {
-    const STARTS_WITH_SYMBOL: [u8; 6] = [
-        attr::PARAM_CBANK,
-        attr::FRAME_SIZE,
-        attr::MIN_STACK_SIZE,
-        attr::KPARAM_INFO,
-        attr::MAX_STACK_SIZE,
-        attr::REGCOUNT,
-    ];
-    let out_of_range = |index: u32| usize::try_from(index).map_or(true, |index| index >= symbols);
-    Attributes::new(data).find_map(|(code, value)| {
-        if !matches!(value, Value::Bytes(_)) {
-            return None;
-        }
-        let words = value.words();
-        let named = match code {
-            attr::EXTERNS => words.into_iter().find(|&index| out_of_range(index)),
-            code if STARTS_WITH_SYMBOL.contains(&code) => match words.first() {
-                Some(&index) => Some(index).filter(|&index| out_of_range(index)),
-                None => Some(0),
-            },
-            _ => None,
-        };
-        named.map(|index| (code, index))
+/// What readers take of the value of attribute `code`, for the attributes of a `.nv.info`
+/// section that the driver's loader, nvJitLink or cudyn read at fixed places.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// A function's symbol index, then `len - 4` bytes about it (`len` at least).
+    Symbol { len: usize },
+    /// `len` bytes or more (block dimensions), no symbol.
+    Bytes { len: usize },
+    /// A number: a 16-bit or byte value, or the first word of longer bytes.
+    Number,
+    /// A list of symbol indices (`EIATTR_EXTERNS`), each a word.
+    Symbols,
+}
+
+fn shape(code: u8) -> Option<Shape> {
+    Some(match code {
+        // A symbol, then its value: u16 offset and u16 size for the constant bank.
+        attr::PARAM_CBANK
+        | attr::FRAME_SIZE
+        | attr::MIN_STACK_SIZE
+        | attr::MAX_STACK_SIZE
+        | attr::REGCOUNT => Shape::Symbol { len: 8 },
+        // cuobjdump names a parameter record's first word an index; 0 in every compiler's output.
+        attr::KPARAM_INFO | attr::KPARAM_INFO_V2 => Shape::Symbol { len: 12 },
+        attr::MAX_THREADS | attr::REQNTID => Shape::Bytes { len: 12 },
+        attr::CBANK_PARAM_SIZE | attr::MAXREG_COUNT => Shape::Number,
+        attr::EXTERNS => Shape::Symbols,
+        _ => return None,
     })
+}
+
+/// Why `attribute` of a `.nv.info` section cannot be read where its readers read it, if it
+/// cannot: a value of another format or shorter than they take, or a symbol index at or past
+/// `symbols` (when the symbol count is known). The driver's loader and nvJitLink read the
+/// symbol table at those indices without checking them, and take the value's bytes as long as
+/// these attributes always are.
+pub(crate) fn unreadable(attribute: &Attribute<'_>, symbols: Option<usize>) -> Option<String> {
+    let shape = shape(attribute.code)?;
+    let what = match attribute.value {
+        Value::None => "no value".to_owned(),
+        Value::Half(_) => "a 16-bit value".to_owned(),
+        Value::Bytes(bytes) => format!("{} value bytes", bytes.len()),
+    };
+    let too_short = |len: usize| format!("holds {what}; readers take {len} bytes");
+    let past = |index: u32| {
+        let count = symbols?;
+        usize::try_from(index)
+            .map_or(true, |index| index >= count)
+            .then(|| format!("names symbol {index} of {count}"))
+    };
+    match (shape, attribute.value) {
+        (Shape::Number, Value::Half(_)) => None,
+        (Shape::Number, value) => value.number().is_none().then(|| too_short(4)),
+        (Shape::Symbol { len } | Shape::Bytes { len }, Value::Bytes(bytes))
+            if bytes.len() < len =>
+        {
+            Some(too_short(len))
+        }
+        (Shape::Symbol { .. }, Value::Bytes(bytes)) => past(super::u32_at(bytes, 0)?),
+        (Shape::Bytes { .. }, Value::Bytes(_)) => None,
+        (Shape::Symbols, Value::Bytes(bytes)) if bytes.len() % 4 != 0 => Some(format!(
+            "holds {what}, not a whole number of 4-byte symbol indices"
+        )),
+        (Shape::Symbols, value) => value.words().into_iter().find_map(past),
+        (Shape::Symbol { len } | Shape::Bytes { len }, _) => Some(too_short(len)),
+    }
+}
+
+/// The first attribute of the `.nv.info` list `data` that is [`unreadable`], with why; `None`
+/// when every one reads (attributes past damage to the list itself are not looked at: see
+/// [`first_damage`]).
+pub(crate) fn first_unreadable(data: &[u8], symbols: usize) -> Option<(Attribute<'_>, String)> {
+    Attributes::new(data).find_map(|attribute| {
+        unreadable(&attribute, Some(symbols)).map(|problem| (attribute, problem))
+    })
+}
+
+/// One attribute of a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Attribute<'a> {
+    /// Where it starts in its list, in bytes.
+    pub(crate) offset: usize,
+    pub(crate) code: u8,
+    pub(crate) value: Value<'a>,
+}
+
+impl Attribute<'_> {
+    /// Names the attribute in messages: `EIATTR_REGCOUNT (0x2f) at byte 16`.
+    pub(crate) fn describe(&self) -> String {
+        match attr::name(self.code) {
+            std::borrow::Cow::Borrowed(name) => {
+                format!("{name} ({:#04x}) at byte {}", self.code, self.offset)
+            }
+            unknown => format!("{unknown} at byte {}", self.offset),
+        }
+    }
 }
 
 /// Iterates over the attributes in `data`; stops at the first one that does not fit, recording
@@ -130,7 +218,7 @@ impl<'a> Attributes<'a> {
         }
     }
 
-    fn read(&self) -> Option<(u8, Value<'a>, usize)> {
+    fn read(&self) -> Option<(Attribute<'a>, usize)> {
         let format = *self.data.get(self.offset)?;
         let code = *self.data.get(self.offset + 1)?;
         let (value, len) = match format {
@@ -144,21 +232,26 @@ impl<'a> Attributes<'a> {
             }
             _ => return None,
         };
-        Some((code, value, len))
+        let attribute = Attribute {
+            offset: self.offset,
+            code,
+            value,
+        };
+        Some((attribute, len))
     }
 }
 
 impl<'a> Iterator for Attributes<'a> {
-    type Item = (u8, Value<'a>);
+    type Item = Attribute<'a>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.offset >= self.data.len() || self.damaged_at.is_some() {
             return None;
         }
         match self.read() {
-            Some((code, value, len)) => {
+            Some((attribute, len)) => {
                 self.offset += len;
-                Some((code, value))
+                Some(attribute)
             }
             None => {
                 self.damaged_at = Some(self.offset);
@@ -171,6 +264,73 @@ impl<'a> Iterator for Attributes<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn attribute(code: u8, value: Value<'_>) -> Attribute<'_> {
+        Attribute {
+            offset: 0,
+            code,
+            value,
+        }
+    }
+
+    #[test]
+    fn attributes_read_at_fixed_places_must_hold_what_is_read() {
+        let count = [0x0d, 0, 0, 0, 0x0c, 0, 0, 0];
+        let readable = [
+            attribute(attr::REGCOUNT, Value::Bytes(&count)),
+            attribute(attr::CBANK_PARAM_SIZE, Value::Half(0x7d08)),
+            attribute(
+                attr::MAX_THREADS,
+                Value::Bytes(&[128, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]),
+            ),
+            attribute(attr::EXTERNS, Value::Bytes(&count)),
+            // Codes cudyn does not read are no concern of it.
+            attribute(0x37, Value::Bytes(&[1])),
+        ];
+        for attribute in readable {
+            assert_eq!(unreadable(&attribute, Some(14)), None, "{attribute:?}");
+        }
+        let cases = [
+            (
+                attribute(attr::REGCOUNT, Value::Bytes(&count[..4])),
+                "holds 4 value bytes; readers take 8 bytes",
+            ),
+            (
+                attribute(attr::REGCOUNT, Value::Half(12)),
+                "holds a 16-bit value; readers take 8 bytes",
+            ),
+            (
+                attribute(attr::REQNTID, Value::Bytes(&count)),
+                "holds 8 value bytes; readers take 12 bytes",
+            ),
+            (
+                attribute(attr::CBANK_PARAM_SIZE, Value::None),
+                "holds no value; readers take 4 bytes",
+            ),
+            (
+                attribute(attr::EXTERNS, Value::Bytes(&count[..6])),
+                "not a whole number of 4-byte symbol indices",
+            ),
+            (
+                attribute(attr::REGCOUNT, Value::Bytes(&count)),
+                "names symbol 13 of 13",
+            ),
+            (
+                attribute(attr::EXTERNS, Value::Bytes(&count)),
+                "names symbol 13 of 13",
+            ),
+        ];
+        for (attribute, expected) in cases {
+            let problem = unreadable(&attribute, Some(13));
+            assert!(
+                problem.as_deref().is_some_and(|p| p.contains(expected)),
+                "{problem:?}"
+            );
+        }
+        // Without the symbol count, only the shape is checked.
+        let past = attribute(attr::REGCOUNT, Value::Bytes(&count));
+        assert_eq!(unreadable(&past, None), None);
+    }
 
     #[test]
     fn the_quick_damage_check_finds_what_reading_every_attribute_finds() {

@@ -21,11 +21,14 @@ pub mod fatbin;
 pub mod host;
 pub(crate) mod info;
 pub mod ltoir;
+mod param_table;
 pub mod ptx;
+pub(crate) mod search;
 
 /// Why bytes of a known kind could not be read: where (which structure, at which byte) and what
 /// is wrong there.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[error("{place}: {problem}")]
 #[non_exhaustive]
 pub struct ParseError {
@@ -106,20 +109,62 @@ impl Inspection {
         out
     }
 
-    /// The parameter layout of `kernel` (mangled name): from the first cubin that defines it,
-    /// else from the first PTX module that does.
-    pub fn param_layout(&self, kernel: &str) -> Option<Vec<ParamLayout>> {
+    /// The parameter layout of `kernel` (mangled name): from the first cubin that defines it
+    /// with a parameter table cudyn reads, else from the first PTX module that declares it with
+    /// types of known sizes. `Ok(None)` when no module defines it; when modules do but none
+    /// gives the layout, the first one's error (see [`cubin::CubinKernel::params_error`] and
+    /// [`ptx::PtxEntry::param_layout`]), never an empty list; when none does but a part of the
+    /// image could not be decoded (which may), that part's error.
+    pub fn param_layout(&self, kernel: &str) -> Result<Option<Vec<ParamLayout>>, ParseError> {
         let modules = self.modules();
-        let from_cubin = modules.iter().find_map(|module| match module {
-            Module::Cubin(cubin) => cubin.kernel(kernel).map(|k| k.params.clone()),
+        let mut failure = None;
+        let cubins = modules.iter().filter_map(|module| match module {
+            Module::Cubin(cubin) => cubin
+                .kernel(kernel)
+                .map(|kernel| match &kernel.params_error {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(kernel.params.clone()),
+                }),
             Module::Ptx(_) => None,
         });
-        from_cubin.or_else(|| {
-            modules.iter().find_map(|module| match module {
-                Module::Ptx(ptx) => ptx.entry(kernel).and_then(ptx::PtxEntry::layout),
-                Module::Cubin(_) => None,
-            })
-        })
+        let ptx = modules.iter().filter_map(|module| match module {
+            Module::Ptx(ptx) => ptx.entry(kernel).map(ptx::PtxEntry::param_layout),
+            Module::Cubin(_) => None,
+        });
+        for found in cubins.chain(ptx) {
+            match found {
+                Ok(layout) => return Ok(Some(layout)),
+                Err(error) => {
+                    failure.get_or_insert(error);
+                }
+            }
+        }
+        // A part that was not decoded may define the kernel.
+        failure.or_else(|| self.undecoded()).map_or(Ok(None), Err)
+    }
+
+    /// The first part of the image that may hold a module but was not decoded (a fatbin entry,
+    /// bytes of a host binary's section that are no fatbin; see the notes), placed; `None` when
+    /// every part was.
+    fn undecoded(&self) -> Option<ParseError> {
+        match &self.contents {
+            Contents::Fatbin(fatbin) => fatbin.undecoded(),
+            Contents::HostBinary(host) => host.sections.iter().find_map(|section| {
+                let fatbin = section.fatbins.iter().find_map(fatbin::Fatbin::undecoded);
+                let damage = || {
+                    let note = section.notes.first()?;
+                    Some(ParseError::new("section", note.clone()))
+                };
+                fatbin
+                    .or_else(damage)
+                    .map(|error| error.inside(&section.name))
+            }),
+            Contents::Archive(archive) => archive.members.iter().find_map(|member| {
+                let error = member.inspection.as_ref()?.undecoded()?;
+                Some(error.inside(&format!("member {}", member.name)))
+            }),
+            Contents::Ptx(_) | Contents::Cubin(_) | Contents::LtoIr(_) => None,
+        }
     }
 }
 
@@ -131,72 +176,6 @@ pub enum Module<'a> {
     Cubin(&'a cubin::Cubin),
     /// A PTX module.
     Ptx(&'a ptx::PtxModule),
-}
-
-/// The parameter layout of `kernel` (mangled name) in `bytes` of `kind`, decoding no more than
-/// needed: the first cubin that defines it (of a cubin, only its `.nv.info.<kernel>` section),
-/// else the first PTX module.
-pub(crate) fn find_param_layout(
-    bytes: &[u8],
-    kind: ImageKind,
-    kernel: &str,
-) -> Result<Option<Vec<ParamLayout>>, ParseError> {
-    match kind {
-        ImageKind::Cubin => cubin::kernel_params(bytes, kernel),
-        ImageKind::Ptx => ptx_param_layout(bytes, kernel),
-        ImageKind::Fatbin => fatbin_param_layout(bytes, kernel),
-        ImageKind::HostBinary => {
-            for fatbin in host::fatbin_slices(bytes)? {
-                if let Some(layout) = fatbin_param_layout(fatbin, kernel)? {
-                    return Ok(Some(layout));
-                }
-            }
-            Ok(None)
-        }
-        ImageKind::LtoIr => Ok(None),
-        ImageKind::Archive => {
-            for (_, member) in archive::members(bytes)? {
-                let Ok(kind) = crate::image::detect(member) else {
-                    continue;
-                };
-                if kind == ImageKind::Archive {
-                    continue;
-                }
-                if let Ok(Some(layout)) = find_param_layout(member, kind, kernel) {
-                    return Ok(Some(layout));
-                }
-            }
-            Ok(None)
-        }
-    }
-}
-
-fn ptx_param_layout(bytes: &[u8], kernel: &str) -> Result<Option<Vec<ParamLayout>>, ParseError> {
-    Ok(ptx::parse(bytes)?
-        .entry(kernel)
-        .and_then(ptx::PtxEntry::layout))
-}
-
-/// Looks through the fatbin's SASS entries, then its PTX entries; entries that cannot be read
-/// are passed over, as inspection notes them.
-fn fatbin_param_layout(bytes: &[u8], kernel: &str) -> Result<Option<Vec<ParamLayout>>, ParseError> {
-    type Finder = fn(&[u8], &str) -> Result<Option<Vec<ParamLayout>>, ParseError>;
-    let passes: [(fatbin::EntryKind, Finder); 2] = [
-        (fatbin::EntryKind::Sass, cubin::kernel_params),
-        (fatbin::EntryKind::Ptx, ptx_param_layout),
-    ];
-    for (wanted, find) in passes {
-        for raw in fatbin::entries(bytes)?.map_while(Result::ok) {
-            if raw.header.entry_kind() != wanted || raw.header.obfuscated() {
-                continue;
-            }
-            let Ok(code) = raw.code() else { continue };
-            if let Ok(Some(layout)) = find(&code, kernel) {
-                return Ok(Some(layout));
-            }
-        }
-    }
-    Ok(None)
 }
 
 /// Detects the kind of `bytes` and inspects them.

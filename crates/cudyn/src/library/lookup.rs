@@ -5,7 +5,76 @@
 //! demangling every symbol of the library, so the same lookup serves code compiled by nvcc or by
 //! NVRTC, loaded from memory or from a file.
 
+use std::fmt;
+
 use cpp_demangle::{DemangleOptions, Symbol};
+
+/// A kernel as the driver and people name it: its symbol and, for a C++ kernel, its C++ name
+/// and signature. [`Image::kernel_list`](crate::Image::kernel_list) and
+/// [`Library::kernel_list`](crate::Library::kernel_list) list them.
+///
+/// ```no_run
+/// let image = cudyn::Image::from_file("kernels.fatbin")?;
+/// for kernel in image.kernel_list()? {
+///     // e.g. `blas::axpy<float>(float, float const*, float*, int)  [_ZN4blas4axpyIfEEvT_PKS1_PS1_i]`
+///     println!("{kernel}  [{}]", kernel.symbol);
+/// }
+/// # Ok::<(), cudyn::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct KernelName {
+    /// The symbol the driver knows the kernel by: its own name for an `extern "C"` kernel, else
+    /// its mangled name. [`Library::kernel`](crate::Library::kernel) takes it as it is.
+    pub symbol: String,
+    /// The qualified C++ name with its template arguments, e.g. `blas::axpy<float>`; the symbol
+    /// for an `extern "C"` kernel (or a symbol that does not demangle).
+    pub name: String,
+    /// The C++ signature, the name with its parameter types, e.g.
+    /// `blas::axpy<float>(float, float const*, float*, int)`; `None` for an `extern "C"` kernel
+    /// (or a symbol that does not demangle). [`Library::kernel`](crate::Library::kernel) finds
+    /// the kernel by it, even among overloads.
+    pub signature: Option<String>,
+}
+
+impl KernelName {
+    /// The names of the kernel whose symbol is `symbol`.
+    pub fn new(symbol: impl Into<String>) -> KernelName {
+        let symbol = symbol.into();
+        match cpp_names(&symbol) {
+            Some(names) => KernelName {
+                name: names.name,
+                signature: Some(names.signature),
+                symbol,
+            },
+            None => KernelName {
+                name: symbol.clone(),
+                signature: None,
+                symbol,
+            },
+        }
+    }
+}
+
+impl fmt::Display for KernelName {
+    /// The signature, or the symbol of an `extern "C"` kernel: the most precise name a person
+    /// writes for it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.signature.as_deref().unwrap_or(&self.symbol))
+    }
+}
+
+/// The kernels of `symbols` with their names, each symbol once, sorted by C++ name, then
+/// signature, then symbol: the same order whatever order the symbols came in.
+pub(crate) fn kernel_list(symbols: impl IntoIterator<Item = String>) -> Vec<KernelName> {
+    let mut kernels: Vec<KernelName> = symbols.into_iter().map(KernelName::new).collect();
+    kernels.sort_by(|a, b| {
+        (&a.name, &a.signature, &a.symbol).cmp(&(&b.name, &b.signature, &b.symbol))
+    });
+    kernels.dedup_by(|a, b| a.symbol == b.symbol);
+    kernels
+}
 
 /// What a name fits among a library's kernel symbols.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +205,41 @@ mod tests {
         assert_eq!(
             nearest_first("saxpi", names),
             ["saxpy", "scale", "saxpy_f64", "reduce"]
+        );
+    }
+
+    #[test]
+    fn a_kernel_list_names_each_symbol_once_in_one_order() {
+        let symbols = [
+            "_Z5scalePfi",
+            "plain",
+            "_Z5scalePdi",
+            "plain",
+            "_Z5",
+            "_Z5scalePfi",
+        ];
+        let listed = kernel_list(symbols.map(String::from));
+        let described: Vec<(&str, &str, Option<&str>)> = listed
+            .iter()
+            .map(|k| (k.symbol.as_str(), k.name.as_str(), k.signature.as_deref()))
+            .collect();
+        assert_eq!(
+            described,
+            [
+                // A symbol that does not demangle is its own name, as an extern "C" one.
+                ("_Z5", "_Z5", None),
+                ("plain", "plain", None),
+                ("_Z5scalePdi", "scale", Some("scale(double*, int)")),
+                ("_Z5scalePfi", "scale", Some("scale(float*, int)")),
+            ]
+        );
+        let mut reversed = symbols.map(String::from);
+        reversed.reverse();
+        assert_eq!(kernel_list(reversed), listed);
+        let shown: Vec<String> = listed.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            ["_Z5", "plain", "scale(double*, int)", "scale(float*, int)"]
         );
     }
 

@@ -78,12 +78,13 @@ use crate::sys::driver;
 
 pub mod global;
 pub mod loader;
-mod lookup;
+pub(crate) mod lookup;
 mod registry;
 mod retention;
 
 pub use global::Global;
 pub use loader::{JitLog, JitOptions, LibraryLoader, LibraryOptions, Sharing};
+pub use lookup::KernelName;
 use lookup::Resolved;
 use registry::{Registry, Users};
 pub use retention::{
@@ -413,11 +414,32 @@ impl Library {
     }
 
     /// The symbols of every kernel in the library (mangled for kernels without C linkage).
+    /// [`Library::kernel_list`] gives their C++ names and signatures too.
     pub fn kernel_names(&self) -> Result<Vec<String>> {
         self.kernels()?
             .iter()
             .map(|kernel| kernel.name().map(str::to_owned))
             .collect()
+    }
+
+    /// Every kernel in the library with its symbol, C++ name and signature (see
+    /// [`KernelName`]), sorted by C++ name, then signature, then symbol. Each listed signature
+    /// (or symbol, for `extern "C"` kernels) finds its kernel with [`Library::kernel`].
+    ///
+    /// These are the kernels of the code the driver loaded: of a fatbin, the one module it chose
+    /// for the GPU. [`Image::kernel_list`](crate::Image::kernel_list) lists them offline, from
+    /// every module of the image.
+    ///
+    /// ```no_run
+    /// let library = cudyn::Library::from_file("kernels.fatbin")?;
+    /// for listed in library.kernel_list()? {
+    ///     let kernel = library.kernel(&listed.to_string())?;
+    ///     println!("{listed}: {} parameters", kernel.params()?.len());
+    /// }
+    /// # Ok::<(), cudyn::Error>(())
+    /// ```
+    pub fn kernel_list(&self) -> Result<Vec<KernelName>> {
+        Ok(lookup::kernel_list(self.kernel_names()?))
     }
 }
 

@@ -49,3 +49,24 @@ pub struct Complex {
 unsafe impl bytemuck::Zeroable for Complex {}
 // SAFETY: as above.
 unsafe impl bytemuck::Pod for Complex {}
+
+/// `param_4k_t` of `kernels/large_params.cu`: a 4,096-byte parameter.
+#[derive(Debug, Clone, Copy, PartialEq, DeviceRepr)]
+#[repr(C)]
+pub struct Param4k {
+    pub a: [i32; 1024],
+}
+
+/// `param_large_t` of `kernels/large_params.cu`: a 32,000-byte parameter.
+#[derive(Debug, Clone, Copy, PartialEq, DeviceRepr)]
+#[repr(C)]
+pub struct ParamLarge {
+    pub a: [i32; 8000],
+}
+
+/// One int short of `param_large_t`: an argument of the wrong size.
+#[derive(Debug, Clone, Copy, PartialEq, DeviceRepr)]
+#[repr(C)]
+pub struct ParamLargeShort {
+    pub a: [i32; 7999],
+}

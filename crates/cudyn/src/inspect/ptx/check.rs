@@ -2,7 +2,7 @@
 //! tokens, without building the module.
 
 use super::tokens::Tokens;
-use super::{line_of, text, ParseError};
+use super::{is_identifier, line_of, text, ParseError, ENTRY_PARAMS_OPEN, ENTRY_WITHOUT_NAME};
 
 /// What [`check`] found in PTX text.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -14,6 +14,24 @@ pub(crate) struct Outline {
     /// A module-scope `.global` or `.const` declaration (a statement that declares no function
     /// and names one of those spaces outside braces: a superset of [`PtxModule::variables`](super::PtxModule::variables)).
     pub(crate) variables: bool,
+}
+
+/// How much of an `.entry` statement's head [`check`] has read, as `parse` reads an entry: its
+/// name, then a parameter list that must close before the statement ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EntryHead {
+    /// No `.entry` in the statement's head (so far).
+    None,
+    /// After `.entry`: the name comes next.
+    Name,
+    /// After the name: a `(` opens the parameters.
+    AfterName,
+    /// Inside the parameter list: a `)` closes it.
+    Params,
+    /// Read whole.
+    Read,
+    /// Cannot be read, for this reason.
+    Unreadable(&'static str),
 }
 
 /// Where [`check`] is between top-level statements.
@@ -38,6 +56,8 @@ enum At<'a> {
 #[derive(Debug, Clone, Copy)]
 struct Statement<'a> {
     start: &'a [u8],
+    /// How much of an `.entry` declaration's head was read.
+    entry: EntryHead,
     /// Whether a `;` or `{` was seen: what makes a block is decided before it.
     head_done: bool,
     /// A function body or `.section`: it ends with its closing brace.
@@ -63,10 +83,16 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
     let mut outline = Outline::default();
     let mut brackets = Brackets::default();
     let mut at = At::Top;
+    // The first entry that cannot be read: its statement's start, and why.
+    let mut unreadable_entry = None;
     let mut tokens = Tokens::new(text);
     loop {
         let token = match at {
             At::Statement(s) if s.depth > 0 => pass_braces(&mut tokens, &mut brackets),
+            // An entry's name and the token after it, whatever they are.
+            At::Statement(s) if matches!(s.entry, EntryHead::Name | EntryHead::AfterName) => {
+                tokens.next_token()
+            }
             // Once a block, only where the statement ends matters (see `statement`).
             At::Statement(s) if s.block => tokens.next_bracket_or_semicolon(),
             At::Statement(_) => tokens.next_mark(),
@@ -76,7 +102,7 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
             break;
         };
         brackets.see(token);
-        step(&mut at, token, &mut outline);
+        step(&mut at, token, &mut outline, &mut unreadable_entry);
     }
     tokens.end()?;
     if let Some(closing) = brackets.error {
@@ -93,6 +119,9 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
                 first.escape_ascii()
             ),
         ));
+    }
+    if let Some((start, reason)) = unreadable_entry {
+        return Err(ParseError::new(place(start), reason));
     }
     match at {
         At::Statement(statement) => Err(ParseError::new(
@@ -155,8 +184,17 @@ fn pass_braces<'a>(tokens: &mut Tokens<'a>, brackets: &mut Brackets<'a>) -> Opti
     }
 }
 
-/// The top-level reading of [`parse`](super::parse), one token at a time: `at` moves on past `token`.
-fn step<'a>(at: &mut At<'a>, token: &'a [u8], outline: &mut Outline) {
+/// An entry that cannot be read: its statement's start, and why.
+type Unreadable<'a> = Option<(&'a [u8], &'static str)>;
+
+/// The top-level reading of [`parse`](super::parse), one token at a time: `at` moves on past
+/// `token`; `unreadable` keeps the first entry that cannot be read.
+fn step<'a>(
+    at: &mut At<'a>,
+    token: &'a [u8],
+    outline: &mut Outline,
+    unreadable: &mut Unreadable<'a>,
+) {
     match at {
         At::Top => {
             *at = match token {
@@ -167,12 +205,13 @@ fn step<'a>(at: &mut At<'a>, token: &'a [u8], outline: &mut Outline) {
                 _ => {
                     let mut begun = Statement {
                         start: token,
+                        entry: EntryHead::None,
                         head_done: false,
                         block: false,
                         depth: 0,
                         space: false,
                     };
-                    if statement(&mut begun, token, outline) {
+                    if statement(&mut begun, token, outline, unreadable) {
                         At::Top
                     } else {
                         At::Statement(begun)
@@ -193,10 +232,10 @@ fn step<'a>(at: &mut At<'a>, token: &'a [u8], outline: &mut Outline) {
         At::FileList if token == b"," => *at = At::FileField,
         At::TargetList | At::FileList => {
             *at = At::Top;
-            step(at, token, outline);
+            step(at, token, outline, unreadable);
         }
         At::Statement(current) => {
-            if statement(current, token, outline) {
+            if statement(current, token, outline, unreadable) {
                 *at = At::Top;
             }
         }
@@ -204,8 +243,25 @@ fn step<'a>(at: &mut At<'a>, token: &'a [u8], outline: &mut Outline) {
 }
 
 /// `token` inside `statement`: whether the statement ends with it (after a `;` outside braces,
-/// or the closing brace of a block).
-fn statement(statement: &mut Statement<'_>, token: &[u8], outline: &mut Outline) -> bool {
+/// or the closing brace of a block). An entry that ends unread is kept in `unreadable`, when it
+/// is the first.
+fn statement<'a>(
+    statement: &mut Statement<'a>,
+    token: &[u8],
+    outline: &mut Outline,
+    unreadable: &mut Unreadable<'a>,
+) -> bool {
+    statement.entry = match (statement.entry, token) {
+        (EntryHead::None, b".entry") if !statement.head_done => EntryHead::Name,
+        (EntryHead::Name, name) if std::str::from_utf8(name).is_ok_and(is_identifier) => {
+            EntryHead::AfterName
+        }
+        (EntryHead::Name, _) => EntryHead::Unreadable(ENTRY_WITHOUT_NAME),
+        (EntryHead::AfterName, b"(") => EntryHead::Params,
+        (EntryHead::AfterName, _) => EntryHead::Read,
+        (EntryHead::Params, b")") => EntryHead::Read,
+        (entry, _) => entry,
+    };
     let outside = statement.depth == 0;
     match token {
         b".entry" | b".func" | b".section" if !statement.head_done => statement.block = true,
@@ -229,6 +285,14 @@ fn statement(statement: &mut Statement<'_>, token: &[u8], outline: &mut Outline)
     };
     if ended {
         outline.variables |= statement.space && !statement.block;
+        let reason = match statement.entry {
+            EntryHead::Params => Some(ENTRY_PARAMS_OPEN),
+            EntryHead::Unreadable(reason) => Some(reason),
+            _ => None,
+        };
+        if let (None, Some(reason)) = (&unreadable, reason) {
+            *unreadable = Some((statement.start, reason));
+        }
     }
     ended
 }

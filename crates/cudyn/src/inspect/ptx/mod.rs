@@ -89,21 +89,51 @@ impl PtxModule {
 
 impl PtxEntry {
     /// The parameter buffer layout the PTX ABI gives these parameters: each at the next offset
-    /// aligned to its `.align` (or its element size). `None` when a type's size is unknown.
+    /// aligned to its `.align` (or its element size). `None` when a type's size is unknown;
+    /// [`PtxEntry::param_layout`] says which.
     pub fn layout(&self) -> Option<Vec<ParamLayout>> {
+        self.param_layout().ok()
+    }
+
+    /// [`PtxEntry::layout`], or an error naming the first parameter whose size or alignment
+    /// cudyn does not know (a type it does not know, an array length that is not a number).
+    pub fn param_layout(&self) -> Result<Vec<ParamLayout>, ParseError> {
         let mut offset: u64 = 0;
         let mut out = Vec::with_capacity(self.params.len());
-        for param in &self.params {
-            let size = param.size?;
-            let align = u64::from(param.align.unwrap_or(0)).max(type_size(&param.ty)?);
-            offset = offset.checked_next_multiple_of(align.max(1))?;
-            out.push(ParamLayout {
-                offset: usize::try_from(offset).ok()?,
-                size: usize::try_from(size).ok()?,
-            });
-            offset = offset.checked_add(size)?;
+        for (index, param) in self.params.iter().enumerate() {
+            let error = |problem: String| {
+                let place = format!(
+                    "PTX entry {}, parameter {index} ({})",
+                    self.name, param.name
+                );
+                ParseError::new(place, problem)
+            };
+            let unknown = || {
+                error(format!(
+                    "the size of its type `{}` is not known, so neither is the layout of the \
+                     parameters",
+                    param.ty
+                ))
+            };
+            let size = param.size.ok_or_else(unknown)?;
+            let align =
+                u64::from(param.align.unwrap_or(0)).max(type_size(&param.ty).ok_or_else(unknown)?);
+            let placed = offset
+                .checked_next_multiple_of(align.max(1))
+                .and_then(|start| Some((start, start.checked_add(size)?)))
+                .and_then(|(start, end)| {
+                    let layout = ParamLayout {
+                        offset: usize::try_from(start).ok()?,
+                        size: usize::try_from(size).ok()?,
+                    };
+                    Some((layout, end))
+                });
+            let (layout, end) = placed
+                .ok_or_else(|| error("its offset or size does not fit in memory".to_owned()))?;
+            out.push(layout);
+            offset = end;
         }
-        Some(out)
+        Ok(out)
     }
 }
 
@@ -216,7 +246,9 @@ pub fn parse(bytes: &[u8]) -> Result<PtxModule, ParseError> {
                         "the text ends inside this statement (is the file cut short?)",
                     )
                 })?;
-                read_statement(&tokens[at..end], &mut module);
+                read_statement(&tokens[at..end], &mut module).map_err(|problem| {
+                    ParseError::new(format!("PTX line {}", line_of(text, tokens[at])), problem)
+                })?;
                 at = end;
             }
         }
@@ -292,24 +324,31 @@ fn statement_end(tokens: &[&str], mut at: usize) -> Option<usize> {
     None
 }
 
-fn read_statement(statement: &[&str], module: &mut PtxModule) {
-    if let Some(entry) = statement.iter().position(|&t| t == ".entry") {
-        if let Some(entry) = read_entry(&statement[entry + 1..]) {
-            module.entries.push(entry);
-        }
-        return;
+/// Why an `.entry` declaration cannot be read, as [`parse`] and [`check`] say it.
+const ENTRY_WITHOUT_NAME: &str = ".entry is not followed by the kernel's name";
+const ENTRY_PARAMS_OPEN: &str =
+    "the parameter list of this .entry does not close before the statement ends";
+
+/// Reads one top-level statement into `module`: an entry (`.entry` in its head, before the first
+/// `;` or `{`), or variables; other statements are skipped. An error when an entry's
+/// declaration cannot be read, which would leave it out.
+fn read_statement(statement: &[&str], module: &mut PtxModule) -> Result<(), &'static str> {
+    let head = statement.iter().take_while(|&&t| t != ";" && t != "{");
+    if let Some(entry) = head.into_iter().position(|&t| t == ".entry") {
+        module.entries.push(read_entry(&statement[entry + 1..])?);
+        return Ok(());
     }
     let statement = without_attributes(statement);
     let declarators = split_declarators(&statement);
     let Some(first) = declarators.first() else {
-        return;
+        return Ok(());
     };
     let Some(space) = first
         .iter()
         .find(|&&t| t == ".global" || t == ".const")
         .filter(|_| !first.contains(&".func") && !first.contains(&"("))
     else {
-        return;
+        return Ok(());
     };
     // `.global .u32 a, b[4];` declares each name with the first one's qualifiers and type.
     let qualifiers = first
@@ -331,6 +370,7 @@ fn read_statement(statement: &[&str], module: &mut PtxModule) {
             });
         }
     }
+    Ok(())
 }
 
 /// `statement` without its `.attribute(...)` groups (`.global .attribute(.managed) .u32 flag;`
@@ -378,11 +418,18 @@ fn split_declarators<'a>(statement: &[&'a str]) -> Vec<Vec<&'a str>> {
 
 /// Reads `.entry name(params)`; every declared parameter is kept, one of an unknown type with an
 /// unknown size.
-fn read_entry(tokens: &[&str]) -> Option<PtxEntry> {
-    let name = tokens.first()?.to_string();
+fn read_entry(tokens: &[&str]) -> Result<PtxEntry, &'static str> {
+    let name = tokens
+        .first()
+        .filter(|&&name| is_identifier(name))
+        .ok_or(ENTRY_WITHOUT_NAME)?
+        .to_string();
     let mut params = Vec::new();
     if tokens.get(1) == Some(&"(") {
-        let close = tokens.iter().position(|&t| t == ")")?;
+        let close = tokens
+            .iter()
+            .position(|&t| t == ")")
+            .ok_or(ENTRY_PARAMS_OPEN)?;
         let declarations = tokens[2..close]
             .split(|&t| t == ",")
             .filter(|param| !param.is_empty());
@@ -415,7 +462,7 @@ fn read_entry(tokens: &[&str]) -> Option<PtxEntry> {
             });
         }
     }
-    Some(PtxEntry {
+    Ok(PtxEntry {
         demangled: demangle(&name),
         name,
         params,
@@ -597,6 +644,9 @@ mod tests {
             [("tex", ".texref", None), ("n", ".u32", Some(4))]
         );
         assert_eq!(module.entries[0].layout(), None);
+        let error = module.entries[0].param_layout().unwrap_err();
+        assert_eq!(error.place, "PTX entry sample, parameter 0 (tex)");
+        assert!(error.problem.contains("`.texref` is not known"), "{error}");
         // The same for module-scope variables.
         assert_eq!(module.variables.len(), 1, "{module:?}");
         assert_eq!(module.variables[0].size, None);
@@ -629,6 +679,35 @@ mod tests {
         let cut = &PTX[..PTX.find("scale;").unwrap()];
         let error = parse(cut.as_bytes()).unwrap_err();
         assert!(error.problem.contains("inside this statement"), "{error}");
+    }
+
+    #[test]
+    fn an_entry_declaration_that_cannot_be_read_is_an_error_not_a_missing_entry() {
+        for (ptx, expected) in [
+            (
+                ".version 9.0\n.target sm_90\n.entry first() { ret; }\n.entry ;\n",
+                ("PTX line 4", "not followed by the kernel's name"),
+            ),
+            (
+                ".version 9.0\n.target sm_90\n.entry k(.param .u32 n; ) { ret; }\n",
+                ("PTX line 3", "does not close"),
+            ),
+        ] {
+            let error = parse(ptx.as_bytes()).unwrap_err();
+            assert_eq!(error.place, expected.0, "{error}");
+            assert!(error.problem.contains(expected.1), "{error}");
+            // The check before a load says the same.
+            assert_eq!(check(ptx.as_bytes()).unwrap_err(), error);
+        }
+        // Only an `.entry` in a statement's head declares one.
+        let ptx = ".version 9.0\n.target sm_90\n.func f() { .entry ; }\n.entry e() { ret; }\n";
+        let names: Vec<String> = parse(ptx.as_bytes())
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|entry| entry.name)
+            .collect();
+        assert_eq!(names, ["e"]);
     }
 
     #[test]
@@ -685,6 +764,11 @@ mod tests {
              .visible .func (.param .b32 r) helper (.param .b64 p)\n{\n  ld.global.u32 %r1, [p];\n}\n",
             ".target sm_90\n.version",
             "{ ( } )\n.version 9.0 .target sm_90",
+            // Entries whose declaration cannot be read, then one that can.
+            ".version 9.0\n.target sm_90\n.entry ;\n.entry k(.param .u32 n; ) { ret; }\n\
+             .entry { }\n.entry j .maxntid 1 { ret; }\n.entry m( [ { } ] )\n",
+            ".version 9.0\n.target sm_90\n.entry k(.param .u32 n; ) { ret; }\n.entry ;\n",
+            ".version 9.0\n.target sm_90\n.func f() { .entry ; }\n.visible .entry e(.param .u32 n)\n{\n ret;\n}\n",
         ];
         for text in texts {
             check_agrees_with_parse_on_every_cut(text);

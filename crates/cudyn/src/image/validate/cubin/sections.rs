@@ -16,7 +16,7 @@ use super::layout::{check_layout, InOrder, Owner};
 use super::{alignment_error, holds_bytes, linkable, misaligned, outside, sht, Header, LE};
 use crate::image::validate::{Facts, Purpose};
 use crate::inspect::cubin::{elf_error, variable_space};
-use crate::inspect::info::{first_damage, symbol_out_of_range};
+use crate::inspect::info::{first_damage, first_unreadable};
 use crate::inspect::ParseError;
 
 /// How many times over the image's size the sections read may add up to.
@@ -487,9 +487,11 @@ impl Walk<'_> {
     }
 
     /// Checks that the attribute list section `index` holds, `contents`, reads to its end, and
-    /// that the symbols it names exist: the driver's loader and nvJitLink both read the symbol
+    /// that in a `.nv.info` list each attribute that the driver's loader and nvJitLink read at
+    /// fixed places holds the bytes they read and names symbols that exist: both read the symbol
     /// table at those indices unchecked (the driver of CUDA 13.0 died of SIGSEGV loading a cubin
-    /// whose register count named symbol 151 of 30).
+    /// whose register count named symbol 151 of 30). `.nv.compat` numbers its attributes
+    /// otherwise, and names no symbol.
     #[inline(always)]
     fn attributes(&self, index: usize, named: &[u8], contents: &[u8]) -> Result<(), ParseError> {
         if let Some(offset) = first_damage(contents) {
@@ -498,13 +500,13 @@ impl Walk<'_> {
                 format!("its attribute at byte {offset} is damaged or runs past its end"),
             ));
         }
-        if let Some((code, symbol)) = symbol_out_of_range(contents, self.symbol_count) {
+        if named.first_chunk() != Some(b".nv.info") {
+            return Ok(());
+        }
+        if let Some((attribute, problem)) = first_unreadable(contents, self.symbol_count) {
             return Err(ParseError::new(
                 section_place(index, named),
-                format!(
-                    "its attribute {code:#04x} names symbol {symbol} of {}",
-                    self.symbol_count
-                ),
+                format!("its attribute {} {problem}", attribute.describe()),
             ));
         }
         Ok(())
