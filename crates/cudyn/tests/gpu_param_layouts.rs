@@ -120,7 +120,9 @@ fn large_parameters_match_the_driver_and_launch_checked() {
         // SAFETY: the kernel reads its parameter and writes out[0], which the buffer holds; the
         // copy below, on the legacy default stream, waits for it.
         unsafe { kernel.launch(&one, (large, &mut out)) }.unwrap();
-        assert_eq!(out.to_vec().unwrap()[0], weighted(&large.a), "{build}");
+        let (gpu, cpu) = (out.to_vec().unwrap()[0], weighted(&large.a));
+        assert_eq!(gpu, cpu, "{build}");
+        println!("{build}: kernelLargeParam, one 32,000-byte argument launched checked: {gpu} (CPU {cpu})");
 
         let kernel = library.kernel("kernel4k").unwrap();
         // SAFETY: as above.
