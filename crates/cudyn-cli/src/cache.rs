@@ -1,7 +1,7 @@
 //! `cudyn cache`: where the compile cache lives, what it holds, and its upkeep (verify, prune,
 //! clear).
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{BufRead as _, IsTerminal as _};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
@@ -93,6 +93,13 @@ impl Action {
             Action::Prune { .. } => "cache prune",
             Action::Clear { .. } => "cache clear",
         }
+    }
+}
+
+impl Args {
+    /// The command's name with its action: `cache list`.
+    pub fn name(&self) -> &'static str {
+        self.action.name()
     }
 }
 
@@ -299,8 +306,7 @@ fn confirm_clear(cache: &Cache) -> Result<(), CliError> {
         )));
     }
     let entries = cache.entries()?.len();
-    eprint!("remove all {entries} entries of {folder}? [y/N] ");
-    let _ = std::io::stderr().flush();
+    crate::streams::eprint(&format!("remove all {entries} entries of {folder}? [y/N] "));
     let mut answer = String::new();
     std::io::stdin()
         .lock()

@@ -472,7 +472,7 @@ fn program(args: &Args, file: &Path, source: String) -> Program {
 /// standard output unless the code went there.
 fn print_report(report: &FileReport, destination: &Destination) {
     if !report.log.trim().is_empty() {
-        eprintln!("{}", report.log.trim_end());
+        crate::streams::errln!("{}", report.log.trim_end());
     }
     for warning in &report.warnings {
         crate::terminal::print_warning("cudyn compile", warning);

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::error::Error;
 use std::fmt;
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use cudyn::inspect::Module;
@@ -91,21 +91,16 @@ pub fn print_error(command: &str, error: &dyn Error) {
 /// Prints `value` as pretty JSON on standard output (a failure to serialize on standard error).
 pub fn print_json(command: &str, value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
-        Ok(json) => print_text([json + "\n"]),
+        Ok(json) => crate::streams::print(&(json + "\n")),
         Err(error) => print_error(command, &error),
     }
 }
 
-/// Writes `pieces` to standard output, stopping quietly when the reader has gone (`| head`
-/// closes the pipe): there is no one left to tell.
+/// Writes `pieces` to standard output, checked as every output is (see [`crate::streams`]).
 pub fn print_text(pieces: impl IntoIterator<Item = String>) {
-    let mut stdout = std::io::stdout().lock();
     for piece in pieces {
-        if stdout.write_all(piece.as_bytes()).is_err() {
-            return;
-        }
+        crate::streams::print(&piece);
     }
-    let _ = stdout.flush();
 }
 
 /// Says what was written where: on standard output, or on standard error when the code itself
@@ -119,12 +114,13 @@ pub fn print_written(
     kernels: Option<usize>,
 ) {
     let kernels = kernels.map_or_else(|| "unknown".to_owned(), |n| n.to_string());
-    let summary =
-        format!("wrote {destination} ({bytes} bytes of {kind} for {targets}, {kernels} kernel(s))");
+    let summary = format!(
+        "wrote {destination} ({bytes} bytes of {kind} for {targets}, {kernels} kernel(s))\n"
+    );
     if *destination == Destination::Stdout {
-        eprintln!("{summary}");
+        crate::streams::eprint(&summary);
     } else {
-        println!("{summary}");
+        crate::streams::print(&summary);
     }
 }
 
@@ -140,14 +136,14 @@ pub enum Destination {
 impl Destination {
     /// Writes `code` there.
     pub fn write(&self, code: &[u8]) -> Result<(), CliError> {
-        let written = match self {
+        match self {
             Destination::Stdout => {
-                let mut stdout = std::io::stdout().lock();
-                stdout.write_all(code).and_then(|()| stdout.flush())
+                crate::streams::print_bytes(code);
+                Ok(())
             }
-            Destination::File(path) => std::fs::write(path, code),
-        };
-        written.map_err(|error| CliError::new(format!("cannot write {self}")).source(error))
+            Destination::File(path) => std::fs::write(path, code)
+                .map_err(|error| CliError::new(format!("cannot write {self}")).source(error)),
+        }
     }
 }
 

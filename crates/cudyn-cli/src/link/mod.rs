@@ -171,7 +171,7 @@ fn finish(args: &Args, mut report: LinkReport, outcome: Result<Destination, CliE
         output::print_json("link", &report);
     } else {
         if !report.info_log.trim().is_empty() {
-            eprintln!("{}", report.info_log.trim_end());
+            crate::streams::errln!("{}", report.info_log.trim_end());
         }
         for warning in &report.warnings {
             crate::terminal::print_warning("cudyn link", warning);

@@ -333,7 +333,7 @@ fn device_code(file: &Path, arch: Option<Arch>) -> Result<Vec<u8>, Failure> {
         error => Failure::from_cuda(format!("cannot compile {}", file.display()), error),
     })?;
     if !compiled.log().trim().is_empty() {
-        eprintln!("{}", compiled.log().trim_end());
+        crate::streams::errln!("{}", compiled.log().trim_end());
     }
     Ok(compiled.code().to_vec())
 }

@@ -283,7 +283,7 @@ impl Cache {
                 match opened {
                     Ok(cache) => Some(cache),
                     Err(error) => {
-                        eprintln!("cudyn: warning: compiling without a cache: {error}");
+                        crate::warn::warning!("cudyn: warning: compiling without a cache: {error}");
                         None
                     }
                 }
@@ -547,7 +547,7 @@ impl Cache {
             Err(error) => {
                 bump(&self.counters.failed_writes, 1);
                 if !self.warned_of_failed_write.swap(true, Ordering::Relaxed) {
-                    eprintln!(
+                    crate::warn::warning!(
                         "cudyn: warning: the compile cache could not store a result ({error}); \
                          free space or fix the folder's permissions, or move the cache with \
                          {DIR_ENV}. Compiles go on without storing; this is said once per \
@@ -606,7 +606,7 @@ fn max_bytes_from_environment() -> u64 {
     parsed.unwrap_or_else(|problem| {
         static WARNED: AtomicBool = AtomicBool::new(false);
         if !WARNED.swap(true, Ordering::Relaxed) {
-            eprintln!(
+            crate::warn::warning!(
                 "cudyn: warning: {MAX_BYTES_ENV}: {problem}; the cache keeps its default cap of \
                  {} GiB",
                 DEFAULT_MAX_BYTES >> 30
