@@ -45,9 +45,11 @@ Examples:
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The CUDA C++ source files.
+    /// The CUDA C++ source files (`-`: standard input, with -o naming the output).
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    limit: crate::input::Limit,
     /// What to produce: cubin (SASS, the default for one sm_ target), ptx, ltoir (for
     /// `cudyn link --lto`) or fatbin (the default for several targets).
     #[arg(long, value_enum)]
@@ -178,7 +180,7 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(plan) => plan,
         Err(error) => {
             output::print_error("compile", &error);
-            return ExitCode::FAILURE;
+            return error.exit_code();
         }
     };
     let reports = compile_all(args, &plan);
@@ -202,6 +204,7 @@ struct Plan {
 
 impl Plan {
     fn new(args: &Args) -> Result<Plan, CliError> {
+        crate::input::refuse_stdin_twice(&args.files)?;
         let targets = match args.arch.as_slice() {
             [] => {
                 vec![Target::Sass(Arch::current().map_err(|error| {
@@ -378,8 +381,7 @@ fn report(
 
 /// The programs of `file`, one per target of the plan, in the plan's order.
 fn programs_for(args: &Args, plan: &Plan, file: &Path) -> Result<Vec<Program>, CliError> {
-    let source = std::fs::read_to_string(file)
-        .map_err(|error| CliError::new(format!("cannot read {}", file.display())).source(error))?;
+    let source = crate::input::source(file, args.limit)?;
     let program = program(args, file, source);
     Ok(plan
         .targets
@@ -447,8 +449,13 @@ fn assemble(plan: &Plan, file: &Path, compiled: Vec<Compiled>) -> Result<Built, 
 /// path as given, as NVIDIA's samples name theirs: NVRTC then finds the headers beside the
 /// source, from any folder, and its messages name the file as the user did.
 fn program(args: &Args, file: &Path, source: String) -> Program {
+    let name = if crate::input::is_stdin(file) {
+        "<stdin>".into()
+    } else {
+        file.to_string_lossy()
+    };
     let mut program = Program::new(source)
-        .name(file.to_string_lossy())
+        .name(name)
         .relocatable(args.rdc)
         .allow_newer_ptx(args.allow_newer_ptx)
         .default_includes(!args.no_default_includes)

@@ -10,7 +10,7 @@ use cudyn::inspect::fatbin::{Compression, Entry, EntryContents, EntryKind, Fatbi
 use cudyn::inspect::ltoir::LtoIr;
 use cudyn::inspect::ptx::PtxModule;
 use cudyn::inspect::Contents;
-use cudyn::{Image, Inspection};
+use cudyn::Inspection;
 
 /// The text after `cudyn inspect --help`'s options.
 const AFTER_HELP: &str = "\
@@ -47,9 +47,11 @@ Examples:
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// Files to inspect: PTX, cubin, fatbin, LTO-IR, host programs, shared libraries and
-    /// objects built by nvcc, and static libraries (.a).
+    /// objects built by nvcc, and static libraries (.a); `-` reads standard input.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    limit: crate::input::Limit,
     /// Print JSON (one array, an object per file: file, then inspection or error) instead of
     /// tables.
     #[arg(long)]
@@ -67,11 +69,16 @@ struct FileReport {
 
 /// Exit status: 0 when every file was read, 1 when any was not device code or malformed.
 pub fn run(args: &Args) -> ExitCode {
+    if let Err(error) = crate::input::refuse_stdin_twice(&args.files) {
+        crate::output::print_error("inspect", &error);
+        return error.exit_code();
+    }
     let reports: Vec<FileReport> = args
         .files
         .iter()
         .map(|file| {
-            let result = Image::from_file(file).and_then(|image| image.inspect());
+            let result =
+                crate::input::image(file, args.limit).and_then(|image| Ok(image.inspect()?));
             let (inspection, error) = match result {
                 Ok(inspection) => (Some(inspection), None),
                 Err(error) => (None, Some(naming_once(file, &error))),
@@ -104,9 +111,9 @@ pub fn run(args: &Args) -> ExitCode {
 
 /// `error` with its causes, naming `file` once: at the start unless the library's message
 /// already names it.
-fn naming_once(file: &std::path::Path, error: &cudyn::Error) -> String {
+fn naming_once(file: &std::path::Path, error: &crate::output::CliError) -> String {
     let text = crate::terminal::chain(error);
-    let name = file.display().to_string();
+    let name = crate::input::display(file);
     if text.contains(&name) {
         text
     } else {

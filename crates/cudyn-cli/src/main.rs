@@ -9,6 +9,7 @@ mod compile;
 mod completions;
 mod demo;
 mod doctor;
+mod input;
 mod inspect;
 mod link;
 mod output;

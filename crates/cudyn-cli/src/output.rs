@@ -19,6 +19,8 @@ pub enum CliError {
         message: String,
         /// The failure behind it.
         cause: Option<Box<dyn Error + Send + Sync>>,
+        /// Whether the command line itself is at fault (exit status 2), not what it asked for.
+        usage: bool,
     },
     /// Said by the library.
     Library(cudyn::Error),
@@ -30,17 +32,36 @@ impl CliError {
         CliError::Message {
             message: message.into(),
             cause: None,
+            usage: false,
+        }
+    }
+
+    /// A usage error: the command line asks for something contradictory or malformed.
+    pub fn usage(message: impl Into<String>) -> Self {
+        CliError::Message {
+            message: message.into(),
+            cause: None,
+            usage: true,
         }
     }
 
     /// This error, caused by `cause`.
     pub fn source(self, cause: impl Error + Send + Sync + 'static) -> Self {
         match self {
-            CliError::Message { message, .. } => CliError::Message {
+            CliError::Message { message, usage, .. } => CliError::Message {
                 message,
                 cause: Some(Box::new(cause)),
+                usage,
             },
             library => library,
+        }
+    }
+
+    /// The exit status: 2 for a usage error, else 1.
+    pub fn exit_code(&self) -> std::process::ExitCode {
+        match self {
+            CliError::Message { usage: true, .. } => std::process::ExitCode::from(2),
+            _ => std::process::ExitCode::FAILURE,
         }
     }
 }
@@ -172,6 +193,13 @@ pub fn destinations(
             _ => named,
         })
     };
+    let names_a_file = output.is_some_and(|path| !path.is_dir() && !names_a_folder(path));
+    if !names_a_file && inputs.iter().any(|input| crate::input::is_stdin(input)) {
+        return Err(CliError::usage(
+            "standard input (-) has no name to write its output beside: name the output with \
+             -o FILE, or -o - for standard output",
+        ));
+    }
     let destinations = match output {
         None => inputs.iter().map(|input| beside(None, input)).collect(),
         Some(path) if path == Path::new("-") => {

@@ -280,8 +280,12 @@ pub enum Error {
         text: String,
     },
 
-    /// A string handed to a C API holds a NUL byte, which would cut it short.
-    #[error("the {what} contains a NUL byte, which a C string cannot hold: {text:?}")]
+    /// A string handed to a C API holds a NUL byte, which would cut it short. The message says
+    /// where, with the text around it, not the whole text (a source may be megabytes long).
+    #[error(
+        "the {what} contains a NUL byte, which a C string cannot hold: {}",
+        nul_in(text)
+    )]
     NulByte {
         /// What the string is: "source", "link option", ...
         what: &'static str,
@@ -636,6 +640,33 @@ impl Error {
     }
 }
 
+/// Where the first NUL byte of `text` is, with up to 32 characters on either side of it.
+fn nul_in(text: &str) -> String {
+    const AROUND: usize = 32;
+    let Some(at) = text.find('\0') else {
+        return format!("{text:?}");
+    };
+    let start = text[..at]
+        .char_indices()
+        .rev()
+        .nth(AROUND - 1)
+        .map_or(0, |(index, _)| index);
+    let end = text[at..]
+        .char_indices()
+        .nth(AROUND + 1)
+        .map_or(text.len(), |(index, _)| at + index);
+    if start == 0 && end == text.len() {
+        return format!("{text:?}");
+    }
+    format!(
+        "at byte {at} of {} bytes, in {}{:?}{}",
+        text.len(),
+        if start > 0 { "..." } else { "" },
+        &text[start..end],
+        if end < text.len() { "..." } else { "" }
+    )
+}
+
 /// A call into a CUDA library that returned an error status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -725,6 +756,34 @@ fn kernel_not_found_message(name: &str, available: &[String], log: Option<&str>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nul_byte_is_shown_where_it_is_not_with_the_whole_text() {
+        let short = Error::NulByte {
+            what: "kernel name",
+            text: "sax\0py".into(),
+        };
+        assert!(
+            short.to_string().ends_with(r#"cannot hold: "sax\0py""#),
+            "{short}"
+        );
+        let source = format!("{}\0{}", "a".repeat(1 << 20), "b".repeat(1 << 20));
+        let long = Error::NulByte {
+            what: "source",
+            text: source,
+        }
+        .to_string();
+        assert!(long.len() < 200, "{} bytes", long.len());
+        assert!(long.contains("at byte 1048576 of 2097153 bytes"), "{long}");
+        assert!(
+            long.contains(&format!(
+                "...\"{}\\0{}\"...",
+                "a".repeat(32),
+                "b".repeat(32)
+            )),
+            "{long}"
+        );
+    }
     use std::error::Error as _;
 
     #[test]

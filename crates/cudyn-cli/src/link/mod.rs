@@ -40,9 +40,12 @@ Examples:
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The inputs: cubin, PTX, LTO-IR, fatbin, host objects and static libraries.
+    /// The inputs: cubin, PTX, LTO-IR, fatbin, host objects and static libraries (`-`:
+    /// standard input).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    limit: crate::input::Limit,
     /// Link-time optimization: LTO-IR inputs are optimized together (calls across them can
     /// be inlined). Needed for LTO-IR inputs.
     #[arg(long)]
@@ -104,8 +107,17 @@ struct InputReport {
     kind: &'static str,
 }
 
-/// Exit status: 0 when linked and written, 1 otherwise.
+/// Exit status: 0 when linked and written, 2 for a usage error, 1 otherwise.
 pub fn run(args: &Args) -> ExitCode {
+    // What the command line alone decides is refused before anything runs, on standard error
+    // as every usage error is, never in a JSON report.
+    let destination = match destination(args) {
+        Ok(destination) => destination,
+        Err(error) => {
+            output::print_error("link", &error);
+            return error.exit_code();
+        }
+    };
     if !isolated::in_process() {
         // Without a child (it could not be started), the link runs here, with no time limit.
         let failure = match isolated::run_child(args.time_limit) {
@@ -122,13 +134,31 @@ pub fn run(args: &Args) -> ExitCode {
         };
         if let Some(message) = failure {
             let mut report = LinkReport::new(args);
-            report.inputs = readable_inputs(&args.inputs);
+            report.inputs = readable_inputs(&args.inputs, args.limit);
             return finish(args, report, Err(CliError::new(message)));
         }
     }
     let mut report = LinkReport::new(args);
-    let outcome = link(args, &mut report);
+    let outcome = link(args, destination, &mut report);
     finish(args, report, outcome)
+}
+
+/// Where the cubin goes, unless the command line contradicts itself: standard input named twice,
+/// `--json` and `-o -` both for standard output, an output that is one of the inputs.
+fn destination(args: &Args) -> Result<Destination, CliError> {
+    crate::input::refuse_stdin_twice(&args.inputs)?;
+    let destination = if args.output == Path::new("-") {
+        if args.json {
+            return Err(CliError::usage(
+                "--json and -o - both want standard output: write the cubin to a file with -o",
+            ));
+        }
+        output::stdout("cubin", true)?
+    } else {
+        Destination::File(args.output.clone())
+    };
+    output::refuse_clashes(&args.inputs, std::slice::from_ref(&destination))?;
+    Ok(destination)
 }
 
 impl LinkReport {
@@ -149,11 +179,11 @@ impl LinkReport {
 }
 
 /// The inputs among `files` that can be read and are device code, with their kinds.
-fn readable_inputs(files: &[PathBuf]) -> Vec<InputReport> {
+fn readable_inputs(files: &[PathBuf], limit: crate::input::Limit) -> Vec<InputReport> {
     files
         .iter()
         .filter_map(|file| {
-            let kind = input_kind(file, &std::fs::read(file).ok()?).ok()?;
+            let kind = input_kind(file, &crate::input::device_code(file, limit).ok()?).ok()?;
             Some(InputReport {
                 file: file.clone(),
                 kind: kind_name(kind),
@@ -194,23 +224,14 @@ fn finish(args: &Args, mut report: LinkReport, outcome: Result<Destination, CliE
     }
 }
 
-fn link(args: &Args, report: &mut LinkReport) -> Result<Destination, CliError> {
-    let destination = if args.output == Path::new("-") {
-        if args.json {
-            return Err(CliError::new(
-                "--json and -o - both want standard output: write the cubin to a file with -o",
-            ));
-        }
-        output::stdout("cubin", true)?
-    } else {
-        Destination::File(args.output.clone())
-    };
-    output::refuse_clashes(&args.inputs, std::slice::from_ref(&destination))?;
+fn link(
+    args: &Args,
+    destination: Destination,
+    report: &mut LinkReport,
+) -> Result<Destination, CliError> {
     let mut inputs = Vec::with_capacity(args.inputs.len());
     for file in &args.inputs {
-        let bytes = std::fs::read(file).map_err(|error| {
-            CliError::new(format!("cannot read {}", file.display())).source(error)
-        })?;
+        let bytes = crate::input::device_code(file, args.limit)?;
         let kind = input_kind(file, &bytes)?;
         if kind == InputKind::LtoIr && !args.lto {
             return Err(CliError::new(format!(
@@ -236,7 +257,7 @@ fn link(args: &Args, report: &mut LinkReport) -> Result<Destination, CliError> {
         .linker()
         .map_err(|error| output::arch_fix_first(error, "links"))?;
     for (file, kind, bytes) in &inputs {
-        linker.add(*kind, bytes, &file.display().to_string())?;
+        linker.add(*kind, bytes, &crate::input::display(file))?;
     }
     let linked: Linked = linker.finish()?;
     report.info_log = linked.info_log().to_owned();
@@ -264,7 +285,7 @@ fn input_kind(file: &Path, bytes: &[u8]) -> Result<InputKind, CliError> {
         CliError::new(format!(
             "{} is not an input nvJitLink links: give cubin, PTX, LTO-IR, fatbin, a host object \
              or a static library",
-            file.display()
+            crate::input::display(file)
         ))
         .source(error)
     })?;

@@ -95,6 +95,8 @@ pub struct Args {
     /// Print the result as JSON (the schema is in docs/CLI.md).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    limit: crate::input::Limit,
 }
 
 /// How `cudyn run` ended, as its exit status.
@@ -148,6 +150,16 @@ impl Failure {
     }
 }
 
+impl From<crate::output::CliError> for Failure {
+    fn from(error: crate::output::CliError) -> Self {
+        let status = match error.exit_code() {
+            code if code == std::process::ExitCode::from(2) => Status::Usage,
+            _ => Status::Failure,
+        };
+        Failure::new(status, error.to_string()).caused_by(error)
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -174,8 +186,8 @@ pub fn run(args: &Args) -> ExitCode {
 
 fn execute(args: &Args) -> Result<(), Failure> {
     check_outputs(&args.out, &args.arguments)?;
-    let arguments = arguments::prepare(&args.arguments)?;
-    let code = device_code(&args.file, args.arch)?;
+    let arguments = arguments::prepare(&args.arguments, args.limit)?;
+    let code = device_code(&args.file, args.arch, args.limit)?;
     let image = Image::new(code.as_slice()).map_err(|error| {
         Failure::from_cuda(format!("{} is not device code", args.file.display()), error)
     })?;
@@ -303,14 +315,15 @@ fn check_outputs(outs: &[OutSpec], specs: &[ArgSpec]) -> Result<(), Failure> {
 }
 
 /// The device code in `file`: its bytes, or for a .cu file the cubin NVRTC makes of it.
-fn device_code(file: &Path, arch: Option<Arch>) -> Result<Vec<u8>, Failure> {
-    let read_failure = |error| {
-        Failure::new(Status::Failure, format!("cannot read {}", file.display())).caused_by(error)
-    };
+fn device_code(
+    file: &Path,
+    arch: Option<Arch>,
+    limit: crate::input::Limit,
+) -> Result<Vec<u8>, Failure> {
     if file.extension() != Some(std::ffi::OsStr::new("cu")) {
-        return std::fs::read(file).map_err(read_failure);
+        return Ok(crate::input::device_code(file, limit)?);
     }
-    let source = std::fs::read_to_string(file).map_err(read_failure)?;
+    let source = crate::input::source(file, limit)?;
     let name = file
         .file_name()
         .map_or_else(|| "program.cu".into(), |name| name.to_string_lossy());
