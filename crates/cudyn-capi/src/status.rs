@@ -123,6 +123,7 @@ fn status_of(error: &Error) -> cudyn_status {
         Error::LaunchArguments { .. } | Error::LaunchConfig { .. } => CUDYN_ERROR_LAUNCH,
         Error::InvalidArch { .. }
         | Error::NulByte { .. }
+        | Error::InvalidMacro { .. }
         | Error::NonUtf8Path { .. }
         | Error::JitOptimizationLevel { .. }
         | Error::RangeOutsideBuffer { .. }

@@ -54,9 +54,21 @@ Examples:
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Elements of the SAXPY run on the GPU.
-    #[arg(long, default_value_t = 1 << 24)]
+    /// Elements of the SAXPY run on the GPU, from 1 to 2^30.
+    #[arg(long, default_value_t = 1 << 24, value_parser = parse_elements)]
     elements: usize,
+}
+
+/// The most elements the demo takes: its buffers (three of floats, on the host and the GPU)
+/// then hold 12 GiB.
+const MAX_ELEMENTS: usize = 1 << 30;
+
+/// A count of elements from 1 to [`MAX_ELEMENTS`].
+fn parse_elements(text: &str) -> Result<usize, String> {
+    text.parse::<usize>()
+        .ok()
+        .filter(|count| (1..=MAX_ELEMENTS).contains(count))
+        .ok_or_else(|| format!("`{text}` is not a count of elements from 1 to {MAX_ELEMENTS}"))
 }
 
 pub fn run(args: &Args) -> ExitCode {

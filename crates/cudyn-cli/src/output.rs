@@ -126,7 +126,7 @@ pub fn print_text(pieces: impl IntoIterator<Item = String>) {
 
 /// Says what was written where: on standard output, or on standard error when the code itself
 /// went to standard output. `targets` are the architectures; `kernels` is `None` when the kind
-/// lists none (LTO-IR).
+/// lists none (LTO-IR, whose kernels are known once it is linked), and then goes unsaid.
 pub fn print_written(
     destination: &Destination,
     bytes: usize,
@@ -134,10 +134,12 @@ pub fn print_written(
     targets: &str,
     kernels: Option<usize>,
 ) {
-    let kernels = kernels.map_or_else(|| "unknown".to_owned(), |n| n.to_string());
-    let summary = format!(
-        "wrote {destination} ({bytes} bytes of {kind} for {targets}, {kernels} kernel(s))\n"
-    );
+    let kernels = match kernels {
+        Some(1) => ", 1 kernel".to_owned(),
+        Some(count) => format!(", {count} kernels"),
+        None => String::new(),
+    };
+    let summary = format!("wrote {destination} ({bytes} bytes of {kind} for {targets}{kernels})\n");
     if *destination == Destination::Stdout {
         crate::streams::eprint(&summary);
     } else {
@@ -177,15 +179,38 @@ impl fmt::Display for Destination {
     }
 }
 
+/// Where the outputs of a command go.
+#[derive(Debug)]
+pub struct Outputs {
+    /// The output of each input, in order.
+    pub destinations: Vec<Destination>,
+    /// The folder `-o FOLDER/` named when it does not exist yet: made at the first write, so
+    /// that a command that writes nothing leaves nothing behind.
+    pub folder_to_make: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Writes `code` to `destination`, one of these outputs, making the folder first if needed.
+    pub fn write(&self, destination: &Destination, code: &[u8]) -> Result<(), CliError> {
+        if let Some(folder) = &self.folder_to_make {
+            std::fs::create_dir_all(folder).map_err(|error| {
+                CliError::new(format!("cannot make the folder {}", folder.display())).source(error)
+            })?;
+        }
+        destination.write(code)
+    }
+}
+
 /// Where the output of each of `inputs` goes, given `-o` (`output`) and the output's
 /// `extension`; `binary` output is refused on a terminal. The naming rules are those of `cudyn
-/// compile --help`; an output that would overwrite an input, or another output, is refused.
+/// compile --help`; an output that would overwrite an input, or another output, is refused as a
+/// usage error.
 pub fn destinations(
     inputs: &[PathBuf],
     output: Option<&Path>,
     extension: &str,
     binary: bool,
-) -> Result<Vec<Destination>, CliError> {
+) -> Result<Outputs, CliError> {
     let beside = |folder: Option<&Path>, input: &Path| {
         let named = input.with_extension(extension);
         Destination::File(match (folder, named.file_name()) {
@@ -200,11 +225,12 @@ pub fn destinations(
              -o FILE, or -o - for standard output",
         ));
     }
+    let mut folder_to_make = None;
     let destinations = match output {
         None => inputs.iter().map(|input| beside(None, input)).collect(),
         Some(path) if path == Path::new("-") => {
             if inputs.len() > 1 {
-                return Err(CliError::new(format!(
+                return Err(CliError::usage(format!(
                     "-o - writes one output to standard output, and there are {} inputs: name \
                      a folder instead (-o build/)",
                     inputs.len()
@@ -213,16 +239,16 @@ pub fn destinations(
             vec![stdout(extension, binary)?]
         }
         Some(folder) if folder.is_dir() || names_a_folder(folder) => {
-            std::fs::create_dir_all(folder).map_err(|error| {
-                CliError::new(format!("cannot make the folder {}", folder.display())).source(error)
-            })?;
+            if !folder.is_dir() {
+                folder_to_make = Some(folder.to_owned());
+            }
             inputs
                 .iter()
                 .map(|input| beside(Some(folder), input))
                 .collect()
         }
         Some(path) if inputs.len() > 1 => {
-            return Err(CliError::new(format!(
+            return Err(CliError::usage(format!(
                 "-o {} is not a folder, and {} inputs make {} outputs: name a folder \
                  (-o build/, made when missing), or leave -o out to write each output beside \
                  its source",
@@ -234,7 +260,10 @@ pub fn destinations(
         Some(path) => vec![Destination::File(path.to_owned())],
     };
     refuse_clashes(inputs, &destinations)?;
-    Ok(destinations)
+    Ok(Outputs {
+        destinations,
+        folder_to_make,
+    })
 }
 
 /// Whether `-o` was written as a folder: ending in a path separator (`build/`).
@@ -264,7 +293,7 @@ pub fn refuse_clashes(inputs: &[PathBuf], destinations: &[Destination]) -> Resul
             continue;
         };
         if let Some(input) = inputs.iter().find(|input| same_file(input, path)) {
-            return Err(CliError::new(format!(
+            return Err(CliError::usage(format!(
                 "the output {} is the input {}: writing it would destroy the source; choose \
                  another output with -o",
                 path.display(),
@@ -272,7 +301,7 @@ pub fn refuse_clashes(inputs: &[PathBuf], destinations: &[Destination]) -> Resul
             )));
         }
         if let Some(earlier) = seen.iter().find(|earlier| **earlier == path) {
-            return Err(CliError::new(format!(
+            return Err(CliError::usage(format!(
                 "two inputs would both be written to {}: compile them into different folders, \
                  or rename one",
                 earlier.display()

@@ -280,6 +280,18 @@ pub enum Error {
         text: String,
     },
 
+    /// A macro definition without a name ([`Program::define`](crate::Program::define) or
+    /// `define_value` with an empty name, or one that is no C identifier): NVRTC would take the
+    /// next option as the macro.
+    #[error(
+        "`-D{definition}` is not a macro definition: a macro needs a name, a C identifier \
+         (Program::define(\"NAME\") or define_value(\"NAME\", \"VALUE\"))"
+    )]
+    InvalidMacro {
+        /// The definition as it would reach NVRTC after `-D`.
+        definition: String,
+    },
+
     /// A string handed to a C API holds a NUL byte, which would cut it short. The message says
     /// where, with the text around it, not the whole text (a source may be megabytes long).
     #[error(
