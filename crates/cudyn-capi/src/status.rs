@@ -111,7 +111,8 @@ fn status_of(error: &Error) -> cudyn_status {
         Error::HeaderNotFound { .. }
         | Error::ArchUnsupported { .. }
         | Error::EmptyOutput { .. }
-        | Error::PtxNewerThanDriver { .. } => CUDYN_ERROR_COMPILE,
+        | Error::PtxNewerThanDriver { .. }
+        | Error::LinkArchMismatch { .. } => CUDYN_ERROR_COMPILE,
         Error::Cuda(_) => CUDYN_ERROR_CUDA,
         Error::NotDeviceCode { .. }
         | Error::MalformedImage { .. }

@@ -386,6 +386,23 @@ pub enum Error {
         suggested: crate::compile::InputKind,
     },
 
+    /// A cubin added to a link for another architecture: machine code links only into its own,
+    /// and nvJitLink says no more than "bad input".
+    #[error(
+        "{what} is machine code (SASS) for {input}, and the link is for {link}: SASS links only \
+         into its own architecture. Link for {input} (LinkOptions::arch, `--arch {input}` on the \
+         command line), or compile the input for {link}, or to LTO-IR or PTX, which a link for \
+         the same or a later architecture takes"
+    )]
+    LinkArchMismatch {
+        /// The input's name.
+        what: String,
+        /// The architecture of its machine code (`sm_90`).
+        input: String,
+        /// The link's architecture.
+        link: String,
+    },
+
     /// An executable cubin (compiled without relocatable device code) added to a link, which
     /// would take no code from it.
     #[error(

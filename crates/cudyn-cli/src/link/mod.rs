@@ -1,6 +1,7 @@
 //! `cudyn link`: device code linked by nvJitLink into one cubin, in a child process (see
 //! [`isolated`]).
 
+mod inputs;
 mod isolated;
 
 use std::path::{Path, PathBuf};
@@ -8,7 +9,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use cudyn::compile::{Arch, InputKind, LinkOptions, Linked};
-use cudyn::Image;
 
 use crate::output::{self, CliError, Destination};
 
@@ -134,7 +134,7 @@ pub fn run(args: &Args) -> ExitCode {
         };
         if let Some(message) = failure {
             let mut report = LinkReport::new(args);
-            report.inputs = readable_inputs(&args.inputs, args.limit);
+            report.inputs = inputs::readable(&args.inputs, args.limit);
             return finish(args, report, Err(CliError::new(message)));
         }
     }
@@ -178,20 +178,6 @@ impl LinkReport {
     }
 }
 
-/// The inputs among `files` that can be read and are device code, with their kinds.
-fn readable_inputs(files: &[PathBuf], limit: crate::input::Limit) -> Vec<InputReport> {
-    files
-        .iter()
-        .filter_map(|file| {
-            let kind = input_kind(file, &crate::input::device_code(file, limit).ok()?).ok()?;
-            Some(InputReport {
-                file: file.clone(),
-                kind: kind_name(kind),
-            })
-        })
-        .collect()
-}
-
 /// Prints what the link did (`--json`: the report) and gives the exit status.
 fn finish(args: &Args, mut report: LinkReport, outcome: Result<Destination, CliError>) -> ExitCode {
     if let Err(error) = &outcome {
@@ -232,7 +218,7 @@ fn link(
     let mut inputs = Vec::with_capacity(args.inputs.len());
     for file in &args.inputs {
         let bytes = crate::input::device_code(file, args.limit)?;
-        let kind = input_kind(file, &bytes)?;
+        let kind = inputs::kind(file, &bytes)?;
         if kind == InputKind::LtoIr && !args.lto {
             return Err(CliError::new(format!(
                 "pass --lto: {} is LTO-IR, which nvJitLink links only with link-time \
@@ -240,9 +226,12 @@ fn link(
                 file.display()
             )));
         }
+        if kind == InputKind::Library {
+            inputs::refuse_library_without_device_code(file, &bytes)?;
+        }
         report.inputs.push(InputReport {
             file: file.clone(),
-            kind: kind_name(kind),
+            kind: inputs::kind_name(kind),
         });
         inputs.push((file, kind, bytes));
     }
@@ -264,43 +253,14 @@ fn link(
     report.arch = Some(linked.arch().sm());
     report.kernels = output::count_kernels(linked.code());
     if report.kernels == Some(0) {
-        // nvJitLink takes the machine code a fatbin or object holds for the link's architecture
-        // as it is, and links nothing of it unless it is relocatable.
-        report.warnings.push(
-            "the linked cubin holds no kernel: an input compiled without relocatable device code \
-             (-rdc) gives a link nothing for an architecture it has machine code for; compile it \
-             with -rdc=true (nvcc) or --rdc (cudyn compile), or load it as it is"
-                .to_owned(),
-        );
+        let bytes: Vec<&[u8]> = inputs
+            .iter()
+            .map(|(_, _, bytes)| bytes.as_slice())
+            .collect();
+        report.warnings.push(inputs::why_no_kernel(&bytes));
     }
     destination.write(linked.code())?;
     report.bytes = Some(linked.code().len());
     report.output = Some(destination.to_string());
     Ok(destination)
-}
-
-/// The kind nvJitLink is told, from the bytes (not the name), as [`Image::detect`] finds it.
-fn input_kind(file: &Path, bytes: &[u8]) -> Result<InputKind, CliError> {
-    let kind = Image::detect(bytes).map_err(|error| {
-        CliError::new(format!(
-            "{} is not an input nvJitLink links: give cubin, PTX, LTO-IR, fatbin, a host object \
-             or a static library",
-            crate::input::display(file)
-        ))
-        .source(error)
-    })?;
-    Ok(InputKind::of(kind))
-}
-
-fn kind_name(kind: InputKind) -> &'static str {
-    match kind {
-        InputKind::Cubin => "cubin",
-        InputKind::Ptx => "ptx",
-        InputKind::LtoIr => "ltoir",
-        InputKind::Fatbin => "fatbin",
-        InputKind::Object => "object",
-        InputKind::Library => "library",
-        InputKind::Any => "any",
-        _ => "other",
-    }
 }
