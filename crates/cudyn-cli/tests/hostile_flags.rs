@@ -318,3 +318,212 @@ fn reports_name_what_was_built() {
     let none = written(&["compile", "step.cu", "--arch", "sm_90", "-o", "none.cubin"]);
     assert!(none.ends_with(", 0 kernels)\n"), "{none}");
 }
+
+/// `run --check` cases on `k.cubin` (sm_90) and `bounded.cu`: the extra arguments, the status
+/// and what standard error says.
+const RUN_CHECKS: &[(&[&str], i32, &str)] = &[
+    (
+        &["--block", "5000"],
+        4,
+        "a block of 5000 threads is too large: the device allows 1024",
+    ),
+    (
+        &["--block", "1,1,100"],
+        4,
+        "block dimension z = 100 exceeds the device's limit of 64",
+    ),
+    (
+        &["--block", "2048,1,1"],
+        4,
+        "a block of 2048 threads is too large",
+    ),
+    (
+        &["--block", "1", "--grid", "2147483648"],
+        4,
+        "grid dimension x = 2147483648 exceeds",
+    ),
+    (
+        &["--block", "1", "--grid", "1,65536"],
+        4,
+        "grid dimension y = 65536 exceeds the device's limit of 65535",
+    ),
+    (
+        &["--block", "1", "--shared", "999999999"],
+        4,
+        "999999999 bytes of dynamic shared memory exceed the device's limit of 232448",
+    ),
+    (
+        &["--block", "1", "--shared", "232449"],
+        4,
+        "(checked against sm_90's limits)",
+    ),
+    (
+        &["--block", "1", "--grid", "0"],
+        2,
+        "`0` in `0` is not a dimension",
+    ),
+    (
+        &["--block", "1", "--grid", "4294967296"],
+        2,
+        "is not a dimension",
+    ),
+    (
+        &["--block", "1", "--shared", "-1"],
+        2,
+        "unexpected argument '-1'",
+    ),
+    (&["--block", "1", "--repeat", "0"], 2, "--repeat"),
+    (
+        &["--block", "1", "--arg", "f32:1e999"],
+        2,
+        "`1e999` is too large for f32, whose largest finite value is 3.4028235e38; write inf",
+    ),
+    (
+        &["--block", "1", "--arg", "f64:-1e400"],
+        2,
+        "`-1e400` is too large for f64",
+    ),
+    (
+        &["--block", "1", "--arg", "buf:f32:4=1e39"],
+        2,
+        "`1e39` is too large for f32",
+    ),
+    (
+        &["--block", "1", "--arg", "u8:256"],
+        2,
+        "`256` is not a value of type u8",
+    ),
+    (
+        &["--block", "1", "--arg", "i32:1.5"],
+        2,
+        "is not a value of type i32",
+    ),
+    (
+        &["--block", "1", "--out", "0=x.bin"],
+        2,
+        "--out 0=x.bin: argument 0 is not given",
+    ),
+    (
+        &["--block", "1", "--arg", "buf:f32:1", "--arg", "f32:1"],
+        4,
+        "the kernel takes 1 parameters but 2 arguments were given",
+    ),
+];
+
+#[test]
+fn run_check_holds_the_grid_block_and_shared_memory_to_the_architectures_limits() {
+    let fixture = Fixture::new();
+    for (extra, status, says) in RUN_CHECKS {
+        let mut args = vec!["run", "k.cubin", "k", "--check"];
+        if !extra.contains(&"--grid") {
+            args.extend(["--grid", "1"]);
+        }
+        if !extra.contains(&"--arg") && !extra.contains(&"--out") {
+            args.extend(["--arg", "buf:f32:1"]);
+        }
+        args.extend_from_slice(extra);
+        let output = fixture.output(&args);
+        assert_eq!(output.status.code(), Some(*status), "{extra:?}: {output:?}");
+        assert!(
+            stderr(&output).contains(says),
+            "{extra:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            output.stdout.is_empty(),
+            "{extra:?} said the arguments match"
+        );
+    }
+    // Infinity written as one is a value like any other; the limits hold to the last unit.
+    for extra in [
+        &["--arg", "f32:inf", "--block", "1024"][..],
+        &[
+            "--arg",
+            "f32:-Infinity",
+            "--block",
+            "32,32",
+            "--grid",
+            "2147483647,65535,65535",
+        ],
+        &["--arg", "f32:1", "--block", "1", "--shared", "232448"],
+    ] {
+        std::fs::write(
+            fixture.path("scalar.cu"),
+            "extern \"C\" __global__ void s(float v) {}\n",
+        )
+        .unwrap();
+        let mut args = vec!["run", "scalar.cu", "s", "--check", "--arch", "sm_90"];
+        if !extra.contains(&"--grid") {
+            args.extend(["--grid", "1"]);
+        }
+        args.extend_from_slice(extra);
+        let output = fixture.output(&args);
+        assert!(output.status.success(), "{extra:?}: {output:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout)
+                .starts_with("the arguments match the 1 parameter of s in scalar.cu"),
+            "{output:?}"
+        );
+    }
+}
+
+#[test]
+fn run_check_holds_a_launch_to_the_kernels_own_limits_and_the_named_architecture() {
+    let fixture = Fixture::new();
+    std::fs::write(
+        fixture.path("bounded.cu"),
+        "extern \"C\" __global__ void __launch_bounds__(128) b(float *p) {\n\
+         __shared__ float tile[10000]; tile[threadIdx.x] = p[threadIdx.x]; __syncthreads();\n\
+         p[threadIdx.x] = tile[127 - threadIdx.x]; }\n",
+    )
+    .unwrap();
+    let check = |arch: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "bounded.cu",
+            "b",
+            "--check",
+            "--arch",
+            arch,
+            "--grid",
+            "1",
+            "--arg",
+            "buf:f32:128",
+        ];
+        args.extend_from_slice(extra);
+        fixture.output(&args)
+    };
+    let bounded = check("sm_90", &["--block", "256"]);
+    assert_eq!(bounded.status.code(), Some(4), "{bounded:?}");
+    assert!(
+        stderr(&bounded).contains("a block of 256 threads is too large for this kernel")
+            && stderr(&bounded).contains("allows 128 per block"),
+        "{bounded:?}"
+    );
+    assert!(check("sm_90", &["--block", "128"]).status.success());
+    // The static shared memory (40000 bytes and what the compiler adds) leaves the rest of
+    // 232448 bytes for the dynamic on sm_90, and of 166912 on sm_80.
+    for (arch, limit) in [("sm_90", 232448), ("sm_80", 166912)] {
+        let cubin = format!("bounded_{arch}.cubin");
+        let compiled = fixture.output(&["compile", "bounded.cu", "--arch", arch, "-o", &cubin]);
+        assert!(compiled.status.success(), "{compiled:?}");
+        let inspected = fixture.output(&["inspect", "--json", &cubin]);
+        let json: serde_json::Value = serde_json::from_slice(&inspected.stdout).unwrap();
+        let fixed = json[0]["inspection"]["contents"]["cubin"]["kernels"][0]["shared_bytes"]
+            .as_u64()
+            .unwrap();
+        assert!(fixed >= 40000, "{json}");
+        let room = limit - fixed;
+        let over = check(
+            arch,
+            &["--block", "128", "--shared", &(room + 1).to_string()],
+        );
+        assert_eq!(over.status.code(), Some(4), "{arch}: {over:?}");
+        assert!(
+            stderr(&over).contains(&format!("exceed the device's limit of {room} per block")),
+            "{arch}: {over:?}"
+        );
+        let fits = check(arch, &["--block", "128", "--shared", &room.to_string()]);
+        assert!(fits.status.success(), "{arch}: {fits:?}");
+    }
+}

@@ -3,6 +3,7 @@
 
 mod arguments;
 mod gpu;
+mod limits;
 mod output;
 mod spec;
 mod values;
@@ -191,9 +192,11 @@ fn execute(args: &Args) -> Result<(), Failure> {
     let image = Image::new(code.as_slice()).map_err(|error| {
         Failure::from_cuda(format!("{} is not device code", args.file.display()), error)
     })?;
+    let config = LaunchConfig::new(args.grid.0, args.block.0).shared_mem(args.shared);
     if let Some(params) = offline_params(args, &image)? {
         arguments::check_offline(&args.kernel, &params, &arguments)?;
         if args.check {
+            limits::check_offline(&image, &args.kernel, args.arch, &config)?;
             return output::print_check(args, &params);
         }
     }
@@ -201,7 +204,6 @@ fn execute(args: &Args) -> Result<(), Failure> {
     let device = gpu::first_device()?;
     let kernel = gpu::load_kernel(&code, &args.kernel)?;
     gpu::allow_shared_memory(&kernel, device, args.shared)?;
-    let config = LaunchConfig::new(args.grid.0, args.block.0).shared_mem(args.shared);
     let outcome = gpu::launch(&kernel, &config, &arguments, args.repeat)?;
     let buffers = output::summarize(&arguments, &outcome.after);
     for out in &args.out {

@@ -213,9 +213,13 @@ pub fn print_check(args: &Args, params: &[ParamLayout]) -> Result<(), Failure> {
         let text = serde_json::to_string_pretty(&report).map_err(json_failure)?;
         outln!("{text}");
     } else {
+        let parameters = match params.len() {
+            1 => "the 1 parameter".to_owned(),
+            count => format!("the {count} parameters"),
+        };
         outln!(
-            "the arguments match the {} parameters of {STRONG}{}{STRONG:#} in {}",
-            params.len(),
+            "the arguments match {parameters} of {STRONG}{}{STRONG:#} in {}, and the grid, \
+             block and shared memory its limits",
             args.kernel,
             args.file.display()
         );
