@@ -133,9 +133,10 @@ fn status_of(error: &Error) -> cudyn_status {
         | Error::DeviceOutOfRange { .. }
         | Error::SearchPathFrozen { .. }
         | Error::CacheDirFrozen { .. } => CUDYN_ERROR_INVALID_ARGUMENT,
-        Error::ReadFile { .. } | Error::CacheRefused { .. } | Error::CacheIo { .. } => {
-            CUDYN_ERROR_IO
-        }
+        Error::ReadFile { .. }
+        | Error::CacheRefused { .. }
+        | Error::CacheIo { .. }
+        | Error::CacheUnavailable { .. } => CUDYN_ERROR_IO,
         _ => CUDYN_ERROR_OTHER,
     }
 }

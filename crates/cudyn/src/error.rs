@@ -553,15 +553,22 @@ pub enum Error {
     /// The compile cache's folder is unsafe to trust: owned by another user, or writable by
     /// group or others, any of whom could plant device code cudyn would load.
     #[error(
-        "the compile cache at {} is not used: {reason}; fix its owner or permissions \
-         (`chmod 700`), point CUDYN_CACHE_DIR at a private folder, or turn the cache off with \
-         CUDYN_CACHE=off",
+        "the compile cache at {} is not used: {reason} (or turn the cache off with \
+         CUDYN_CACHE=off)",
         path.display()
     )]
     CacheRefused {
         /// The folder.
         path: PathBuf,
         /// What is wrong with it.
+        reason: String,
+    },
+
+    /// There is no process-wide compile cache: it is turned off, or no folder can be named for
+    /// it ([`crate::Cache::try_global`]).
+    #[error("there is no compile cache: {reason}")]
+    CacheUnavailable {
+        /// Why, and what to do.
         reason: String,
     },
 
