@@ -365,7 +365,7 @@ fn answering_no_removes_nothing_and_is_no_error() {
     let command = format!("{} cache clear", common::cudyn_binary().display());
     for (answer, removed) in [("n", false), ("", false), ("y", true)] {
         let mut child = fixture
-            .cudyn(&[])
+            .cudyn::<&str>(&[])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -6,200 +6,146 @@
 mod common;
 mod hostile;
 
-use hostile::{stderr, Fixture};
+use hostile::{stderr, words, Fixture};
 
 /// Usage errors, each with a piece of what standard error must say.
-const USAGE: &[(&[&str], &str)] = &[
+const USAGE: &[(&str, &str)] = &[
     (
-        &[
-            "compile",
-            "k.cu",
-            "--emit",
-            "cubin",
-            "--arch",
-            "sm_80,sm_90",
-        ],
+        "compile k.cu --emit cubin --arch sm_80,sm_90",
         "--emit cubin makes code for one architecture",
     ),
     (
-        &["compile", "k.cu", "--emit", "ptx", "--arch", "sm_80,sm_90"],
+        "compile k.cu --emit ptx --arch sm_80,sm_90",
         "--emit ptx makes code for one architecture",
     ),
     (
-        &["compile", "k.cu", "--emit", "ltoir", "--arch", "compute_90"],
+        "compile k.cu --emit ltoir --arch compute_90",
         "compute_90 is a virtual one",
     ),
     (
-        &["compile", "k.cu", "--arch", "sm_90,sm_90"],
+        "compile k.cu --arch sm_90,sm_90",
+        "--arch names sm_90 twice",
+    ),
+    ("compile k.cu --arch 90,sm_90", "--arch names sm_90 twice"),
+    (
+        "compile k.cu --arch sm_90 --arch 9.0",
         "--arch names sm_90 twice",
     ),
     (
-        &["compile", "k.cu", "--arch", "90,sm_90"],
-        "--arch names sm_90 twice",
-    ),
-    (
-        &["compile", "k.cu", "--arch", "sm_90", "--arch", "9.0"],
-        "--arch names sm_90 twice",
-    ),
-    (
-        &["compile", "k.cu", "--arch", "sm_90", "-D", ""],
+        "compile k.cu --arch sm_90 -D ''",
         "`` is not a macro definition",
     ),
     (
-        &["compile", "k.cu", "--arch", "sm_90", "-D", "=1"],
+        "compile k.cu --arch sm_90 -D =1",
         "`=1` is not a macro definition",
     ),
     (
-        &["compile", "k.cu", "--arch", "sm_90", "-D", "1X"],
+        "compile k.cu --arch sm_90 -D 1X",
         "`1X` is not a macro definition",
     ),
     (
-        &["compile", "k.cu", "--arch", "sm_90", "-D", "A B"],
+        "compile k.cu --arch sm_90 -D 'A B'",
         "`A B` is not a macro definition",
     ),
     (
-        &[
-            "compile",
-            "k.cu",
-            "--arch",
-            "sm_90",
-            "-X=--gpu-architecture=sm_80",
-        ],
+        "compile k.cu --arch sm_90 -X=--gpu-architecture=sm_80",
         "--gpu-architecture is set by cudyn compile's --arch",
     ),
     (
-        &["compile", "k.cu", "--arch", "sm_90", "-X=-arch=sm_80"],
+        "compile k.cu --arch sm_90 -X=-arch=sm_80",
         "-arch is set by cudyn compile's --arch",
     ),
     (
-        &["compile", "k.cu", "--arch", "sm_90", "-X=-arch"],
+        "compile k.cu --arch sm_90 -X=-arch",
         "-arch is set by cudyn compile's --arch",
     ),
     (
-        &["compile", "k.cu", "--arch", "sm_90", "-X=-rdc=true"],
+        "compile k.cu --arch sm_90 -X=-rdc=true",
         "-rdc is set by cudyn compile's --rdc",
     ),
     (
-        &[
-            "compile",
-            "k.cu",
-            "--arch",
-            "sm_90",
-            "-X=--relocatable-device-code=true",
-        ],
+        "compile k.cu --arch sm_90 -X=--relocatable-device-code=true",
         "use --rdc instead",
     ),
     (
-        &["compile", "k.cu", "--arch", "sm_90", "-X=-dlto"],
+        "compile k.cu --arch sm_90 -X=-dlto",
         "use --emit ltoir instead",
     ),
     (
-        &["compile", "k.cu", "--arch", "sm_90", "--json", "-o", "-"],
+        "compile k.cu --arch sm_90 --json -o -",
         "--json and -o - both want standard output",
     ),
     (
-        &["compile", "k.cu", "kernel.cu", "--arch", "sm_90", "-o", "-"],
+        "compile k.cu kernel.cu --arch sm_90 -o -",
         "-o - writes one output",
     ),
     (
-        &[
-            "compile",
-            "k.cu",
-            "kernel.cu",
-            "--arch",
-            "sm_90",
-            "-o",
-            "one.cubin",
-        ],
+        "compile k.cu kernel.cu --arch sm_90 -o one.cubin",
         "is not a folder",
     ),
     (
-        &["compile", "k.cu", "--arch", "sm_90", "-o", "k.cu"],
+        "compile k.cu --arch sm_90 -o k.cu",
         "the output k.cu is the input k.cu",
     ),
     (
-        &["compile", "k.cu", "k.cu", "--arch", "sm_90", "-o", "out/"],
+        "compile k.cu k.cu --arch sm_90 -o out/",
         "two inputs would both be written",
     ),
     (
-        &["compile", "k.cu", "--arch", "sm_90", "--emit", "elf"],
+        "compile k.cu --arch sm_90 --emit elf",
         "invalid value 'elf'",
     ),
-    (&["compile", "k.cu", "--arch", "sm_9x"], "sm_9x"),
-    (&["compile", "k.cu", "--arch", ""], "--arch"),
-    (&["compile", "--arch", "sm_90"], "required"),
+    ("compile k.cu --arch sm_9x", "sm_9x"),
+    ("compile k.cu --arch ''", "--arch"),
+    ("compile --arch sm_90", "required"),
     (
-        &[
-            "link",
-            "kernel.ltoir",
-            "step.ltoir",
-            "--lto",
-            "--arch",
-            "sm_90",
-            "--json",
-            "-o",
-            "-",
-        ],
+        "link kernel.ltoir step.ltoir --lto --arch sm_90 --json -o -",
         "--json and -o - both want standard output",
     ),
     (
-        &[
-            "link",
-            "kernel.ltoir",
-            "--lto",
-            "--arch",
-            "sm_90",
-            "-o",
-            "kernel.ltoir",
-        ],
+        "link kernel.ltoir --lto --arch sm_90 -o kernel.ltoir",
         "the output kernel.ltoir is the input kernel.ltoir",
     ),
     (
-        &["link", "-", "-", "--lto", "--arch", "sm_90"],
+        "link - - --lto --arch sm_90",
         "standard input (-) is named twice",
     ),
-    (&["link", "kernel.ltoir", "--lto", "-O", "4"], "-O"),
+    ("link kernel.ltoir --lto -O 4", "-O"),
     (
-        &["link", "kernel.ltoir", "--lto", "--time-limit", "0"],
+        "link kernel.ltoir --lto --time-limit 0",
         "is not a positive number of seconds",
     ),
     (
-        &["link", "kernel.ltoir", "--lto", "--time-limit", "inf"],
+        "link kernel.ltoir --lto --time-limit inf",
         "is not a positive number of seconds",
     ),
-    (&["inspect", "-", "-"], "standard input (-) is named twice"),
-    (&["inspect", "--json", "--json", "k.cubin"], "--json"),
-    (&["cache", "prune", "--max-bytes", "lots"], "is not a size"),
+    ("inspect - -", "standard input (-) is named twice"),
+    ("inspect --json --json k.cubin", "--json"),
+    ("cache prune --max-bytes lots", "is not a size"),
+    ("cache prune --max-bytes 99999999999G", "is too large"),
+    ("cache clean", "unrecognized subcommand"),
+    ("cache", "Usage"),
+    ("completions tcsh", "invalid value 'tcsh'"),
+    ("demo --elements -1", "unexpected argument '-1'"),
+    ("demo --elements many", "`many` is not a count of elements"),
     (
-        &["cache", "prune", "--max-bytes", "99999999999G"],
-        "is too large",
-    ),
-    (&["cache", "clean"], "unrecognized subcommand"),
-    (&["cache"], "Usage"),
-    (&["completions", "tcsh"], "invalid value 'tcsh'"),
-    (&["demo", "--elements", "-1"], "unexpected argument '-1'"),
-    (
-        &["demo", "--elements", "many"],
-        "`many` is not a count of elements",
-    ),
-    (
-        &["demo", "--elements", "0"],
+        "demo --elements 0",
         "`0` is not a count of elements from 1 to 1073741824",
     ),
     (
-        &["demo", "--elements", "99999999999999999999"],
+        "demo --elements 99999999999999999999",
         "is not a count of elements",
     ),
-    (&["doctor", "--gpu"], "unexpected argument"),
-    (&["--arch", "sm_90"], "unexpected argument"),
+    ("doctor --gpu", "unexpected argument"),
+    ("--arch sm_90", "unexpected argument"),
 ];
 
 #[test]
 fn contradictory_or_malformed_command_lines_are_usage_errors_before_anything_runs() {
     let fixture = Fixture::new();
-    for (args, says) in USAGE {
-        let case = format!("{args:?}");
-        let output = fixture.output(args);
+    for (line, says) in USAGE {
+        let case = format!("cudyn {line}");
+        let output = fixture.output(&words(line));
         assert_eq!(output.status.code(), Some(2), "{case}: {output:?}");
         let text = stderr(&output);
         assert!(text.contains(says), "{case}: {text}");
@@ -222,36 +168,20 @@ fn a_refused_or_failed_compile_makes_no_output_folder() {
         "__global__ void k() { undefined(); }\n",
     )
     .unwrap();
-    for args in [
-        &["compile", "missing.cu", "--arch", "sm_90", "-o", "made/"][..],
-        &["compile", "bad.cu", "--arch", "sm_90", "-o", "made/"],
-        &[
-            "compile",
-            "bad.cu",
-            "k.cu",
-            "--arch",
-            "sm_90,sm_90",
-            "-o",
-            "made/",
-        ],
-        &[
-            "compile",
-            "k.cu",
-            "--arch",
-            "sm_90",
-            "-X=--no-such-option",
-            "-o",
-            "made/deeper/",
-        ],
+    for line in [
+        "compile missing.cu --arch sm_90 -o made/",
+        "compile bad.cu --arch sm_90 -o made/",
+        "compile bad.cu k.cu --arch sm_90,sm_90 -o made/",
+        "compile k.cu --arch sm_90 -X=--no-such-option -o made/deeper/",
     ] {
-        let output = fixture.output(args);
-        assert!(!output.status.success(), "{args:?}");
+        let output = fixture.output(&words(line));
+        assert!(!output.status.success(), "{line}");
         assert!(
             !fixture.path("made").exists(),
-            "{args:?} made the output folder"
+            "{line} made the output folder"
         );
     }
-    let output = fixture.output(&["compile", "k.cu", "--arch", "sm_90", "-o", "made/deeper/"]);
+    let output = fixture.output(&words("compile k.cu --arch sm_90 -o made/deeper/"));
     assert!(output.status.success(), "{output:?}");
     assert!(fixture.path("made/deeper/k.cubin").is_file());
 }
@@ -261,34 +191,21 @@ fn function_like_macros_and_values_stay_allowed() {
     let fixture = Fixture::new();
     // Before, `-D ""` reached NVRTC as a bare -D, which read the next option as the macro:
     // "invalid macro definition: -I.../cccl". Function-like macros and values stay allowed.
-    let output = fixture.output(&[
-        "compile",
-        "k.cu",
-        "--arch",
-        "sm_90",
-        "-D",
-        "MAX(a,b)=((a)>(b)?(a):(b))",
-        "-D",
-        "N=4",
-        "-D",
-        "FLAG",
-        "-o",
-        "defined.cubin",
-    ]);
+    let output = fixture.output(&words(
+        "compile k.cu --arch sm_90 -D 'MAX(a,b)=((a)>(b)?(a):(b))' -D N=4 -D FLAG -o defined.cubin",
+    ));
     assert!(output.status.success(), "{output:?}");
 }
 
 #[test]
 fn reports_name_what_was_built() {
     let fixture = Fixture::new();
-    let written = |args: &[&str]| {
-        let output = fixture.output(args);
-        assert!(output.status.success(), "{args:?}: {output:?}");
+    let written = |line: &str| {
+        let output = fixture.output(&words(line));
+        assert!(output.status.success(), "{line}: {output:?}");
         String::from_utf8_lossy(&output.stdout).into_owned()
     };
-    let ltoir = written(&[
-        "compile", "k.cu", "--arch", "sm_90", "--emit", "ltoir", "-o", "k2.ltoir",
-    ]);
+    let ltoir = written("compile k.cu --arch sm_90 --emit ltoir -o k2.ltoir");
     assert!(
         ltoir.starts_with("wrote k2.ltoir (") && ltoir.ends_with("bytes of ltoir for sm_90)\n"),
         "{ltoir}"
@@ -297,114 +214,90 @@ fn reports_name_what_was_built() {
         !ltoir.contains("unknown") && !ltoir.contains("kernel(s)"),
         "{ltoir}"
     );
-    let one = written(&["compile", "k.cu", "--arch", "sm_90", "-o", "one.cubin"]);
+    let one = written("compile k.cu --arch sm_90 -o one.cubin");
     assert!(
         one.ends_with("bytes of cubin for sm_90, 1 kernel)\n"),
         "{one}"
     );
-    let two = written(&[
-        "compile",
-        "kernel.cu",
-        "--arch",
-        "sm_80,sm_90",
-        "-o",
-        "two.fatbin",
-        "--rdc",
-    ]);
+    let two = written("compile kernel.cu --arch sm_80,sm_90 -o two.fatbin --rdc");
     assert!(
         two.ends_with("bytes of fatbin for sm_80, sm_90, 1 kernel)\n"),
         "{two}"
     );
-    let none = written(&["compile", "step.cu", "--arch", "sm_90", "-o", "none.cubin"]);
+    let none = written("compile step.cu --arch sm_90 -o none.cubin");
     assert!(none.ends_with(", 0 kernels)\n"), "{none}");
 }
 
 /// `run --check` cases on `k.cubin` (sm_90) and `bounded.cu`: the extra arguments, the status
 /// and what standard error says.
-const RUN_CHECKS: &[(&[&str], i32, &str)] = &[
+const RUN_CHECKS: &[(&str, i32, &str)] = &[
     (
-        &["--block", "5000"],
+        "--block 5000",
         4,
         "a block of 5000 threads is too large: the device allows 1024",
     ),
     (
-        &["--block", "1,1,100"],
+        "--block 1,1,100",
         4,
         "block dimension z = 100 exceeds the device's limit of 64",
     ),
     (
-        &["--block", "2048,1,1"],
+        "--block 2048,1,1",
         4,
         "a block of 2048 threads is too large",
     ),
     (
-        &["--block", "1", "--grid", "2147483648"],
+        "--block 1 --grid 2147483648",
         4,
         "grid dimension x = 2147483648 exceeds",
     ),
     (
-        &["--block", "1", "--grid", "1,65536"],
+        "--block 1 --grid 1,65536",
         4,
         "grid dimension y = 65536 exceeds the device's limit of 65535",
     ),
     (
-        &["--block", "1", "--shared", "999999999"],
+        "--block 1 --shared 999999999",
         4,
         "999999999 bytes of dynamic shared memory exceed the device's limit of 232448",
     ),
     (
-        &["--block", "1", "--shared", "232449"],
+        "--block 1 --shared 232449",
         4,
         "(checked against sm_90's limits)",
     ),
+    ("--block 1 --grid 0", 2, "`0` in `0` is not a dimension"),
+    ("--block 1 --grid 4294967296", 2, "is not a dimension"),
+    ("--block 1 --shared -1", 2, "unexpected argument '-1'"),
+    ("--block 1 --repeat 0", 2, "--repeat"),
     (
-        &["--block", "1", "--grid", "0"],
-        2,
-        "`0` in `0` is not a dimension",
-    ),
-    (
-        &["--block", "1", "--grid", "4294967296"],
-        2,
-        "is not a dimension",
-    ),
-    (
-        &["--block", "1", "--shared", "-1"],
-        2,
-        "unexpected argument '-1'",
-    ),
-    (&["--block", "1", "--repeat", "0"], 2, "--repeat"),
-    (
-        &["--block", "1", "--arg", "f32:1e999"],
+        "--block 1 --arg f32:1e999",
         2,
         "`1e999` is too large for f32, whose largest finite value is 3.4028235e38; write inf",
     ),
     (
-        &["--block", "1", "--arg", "f64:-1e400"],
+        "--block 1 --arg f64:-1e400",
         2,
         "`-1e400` is too large for f64",
     ),
     (
-        &["--block", "1", "--arg", "buf:f32:4=1e39"],
+        "--block 1 --arg buf:f32:4=1e39",
         2,
         "`1e39` is too large for f32",
     ),
     (
-        &["--block", "1", "--arg", "u8:256"],
+        "--block 1 --arg u8:256",
         2,
         "`256` is not a value of type u8",
     ),
+    ("--block 1 --arg i32:1.5", 2, "is not a value of type i32"),
     (
-        &["--block", "1", "--arg", "i32:1.5"],
-        2,
-        "is not a value of type i32",
-    ),
-    (
-        &["--block", "1", "--out", "0=x.bin"],
+        "--block 1 --out 0=x.bin",
         2,
         "--out 0=x.bin: argument 0 is not given",
     ),
     (
-        &["--block", "1", "--arg", "buf:f32:1", "--arg", "f32:1"],
+        "--block 1 --arg buf:f32:1 --arg f32:1",
         4,
         "the kernel takes 1 parameters but 2 arguments were given",
     ),
@@ -414,14 +307,14 @@ const RUN_CHECKS: &[(&[&str], i32, &str)] = &[
 fn run_check_holds_the_grid_block_and_shared_memory_to_the_architectures_limits() {
     let fixture = Fixture::new();
     for (extra, status, says) in RUN_CHECKS {
-        let mut args = vec!["run", "k.cubin", "k", "--check"];
-        if !extra.contains(&"--grid") {
-            args.extend(["--grid", "1"]);
+        let mut line = "run k.cubin k --check".to_owned();
+        if !extra.contains("--grid") {
+            line.push_str(" --grid 1");
         }
-        if !extra.contains(&"--arg") && !extra.contains(&"--out") {
-            args.extend(["--arg", "buf:f32:1"]);
+        if !extra.contains("--arg") && !extra.contains("--out") {
+            line.push_str(" --arg buf:f32:1");
         }
-        args.extend_from_slice(extra);
+        let args = words(&format!("{line} {extra}"));
         let output = fixture.output(&args);
         assert_eq!(output.status.code(), Some(*status), "{extra:?}: {output:?}");
         assert!(
@@ -435,29 +328,18 @@ fn run_check_holds_the_grid_block_and_shared_memory_to_the_architectures_limits(
         );
     }
     // Infinity written as one is a value like any other; the limits hold to the last unit.
+    std::fs::write(
+        fixture.path("scalar.cu"),
+        "extern \"C\" __global__ void s(float v) {}\n",
+    )
+    .unwrap();
     for extra in [
-        &["--arg", "f32:inf", "--block", "1024"][..],
-        &[
-            "--arg",
-            "f32:-Infinity",
-            "--block",
-            "32,32",
-            "--grid",
-            "2147483647,65535,65535",
-        ],
-        &["--arg", "f32:1", "--block", "1", "--shared", "232448"],
+        "--arg f32:inf --block 1024 --grid 1",
+        "--arg f32:-Infinity --block 32,32 --grid 2147483647,65535,65535",
+        "--arg f32:1 --block 1 --shared 232448 --grid 1",
     ] {
-        std::fs::write(
-            fixture.path("scalar.cu"),
-            "extern \"C\" __global__ void s(float v) {}\n",
-        )
-        .unwrap();
-        let mut args = vec!["run", "scalar.cu", "s", "--check", "--arch", "sm_90"];
-        if !extra.contains(&"--grid") {
-            args.extend(["--grid", "1"]);
-        }
-        args.extend_from_slice(extra);
-        let output = fixture.output(&args);
+        let line = format!("run scalar.cu s --check --arch sm_90 {extra}");
+        let output = fixture.output(&words(&line));
         assert!(output.status.success(), "{extra:?}: {output:?}");
         assert!(
             String::from_utf8_lossy(&output.stdout)

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use hostile::{measure, stderr, Fixture};
+use hostile::{measure, stderr, words, Fixture};
 
 /// The most memory a refused input may cost the command.
 const MAX_RSS: u64 = 256 << 20;
@@ -22,48 +22,17 @@ const MAX_RSS: u64 = 256 << 20;
 const MAX_TIME: Duration = Duration::from_secs(10);
 
 /// Each command, with `{}` where the hostile input goes.
-const READERS: &[&[&str]] = &[
-    &["inspect", "{}"],
-    &["inspect", "--json", "{}"],
-    &["compile", "{}", "--arch", "sm_90", "-o", "out.cubin"],
-    &[
-        "link",
-        "{}",
-        "step.ltoir",
-        "--lto",
-        "--arch",
-        "sm_90",
-        "-o",
-        "out.cubin",
-    ],
-    &[
-        "run",
-        "{}",
-        "k",
-        "--check",
-        "--grid",
-        "1",
-        "--block",
-        "1",
-        "--arg",
-        "buf:f32:1",
-    ],
-    &[
-        "run",
-        "k.cubin",
-        "k",
-        "--check",
-        "--grid",
-        "1",
-        "--block",
-        "1",
-        "--arg",
-        "buf:f32:@{}",
-    ],
+const READERS: &[&str] = &[
+    "inspect '{}'",
+    "inspect --json '{}'",
+    "compile '{}' --arch sm_90 -o out.cubin",
+    "link '{}' step.ltoir --lto --arch sm_90 -o out.cubin",
+    "run '{}' k --check --grid 1 --block 1 --arg buf:f32:1",
+    "run k.cubin k --check --grid 1 --block 1 --arg 'buf:f32:@{}'",
 ];
 
-fn with_input(args: &[&str], input: &str) -> Vec<String> {
-    args.iter().map(|arg| arg.replace("{}", input)).collect()
+fn with_input(reader: &str, input: &str) -> Vec<String> {
+    hostile::words(&reader.replace("{}", input))
 }
 
 fn mkfifo(path: &Path) {
@@ -82,8 +51,7 @@ fn sparse(path: &Path, size: u64) {
 fn refused_everywhere(fixture: &Fixture, input: &str, says: &str) {
     for reader in READERS {
         let args = with_input(reader, input);
-        let mut command = fixture.cudyn(&[]);
-        command.args(&args);
+        let command = fixture.cudyn(&args);
         let measured = measure(command, MAX_TIME);
         let case = format!("{args:?}");
         assert!(
@@ -165,8 +133,7 @@ fn a_large_sparse_file_is_judged_by_its_first_bytes() {
     sparse(&fixture.path("zeros"), 1 << 30);
     for reader in READERS {
         let args = with_input(reader, "zeros");
-        let mut command = fixture.cudyn(&[]);
-        command.args(&args);
+        let command = fixture.cudyn(&args);
         let measured = measure(command, MAX_TIME);
         let case = format!("{args:?}");
         if args.iter().any(|arg| arg.contains('@')) {
@@ -200,9 +167,10 @@ fn a_large_sparse_file_is_judged_by_its_first_bytes() {
 }
 
 /// Runs `cudyn ARGS...` with `input` written to its standard input by a thread.
-fn with_stdin(fixture: &Fixture, args: &[&str], input: Vec<u8>) -> std::process::Output {
+fn with_stdin(fixture: &Fixture, line: &str, input: Vec<u8>) -> std::process::Output {
+    let args = hostile::words(line);
     let mut child = fixture
-        .cudyn(args)
+        .cudyn(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -215,7 +183,7 @@ fn with_stdin(fixture: &Fixture, args: &[&str], input: Vec<u8>) -> std::process:
     });
     let output = child.wait_with_output().unwrap();
     writer.join().unwrap();
-    hostile::assert_no_panic(&output, &format!("{args:?} < (stdin)"));
+    hostile::assert_no_panic(&output, &format!("{line} < (stdin)"));
     output
 }
 
@@ -224,7 +192,7 @@ fn a_dash_reads_standard_input_once_and_within_the_limit() {
     let fixture = Fixture::new();
     let cubin = std::fs::read(fixture.path("k.cubin")).unwrap();
     let source = std::fs::read(fixture.path("k.cu")).unwrap();
-    let inspected = with_stdin(&fixture, &["inspect", "--json", "-"], cubin.clone());
+    let inspected = with_stdin(&fixture, "inspect --json -", cubin.clone());
     assert!(inspected.status.success(), "{inspected:?}");
     let json: serde_json::Value = serde_json::from_slice(&inspected.stdout).unwrap();
     assert_eq!(json[0]["file"], "-");
@@ -232,58 +200,42 @@ fn a_dash_reads_standard_input_once_and_within_the_limit() {
 
     let compiled = with_stdin(
         &fixture,
-        &["compile", "-", "--arch", "sm_90", "-o", "from_stdin.cubin"],
+        "compile - --arch sm_90 -o from_stdin.cubin",
         source.clone(),
     );
     assert!(compiled.status.success(), "{compiled:?}");
     assert!(fixture.path("from_stdin.cubin").is_file());
-    let to_stdout = with_stdin(
-        &fixture,
-        &["compile", "-", "--arch", "sm_90", "-o", "-"],
-        source.clone(),
-    );
+    let to_stdout = with_stdin(&fixture, "compile - --arch sm_90 -o -", source.clone());
     assert!(
         to_stdout.status.success() && to_stdout.stdout.starts_with(b"\x7fELF"),
         "{to_stdout:?}"
     );
     let linked = with_stdin(
         &fixture,
-        &[
-            "link",
-            "-",
-            "step.ltoir",
-            "--lto",
-            "--arch",
-            "sm_90",
-            "-o",
-            "stdin.cubin",
-        ],
+        "link - step.ltoir --lto --arch sm_90 -o stdin.cubin",
         std::fs::read(fixture.path("kernel.ltoir")).unwrap(),
     );
     assert!(linked.status.success(), "{linked:?}");
 
     // Usage errors: standard input twice, and no name to write an output beside.
-    let twice = with_stdin(&fixture, &["inspect", "-", "-"], cubin.clone());
+    let twice = with_stdin(&fixture, "inspect - -", cubin.clone());
     assert_eq!(twice.status.code(), Some(2), "{twice:?}");
     assert!(
         stderr(&twice).contains("standard input (-) is named twice"),
         "{twice:?}"
     );
-    for args in [
-        &["compile", "-", "--arch", "sm_90"][..],
-        &["compile", "-", "--arch", "sm_90", "-o", "dir/"],
-    ] {
-        let unnamed = with_stdin(&fixture, args, source.clone());
-        assert_eq!(unnamed.status.code(), Some(2), "{args:?}: {unnamed:?}");
+    for line in ["compile - --arch sm_90", "compile - --arch sm_90 -o dir/"] {
+        let unnamed = with_stdin(&fixture, line, source.clone());
+        assert_eq!(unnamed.status.code(), Some(2), "{line}: {unnamed:?}");
         assert!(
             stderr(&unnamed).contains("name the output with -o FILE"),
             "{unnamed:?}"
         );
-        assert!(!fixture.path("dir").exists(), "{args:?} made a folder");
+        assert!(!fixture.path("dir").exists(), "{line} made a folder");
     }
 
     // Endless input: zeros are refused by their head, text by the limit.
-    let zeros = with_stdin(&fixture, &["inspect", "-"], vec![0; 8 << 20]);
+    let zeros = with_stdin(&fixture, "inspect -", vec![0; 8 << 20]);
     assert_eq!(zeros.status.code(), Some(1), "{zeros:?}");
     assert!(
         stderr(&zeros).contains("standard input is not device code: it starts with the bytes 00"),
@@ -291,16 +243,7 @@ fn a_dash_reads_standard_input_once_and_within_the_limit() {
     );
     let text = with_stdin(
         &fixture,
-        &[
-            "compile",
-            "-",
-            "--arch",
-            "sm_90",
-            "-o",
-            "x.cubin",
-            "--max-input-bytes",
-            "1M",
-        ],
+        "compile - --arch sm_90 -o x.cubin --max-input-bytes 1M",
         vec![b'x'; 8 << 20],
     );
     assert_eq!(text.status.code(), Some(1), "{text:?}");
@@ -310,7 +253,7 @@ fn a_dash_reads_standard_input_once_and_within_the_limit() {
     );
     let nul = with_stdin(
         &fixture,
-        &["compile", "-", "--arch", "sm_90", "-o", "x.cubin"],
+        "compile - --arch sm_90 -o x.cubin",
         b"__global__ void k() {}\0".to_vec(),
     );
     assert!(
@@ -388,9 +331,9 @@ fn a_source_with_a_nul_byte_or_binary_bytes_is_named_with_the_offset_not_printed
         }
     }
     // `run` reads a .cu the same way.
-    let output = fixture.output(&[
-        "run", "big.cu", "k", "--arch", "sm_90", "--check", "--grid", "1", "--block", "1",
-    ]);
+    let output = fixture.output(&words(
+        "run big.cu k --arch sm_90 --check --grid 1 --block 1",
+    ));
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     assert!(
         stderr(&output).contains("big.cu is not CUDA C++ source: it holds a NUL byte"),

@@ -7,122 +7,62 @@
 mod common;
 mod hostile;
 
-use hostile::{assert_no_panic, run_into, stderr, Fixture, Sink};
+use hostile::{assert_no_panic, run_into, stderr, words, Fixture, Sink};
 
 /// One command line of every subcommand that prints on standard output, in the fixture's folder.
-const PRINTING: &[&[&str]] = &[
-    &["doctor"],
-    &["doctor", "--json"],
-    &["demo", "--elements", "16"],
-    &["compile", "k.cu", "--arch", "sm_90", "-o", "written.cubin"],
-    &[
-        "compile",
-        "k.cu",
-        "--arch",
-        "sm_90",
-        "--json",
-        "-o",
-        "json.cubin",
-    ],
-    &[
-        "compile", "k.cu", "--arch", "sm_90", "--emit", "ptx", "-o", "-",
-    ],
-    &["compile", "k.cu", "--arch", "sm_90", "-o", "-"],
-    &[
-        "link",
-        "kernel.ltoir",
-        "step.ltoir",
-        "--lto",
-        "--arch",
-        "sm_90",
-        "-o",
-        "l.cubin",
-    ],
-    &[
-        "link",
-        "kernel.ltoir",
-        "step.ltoir",
-        "--lto",
-        "--arch",
-        "sm_90",
-        "--json",
-        "-o",
-        "j.cubin",
-    ],
-    &[
-        "link",
-        "kernel.ltoir",
-        "step.ltoir",
-        "--lto",
-        "--arch",
-        "sm_90",
-        "-o",
-        "-",
-    ],
-    &["inspect", "k.cubin"],
-    &["inspect", "--json", "k.cubin", "k.ptx"],
-    &[
-        "run",
-        "k.cubin",
-        "k",
-        "--check",
-        "--grid",
-        "1",
-        "--block",
-        "1",
-        "--arg",
-        "buf:f32:1",
-    ],
-    &[
-        "run",
-        "k.cubin",
-        "k",
-        "--check",
-        "--json",
-        "--grid",
-        "1",
-        "--block",
-        "1",
-        "--arg",
-        "buf:f32:1",
-    ],
-    &["cache", "path"],
-    &["cache", "path", "--json"],
-    &["cache", "stats"],
-    &["cache", "stats", "--json"],
-    &["cache", "list"],
-    &["cache", "list", "--json"],
-    &["cache", "verify"],
-    &["cache", "verify", "--json"],
-    &["cache", "prune", "--max-bytes", "1G"],
-    &["cache", "prune", "--max-bytes", "1G", "--json"],
-    &["cache", "clear", "--yes"],
-    &["cache", "clear", "--yes", "--json"],
-    &["completions", "bash"],
-    &["completions", "zsh"],
-    &["completions", "fish"],
-    &["completions", "elvish"],
-    &["completions", "powershell"],
-    &["--help"],
-    &["--version"],
-    &["help", "compile"],
-    &["doctor", "--help"],
-    &["demo", "--help"],
-    &["compile", "--help"],
-    &["link", "--help"],
-    &["inspect", "--help"],
-    &["run", "--help"],
-    &["cache", "--help"],
-    &["cache", "prune", "--help"],
-    &["completions", "--help"],
+const PRINTING: &[&str] = &[
+    "doctor",
+    "doctor --json",
+    "demo --elements 16",
+    "compile k.cu --arch sm_90 -o written.cubin",
+    "compile k.cu --arch sm_90 --json -o json.cubin",
+    "compile k.cu --arch sm_90 --emit ptx -o -",
+    "compile k.cu --arch sm_90 -o -",
+    "link kernel.ltoir step.ltoir --lto --arch sm_90 -o l.cubin",
+    "link kernel.ltoir step.ltoir --lto --arch sm_90 --json -o j.cubin",
+    "link kernel.ltoir step.ltoir --lto --arch sm_90 -o -",
+    "inspect k.cubin",
+    "inspect --json k.cubin k.ptx",
+    "run k.cubin k --check --grid 1 --block 1 --arg buf:f32:1",
+    "run k.cubin k --check --json --grid 1 --block 1 --arg buf:f32:1",
+    "cache path",
+    "cache path --json",
+    "cache stats",
+    "cache stats --json",
+    "cache list",
+    "cache list --json",
+    "cache verify",
+    "cache verify --json",
+    "cache prune --max-bytes 1G",
+    "cache prune --max-bytes 1G --json",
+    "cache clear --yes",
+    "cache clear --yes --json",
+    "completions bash",
+    "completions zsh",
+    "completions fish",
+    "completions elvish",
+    "completions powershell",
+    "--help",
+    "--version",
+    "help compile",
+    "doctor --help",
+    "demo --help",
+    "compile --help",
+    "link --help",
+    "inspect --help",
+    "run --help",
+    "cache --help",
+    "cache prune --help",
+    "completions --help",
 ];
 
 #[test]
 fn every_subcommand_on_a_full_disk_says_so_in_one_line_and_fails() {
     let fixture = Fixture::new();
-    for args in PRINTING {
+    for line in PRINTING {
+        let args = words(line);
         let case = format!("{args:?} > /dev/full");
-        let output = run_into(fixture.cudyn(args), Sink::Full);
+        let output = run_into(fixture.cudyn(&args), Sink::Full);
         assert_no_panic(&output, &case);
         assert_eq!(output.status.code(), Some(1), "{case}: {output:?}");
         let text = stderr(&output);
@@ -134,7 +74,7 @@ fn every_subcommand_on_a_full_disk_says_so_in_one_line_and_fails() {
                 ),
             "{case}:\n{text}"
         );
-        if let [command, ..] = args {
+        if let [command, ..] = args.as_slice() {
             if !command.starts_with('-') && *command != "help" {
                 assert!(
                     last.starts_with(&format!("error: cudyn {command}")),
@@ -148,9 +88,9 @@ fn every_subcommand_on_a_full_disk_says_so_in_one_line_and_fails() {
 #[test]
 fn every_subcommand_into_a_closed_pipe_ends_quietly_with_status_0() {
     let fixture = Fixture::new();
-    for args in PRINTING {
-        let case = format!("{args:?} | (closed)");
-        let output = run_into(fixture.cudyn(args), Sink::ClosedPipe);
+    for line in PRINTING {
+        let case = format!("{line} | (closed)");
+        let output = run_into(fixture.cudyn(&words(line)), Sink::ClosedPipe);
         assert_no_panic(&output, &case);
         assert_eq!(output.status.code(), Some(0), "{case}: {output:?}");
         let text = stderr(&output);
@@ -162,49 +102,29 @@ fn every_subcommand_into_a_closed_pipe_ends_quietly_with_status_0() {
 }
 
 /// Command lines that fail, or warn, on standard error, with their exit status.
-const ON_STDERR: &[(&[&str], i32)] = &[
-    (&["compile", "nope.cu", "--arch", "sm_90"], 1),
-    (
-        &[
-            "compile",
-            "k.cu",
-            "--arch",
-            "sm_90",
-            "-X=--no-such-option",
-            "-o",
-            "x",
-        ],
-        1,
-    ),
-    (&["inspect", "k.cu"], 1),
-    (&["inspect", "nope.cubin", "--json"], 1),
-    (&["link", "k.cu", "--arch", "sm_90"], 1),
-    (
-        &[
-            "run", "k.cubin", "nope", "--check", "--grid", "1", "--block", "1",
-        ],
-        4,
-    ),
-    (
-        &[
-            "run", "k.cubin", "k", "--grid", "1", "--block", "1", "--arg", "f33:1",
-        ],
-        2,
-    ),
-    (&["cache", "clear"], 1),
-    (&["completions", "tcsh"], 2),
-    (&["bogus"], 2),
-    (&[], 2),
-    (&["compile"], 2),
+const ON_STDERR: &[(&str, i32)] = &[
+    ("compile nope.cu --arch sm_90", 1),
+    ("compile k.cu --arch sm_90 -X=--no-such-option -o x", 1),
+    ("inspect k.cu", 1),
+    ("inspect nope.cubin --json", 1),
+    ("link k.cu --arch sm_90", 1),
+    ("run k.cubin nope --check --grid 1 --block 1", 4),
+    ("run k.cubin k --grid 1 --block 1 --arg f33:1", 2),
+    ("cache clear", 1),
+    ("completions tcsh", 2),
+    ("bogus", 2),
+    ("", 2),
+    ("compile", 2),
 ];
 
 #[test]
 fn errors_into_a_full_disk_keep_their_exit_status_and_never_panic() {
     let fixture = Fixture::new();
-    for (args, status) in ON_STDERR {
-        let case = format!("{args:?} 2> /dev/full");
+    for (line, status) in ON_STDERR {
+        let args = words(line);
+        let case = format!("{line} 2> /dev/full");
         let output = fixture
-            .cudyn(args)
+            .cudyn(&args)
             .stderr(std::fs::File::create("/dev/full").unwrap())
             .output()
             .unwrap();
@@ -212,7 +132,7 @@ fn errors_into_a_full_disk_keep_their_exit_status_and_never_panic() {
         assert_eq!(output.status.code(), Some(*status), "{case}: {output:?}");
         // Both streams broken at once.
         let both = fixture
-            .cudyn(args)
+            .cudyn(&args)
             .stdout(std::fs::File::create("/dev/full").unwrap())
             .stderr(std::fs::File::create("/dev/full").unwrap())
             .status()

@@ -6,7 +6,7 @@
 mod common;
 mod hostile;
 
-use hostile::{stderr, Fixture};
+use hostile::{stderr, words, Fixture};
 
 /// A static library holding one host object without device code, built with `cc` and `ar`.
 fn host_library(fixture: &Fixture) -> &'static str {
@@ -72,26 +72,13 @@ fn a_static_library_without_device_code_is_refused_naming_its_members() {
 #[test]
 fn machine_code_for_another_architecture_says_the_architectures_differ() {
     let fixture = Fixture::new();
-    let compiled = fixture.output(&[
-        "compile",
-        "kernel.cu",
-        "step.cu",
-        "--arch",
-        "sm_90",
-        "--rdc",
-        "-o",
-        "rdc/",
-    ]);
+    let compiled = fixture.output(&words(
+        "compile kernel.cu step.cu --arch sm_90 --rdc -o rdc/",
+    ));
     assert!(compiled.status.success(), "{compiled:?}");
-    let output = fixture.output(&[
-        "link",
-        "rdc/kernel.cubin",
-        "rdc/step.cubin",
-        "--arch",
-        "sm_80",
-        "-o",
-        "x.cubin",
-    ]);
+    let output = fixture.output(&words(
+        "link rdc/kernel.cubin rdc/step.cubin --arch sm_80 -o x.cubin",
+    ));
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let text = stderr(&output);
     assert!(
@@ -101,39 +88,18 @@ fn machine_code_for_another_architecture_says_the_architectures_differ() {
         ) && !text.contains("bad input"),
         "{text}"
     );
-    let same = fixture.output(&[
-        "link",
-        "rdc/kernel.cubin",
-        "rdc/step.cubin",
-        "--arch",
-        "sm_90",
-        "-o",
-        "x.cubin",
-    ]);
+    let same = fixture.output(&words(
+        "link rdc/kernel.cubin rdc/step.cubin --arch sm_90 -o x.cubin",
+    ));
     assert!(same.status.success(), "{same:?}");
 }
 
 #[test]
 fn a_link_without_kernels_blames_rdc_only_when_an_input_had_some() {
     let fixture = Fixture::new();
-    let compiled = fixture.output(&[
-        "compile",
-        "step.cu",
-        "--arch",
-        "sm_90",
-        "--rdc",
-        "-o",
-        "step.cubin",
-    ]);
+    let compiled = fixture.output(&words("compile step.cu --arch sm_90 --rdc -o step.cubin"));
     assert!(compiled.status.success(), "{compiled:?}");
-    let output = fixture.output(&[
-        "link",
-        "step.cubin",
-        "--arch",
-        "sm_90",
-        "-o",
-        "functions.cubin",
-    ]);
+    let output = fixture.output(&words("link step.cubin --arch sm_90 -o functions.cubin"));
     assert!(output.status.success(), "{output:?}");
     let text = stderr(&output);
     assert!(

@@ -14,7 +14,7 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cudyn::compile::{Arch, FatbinBuilder};
+use cudyn::compile::FatbinBuilder;
 use cudyn::{DeviceBuffer, Image, LaunchConfig, Library, Program};
 
 /// The kernel, kept in its own file so that it can also be compiled on the command line.
@@ -31,7 +31,7 @@ fn main() -> ExitCode {
                 Some(given) => PathBuf::from(given),
                 None => {
                     let path = scratch.path().join("device.fatbin");
-                    std::fs::write(&path, fatbin_of_helloworld(options.arch()?)?)?;
+                    std::fs::write(&path, fatbin_of_helloworld(options)?)?;
                     path
                 }
             };
@@ -68,12 +68,10 @@ fn main() -> ExitCode {
     )
 }
 
-/// A fatbin holding `helloWorld` as SASS for `arch`: NVRTC's cubin wrapped by nvFatbin.
-fn fatbin_of_helloworld(arch: Arch) -> Result<Vec<u8>, Box<dyn Error>> {
-    let compiled = Program::new(DEVICE_CU)
-        .name("device.cu")
-        .arch(arch)
-        .compile()?;
+/// A fatbin holding `helloWorld` as SASS for the architecture `options` name (else the GPU's):
+/// NVRTC's cubin wrapped by nvFatbin.
+fn fatbin_of_helloworld(options: &common::Options) -> Result<Vec<u8>, Box<dyn Error>> {
+    let (compiled, _) = common::compile(options, Program::new(DEVICE_CU), "device.cu")?;
     let mut fatbin = FatbinBuilder::new()?;
     fatbin.add_cubin(compiled.code(), compiled.arch(), "device.cu")?;
     Ok(fatbin.finish()?)

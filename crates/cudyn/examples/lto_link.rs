@@ -52,17 +52,13 @@ fn main() -> ExitCode {
 /// architecture named.
 fn link(options: &common::Options) -> Result<(Linked, String), Box<dyn std::error::Error>> {
     let arch = options.arch()?;
-    let piece = |name: &str, source: &str| {
-        Program::new(source)
-            .name(name)
-            .arch(arch)
-            .output(Output::LtoIr)
-            .relocatable(true)
-            .compile()
-    };
-    let kernel = piece("kernel.cu", KERNEL)?;
-    let helper = piece("helper.cu", HELPER)?;
-    let linked = cudyn::compile::link_lto(&[kernel.code(), helper.code()], Some(arch))?;
+    let mut pieces = Vec::new();
+    for (name, source) in [("kernel.cu", KERNEL), ("helper.cu", HELPER)] {
+        let lto_ir = Program::new(source).output(Output::LtoIr).relocatable(true);
+        pieces.push(common::compile(options, lto_ir.arch(arch), name)?.0);
+    }
+    let codes: Vec<&[u8]> = pieces.iter().map(|piece| piece.code()).collect();
+    let linked = cudyn::compile::link_lto(&codes, Some(arch))?;
     let what = format!(
         "kernel.cu and helper.cu compiled to LTO-IR and linked by nvJitLink into {} bytes of \
          cubin for {arch}",

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -37,22 +38,13 @@ impl Fixture {
         ] {
             std::fs::write(fixture.path(name), text).unwrap();
         }
-        for args in [
-            &["compile", "k.cu", "--arch", "sm_90"][..],
-            &["compile", "k.cu", "--arch", "compute_90", "--emit", "ptx"],
-            &[
-                "compile",
-                "kernel.cu",
-                "step.cu",
-                "--arch",
-                "sm_90",
-                "--rdc",
-                "--emit",
-                "ltoir",
-            ],
+        for line in [
+            "compile k.cu --arch sm_90",
+            "compile k.cu --arch compute_90 --emit ptx",
+            "compile kernel.cu step.cu --arch sm_90 --rdc --emit ltoir",
         ] {
-            let made = fixture.output(args);
-            assert!(made.status.success(), "{args:?}: {made:?}");
+            let made = fixture.output(&words(line));
+            assert!(made.status.success(), "{line}: {made:?}");
         }
         fixture
     }
@@ -63,7 +55,7 @@ impl Fixture {
     }
 
     /// `cudyn ARGS...` in the folder, with its cache and standard input closed.
-    pub fn cudyn(&self, args: &[&str]) -> Command {
+    pub fn cudyn<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
         let mut command = cudyn();
         command
             .current_dir(self.dir.path())
@@ -76,11 +68,16 @@ impl Fixture {
     }
 
     /// The output of `cudyn ARGS...`, which must not have panicked.
-    pub fn output(&self, args: &[&str]) -> Output {
+    pub fn output<S: AsRef<OsStr> + std::fmt::Debug>(&self, args: &[S]) -> Output {
         let output = self.cudyn(args).output().unwrap();
         assert_no_panic(&output, &format!("{args:?}"));
         output
     }
+}
+
+/// The words of `line`, a command line written as a shell would split it (`''` is an empty word).
+pub fn words(line: &str) -> Vec<String> {
+    shlex::split(line).unwrap_or_else(|| panic!("`{line}` is not a command line"))
 }
 
 /// What standard output is in a case.

@@ -88,7 +88,6 @@ impl Options {
 
 /// `program`, whose name is `name`, compiled for the architecture `options` name (else the
 /// GPU's), with a few words on what was made: an example's offline part.
-#[allow(dead_code)] // Examples that link compile otherwise.
 pub fn compile(
     options: &Options,
     program: cudyn::Program,
