@@ -121,8 +121,9 @@ fn print_text(report: &ToolchainReport, problems: &[String]) {
                 } else {
                     error.lines().collect()
                 };
-                outln!("  {name:<13} {:<6} {}{optional}", "-", lines[0]);
-                for line in &lines[1..] {
+                let (first, rest) = lines.split_first().unwrap_or((&"", &[]));
+                outln!("  {name:<13} {:<6} {first}{optional}", "-");
+                for line in rest {
                     outln!("  {:<13} {:<6} {line}", "", "");
                 }
             }
