@@ -26,10 +26,14 @@ Targets (--arch, comma-separated or repeated):
   Several targets, or any compute_ target, make one fat binary (--emit fatbin) holding SASS
   per sm_ target and PTX per compute_ target. Without --arch: the current GPU's architecture.
 
+Inputs are regular files of CUDA C++ text (- reads standard input, with -o naming the output),
+at most --max-input-bytes each.
+
 Exit status:
   0  every file compiled and was written
   1  a file did not compile, could not be read or written, or no target was known
-  2  usage error (bad option or value)
+  2  usage error: a bad option or value, or a contradiction (--emit cubin with two targets, a
+     target named twice, an output that is an input, --json with -o -); nothing is written
 
 Examples:
   cudyn compile saxpy.cu --arch sm_90                     # saxpy.cubin
@@ -39,7 +43,8 @@ Examples:
   cudyn compile piece.cu --arch sm_90 --emit ltoir --rdc  # piece.ltoir, for cudyn link --lto
   cudyn compile scale.cu --arch 90 -D FACTOR=2.0f --json
   cudyn compile half.cu --arch sm_90          # #include <cuda_fp16.h>: no -I needed
-  cudyn compile saxpy.cu --arch sm_90 --no-cache          # NVRTC runs, the cache is untouched";
+  cudyn compile saxpy.cu --arch sm_90 --no-cache          # NVRTC runs, the cache is untouched
+  cudyn compile - --arch sm_90 -o from_stdin.cubin < saxpy.cu";
 
 /// Options of `cudyn compile`.
 #[derive(clap::Args)]

@@ -41,7 +41,8 @@ Examples:
   cudyn inspect app.fatbin kernels.ptx piece.ltoir
   cudyn inspect ./my_program            # a host program built by nvcc
   cudyn inspect libcudadevrt.a          # a static library
-  cudyn inspect --json saxpy.cubin";
+  cudyn inspect --json saxpy.cubin
+  cudyn inspect - < saxpy.cubin          # standard input";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]

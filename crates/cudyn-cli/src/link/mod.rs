@@ -24,10 +24,11 @@ nvJitLink's info log goes to standard error (--json puts it in the report instea
 
 Exit status:
   0  linked and written
-  1  an input could not be read or is not device code, the link failed (its log follows),
+  1  an input could not be read or is not device code (a static library without any, a cubin
+     of another architecture), the link failed (its log follows),
      nvJitLink crashed on an input (it runs in a process of its own, so that the crash is
      reported rather than ending cudyn) or ran past --time-limit, or no target was known
-  2  usage error (bad option or value)
+  2  usage error: a bad option or value, an output that is an input, --json with -o -
 
 Examples:
   cudyn compile kernel.cu step.cu --arch sm_90 --emit ltoir --rdc

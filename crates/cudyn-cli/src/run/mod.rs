@@ -36,12 +36,13 @@ sizes passed disagree with the buffers, say) has undefined behaviour, usually a 
 illegal-address error.
 
 Exit status:
-  0  the kernel ran (with --check: the arguments match the kernel)
+  0  the kernel ran (with --check: the arguments, grid, block and shared memory fit the kernel)
   1  failure: a file cannot be read, the code does not compile or load, CUDA reports an error
   2  usage: a malformed option or --arg value
   3  no GPU: no NVIDIA driver or no GPU (with a .cu and no --arch, even for --check)
   4  the kernel and the arguments disagree: no such kernel, a different number, size or
      alignment of arguments, or a grid, block or shared memory size the kernel cannot take
+     (with --check: beyond the limits of the architecture or of the kernel's device code)
 
 Examples:
   # SAXPY on 2^20 random floats: out = 2.5 x + y; write out to out.bin
@@ -49,9 +50,12 @@ Examples:
       --arg buf:f32:1048576=random --arg buf:f32:1048576=1 --arg buf:f32:1048576 \\
       --arg u64:1048576 --out 3=out.bin
   # The same from a cubin, timed over 100 launches, as JSON
-  cudyn run saxpy.cubin saxpy --grid 4096 --block 256 --repeat 100 --json --arg f32:2.5 ...
-  # Check the arguments against the kernel's parameters, with no GPU
-  cudyn run saxpy.cu saxpy --arch sm_90 --check --grid 1 --block 1 --arg f32:2.5 ...
+  cudyn run saxpy.cubin saxpy --grid 4096 --block 256 --repeat 100 --json --arg f32:2.5 \\
+      --arg buf:f32:1048576=random --arg buf:f32:1048576=1 --arg buf:f32:1048576 \\
+      --arg u64:1048576
+  # Check the arguments and the launch against the kernel and sm_90, with no GPU
+  cudyn run saxpy.cu saxpy --arch sm_90 --check --grid 4096 --block 256 --arg f32:2.5 \\
+      --arg buf:f32:0 --arg buf:f32:0 --arg buf:f32:0 --arg u64:0
   # A 2-D launch reading a matrix from a file
   cudyn run blur.fatbin blur --grid 64,64 --block 16,16 --arg buf:f32:@image.bin \\
       --arg buf:f32:1048576 --arg i32:1024";
