@@ -89,21 +89,25 @@ fn help_lines(args: &[&str]) -> Vec<Line> {
     lines
 }
 
+/// The documentation, embedded so that the test runs where the sources are not (its binary
+/// carried to another machine).
+const DOCUMENTS: [(&str, &str); 6] = [
+    ("README.md", include_str!("../../../README.md")),
+    (
+        "docs/BENCHMARKS.md",
+        include_str!("../../../docs/BENCHMARKS.md"),
+    ),
+    ("docs/CLI.md", include_str!("../../../docs/CLI.md")),
+    ("docs/CUDARC.md", include_str!("../../../docs/CUDARC.md")),
+    ("docs/C_API.md", include_str!("../../../docs/C_API.md")),
+    ("docs/SHARING.md", include_str!("../../../docs/SHARING.md")),
+];
+
 /// Every command line of the documentation, in order.
 fn documented() -> Vec<Line> {
-    let root = repository();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "md"))
-        .collect();
-    files.sort();
-    files.insert(0, root.join("README.md"));
     let mut lines = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let name = file.strip_prefix(&root).unwrap().display().to_string();
-        lines.extend(shell_lines(&name, &text));
+    for (name, text) in DOCUMENTS {
+        lines.extend(shell_lines(name, text));
     }
     for args in [
         &[][..],
@@ -121,20 +125,43 @@ fn documented() -> Vec<Line> {
     lines
 }
 
-/// The lines that are not `cudyn` commands: the file that runs each, which must hold it.
-const RUN_ELSEWHERE: [(&str, &str); 5] = [
-    ("scripts/demo", "scripts/quick-start"),
-    ("scripts/test", ".ci/run"),
+#[test]
+fn every_document_is_read() {
+    let docs = repository().join("docs");
+    let Ok(read) = std::fs::read_dir(&docs) else {
+        // The binary runs away from its sources: the list was checked where it was built.
+        return;
+    };
+    for entry in read {
+        let name = format!("docs/{}", entry.unwrap().file_name().to_string_lossy());
+        assert!(
+            !name.ends_with(".md") || DOCUMENTS.iter().any(|(known, _)| *known == name),
+            "{name} is not in DOCUMENTS of tests/docs_commands.rs: add it"
+        );
+    }
+}
+
+/// The scripts and tests that run the lines that are not `cudyn` commands.
+const QUICK_START: &str = include_str!("../../../scripts/quick-start");
+const CI: &str = include_str!("../../../.ci/run");
+const C_API_BUILD: &str = include_str!("../../cudyn-capi/tests/docs_build.rs");
+
+/// The lines that are not `cudyn` commands: the file that runs each (which must hold it), and
+/// that file's text. The C API's build lines are read from docs/C_API.md by the C API's test.
+const RUN_ELSEWHERE: [(&str, &str, &str); 5] = [
+    ("scripts/demo", "scripts/quick-start", QUICK_START),
+    ("scripts/test", ".ci/run", CI),
     (
         "cargo install --locked --path crates/cudyn-cli",
         "scripts/quick-start",
+        QUICK_START,
     ),
-    // The C API's build lines are read from docs/C_API.md and run by the C API's tests.
     (
         "cargo build --release -p cudyn-capi",
-        "crates/cudyn-capi/tests/docs_build.rs",
+        "tests/docs_build.rs (C API)",
+        C_API_BUILD,
     ),
-    ("cc -std=c11 ", "crates/cudyn-capi/tests/docs_build.rs"),
+    ("cc -std=c11 ", "tests/docs_build.rs (C API)", C_API_BUILD),
 ];
 
 /// Exit statuses other than 0 that a line may end with, by a piece of it, with why; `gpu` says
@@ -321,11 +348,10 @@ fn every_command_line_of_the_documentation_runs() {
             && !line.text.contains(" cudyn ")
             && !line.text.starts_with("source <(cudyn")
         {
-            let (_, file) = RUN_ELSEWHERE
-                .iter()
-                .find(|(start, _)| line.text.starts_with(start))
+            let (_, file, holder) = RUN_ELSEWHERE
+                .into_iter()
+                .find(|(start, _, _)| line.text.starts_with(start))
                 .unwrap_or_else(|| panic!("{line:?} is run by no test: add it here"));
-            let holder = std::fs::read_to_string(repository().join(file)).unwrap();
             let text = line.text.split(' ').take(3).collect::<Vec<_>>().join(" ");
             assert!(
                 holder.contains(&text) || holder.contains("docs/C_API.md"),
