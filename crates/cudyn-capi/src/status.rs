@@ -111,7 +111,8 @@ fn status_of(error: &Error) -> cudyn_status {
         Error::HeaderNotFound { .. }
         | Error::ArchUnsupported { .. }
         | Error::EmptyOutput { .. }
-        | Error::PtxNewerThanDriver { .. } => CUDYN_ERROR_COMPILE,
+        | Error::PtxNewerThanDriver { .. }
+        | Error::LinkArchMismatch { .. } => CUDYN_ERROR_COMPILE,
         Error::Cuda(_) => CUDYN_ERROR_CUDA,
         Error::NotDeviceCode { .. }
         | Error::MalformedImage { .. }
@@ -123,6 +124,7 @@ fn status_of(error: &Error) -> cudyn_status {
         Error::LaunchArguments { .. } | Error::LaunchConfig { .. } => CUDYN_ERROR_LAUNCH,
         Error::InvalidArch { .. }
         | Error::NulByte { .. }
+        | Error::InvalidMacro { .. }
         | Error::NonUtf8Path { .. }
         | Error::JitOptimizationLevel { .. }
         | Error::RangeOutsideBuffer { .. }
@@ -131,9 +133,10 @@ fn status_of(error: &Error) -> cudyn_status {
         | Error::DeviceOutOfRange { .. }
         | Error::SearchPathFrozen { .. }
         | Error::CacheDirFrozen { .. } => CUDYN_ERROR_INVALID_ARGUMENT,
-        Error::ReadFile { .. } | Error::CacheRefused { .. } | Error::CacheIo { .. } => {
-            CUDYN_ERROR_IO
-        }
+        Error::ReadFile { .. }
+        | Error::CacheRefused { .. }
+        | Error::CacheIo { .. }
+        | Error::CacheUnavailable { .. } => CUDYN_ERROR_IO,
         _ => CUDYN_ERROR_OTHER,
     }
 }
@@ -158,7 +161,15 @@ impl Failure {
 impl From<Error> for Failure {
     fn from(error: Error) -> Failure {
         // The whole chain: some errors (a missing architecture) keep the details in a source.
-        let mut message = error.to_string();
+        let mut message = match &error {
+            // The library's text names its Rust setters and the command line's option; a C
+            // caller's setting is the compile options' `arch`.
+            Error::ArchRequired { reason, .. } => format!(
+                "no target architecture: set cudyn_compile_options.arch (e.g. \"sm_90\"). \
+                 Without one cudyn compiles for the current GPU, but {reason}"
+            ),
+            other => other.to_string(),
+        };
         let mut source = std::error::Error::source(&error);
         while let Some(cause) = source {
             message.push_str("\ncaused by: ");
@@ -306,7 +317,20 @@ mod tests {
         });
         let failure = Failure::from(arch.clone());
         assert_eq!(failure.status, CUDYN_ERROR_NO_GPU);
-        assert!(failure.message.starts_with(&arch.to_string()));
+        // In the C caller's terms, not the Rust setters' or the command line's.
+        assert!(
+            failure.message.starts_with(
+                "no target architecture: set cudyn_compile_options.arch (e.g. \"sm_90\"). \
+                 Without one cudyn compiles for the current GPU, but "
+            ),
+            "{}",
+            failure.message
+        );
+        assert!(
+            !failure.message.contains("Program::arch") && !failure.message.contains("--arch"),
+            "{}",
+            failure.message
+        );
         assert!(
             failure
                 .message

@@ -1,25 +1,28 @@
 //! `cudyn cache`: where the compile cache lives, what it holds, and its upkeep (verify, prune,
 //! clear).
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{BufRead as _, IsTerminal as _};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use cudyn::cache::{EntryInfo, PruneReport, VerifyReport};
+use cudyn::cache::{EntryInfo, NotRemoved, PruneReport, VerifyReport};
 use cudyn::Cache;
 
 use crate::output::{self, CliError};
 
 /// The text after `cudyn cache --help`'s subcommands.
 const AFTER_HELP: &str = "\
-The cache is the one every compile uses: $CUDYN_CACHE_DIR, else $XDG_CACHE_HOME/cudyn, else
-~/.cache/cudyn (entries in a subfolder). CUDYN_CACHE=off turns it off; these commands then fail.
+The cache is the folder of entries every compile uses: $CUDYN_CACHE_DIR (an absolute path),
+else $XDG_CACHE_HOME/cudyn/kernels, else ~/.cache/cudyn/kernels. `path` names it without making
+it; the others make it, private, when missing. CUDYN_CACHE=off turns the cache off; these
+commands then fail, saying so.
 
 Exit status:
-  0  success
-  1  the cache is turned off or refused, could not be read or changed; `verify` found damaged
-     entries (it removed them; entries of an older cudyn's format are removed too, but are no
-     failure); `clear` without --yes where it cannot ask
+  0  success (also `clear` answered no: nothing removed)
+  1  the cache is turned off or refused, could not be read, or an entry could not be removed
+     (what was removed is counted, what was not is named); `verify` found damaged entries (it
+     removed them; entries of an older cudyn's format are removed too, but are no failure);
+     `clear` without --yes where it cannot ask
   2  usage error (bad subcommand, option or value)
 
 Examples:
@@ -96,12 +99,16 @@ impl Action {
     }
 }
 
+impl Args {
+    /// The command's name with its action: `cache list`.
+    pub fn name(&self) -> &'static str {
+        self.action.name()
+    }
+}
+
 pub fn run(args: &Args) -> ExitCode {
     let command = args.action.name();
-    match Cache::global()
-        .ok_or_else(turned_off)
-        .and_then(|cache| act(cache, &args.action))
-    {
+    match act(&args.action) {
         Ok(exit) => exit,
         Err(error) => {
             output::print_error(command, &error);
@@ -110,29 +117,26 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
-/// Why there is no cache to look at.
-fn turned_off() -> CliError {
-    CliError::new(
-        "there is no cache to look at: it is turned off (CUDYN_CACHE=off), or its folder was \
-         refused (see the warning above); unset CUDYN_CACHE, or point CUDYN_CACHE_DIR at a \
-         folder of your own that only you can write",
-    )
-}
-
-fn act(cache: &Cache, action: &Action) -> Result<ExitCode, CliError> {
-    match action {
-        Action::Path(Json { json }) => {
-            if *json {
-                output::print_json(action.name(), &serde_json::json!({ "path": cache.path() }));
-            } else {
-                output::print_text([format!("{}\n", cache.path().display())]);
-            }
+fn act(action: &Action) -> Result<ExitCode, CliError> {
+    // The folder is named without making it: `path` only says where it is.
+    if let Action::Path(Json { json }) = action {
+        let dir = cudyn::cache::dir()?;
+        if *json {
+            output::print_json(action.name(), &serde_json::json!({ "path": dir }));
+        } else {
+            output::print_text([format!("{}\n", dir.display())]);
         }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cache = Cache::try_global()?;
+    match action {
+        Action::Path(_) => {}
         Action::Stats(Json { json }) => print_stats(cache, *json)?,
         Action::List(Json { json }) => print_list(&cache.entries()?, *json),
         Action::Verify(Json { json }) => {
             let report = cache.verify()?;
             print_verify(&report, *json);
+            refuse_not_removed(cache, &report.not_removed)?;
             if !report.removed.is_empty() {
                 return Ok(ExitCode::FAILURE);
             }
@@ -145,27 +149,51 @@ fn act(cache: &Cache, action: &Action) -> Result<ExitCode, CliError> {
                 Some(max_bytes) => *max_bytes,
                 None => cache.stats()?.max_bytes,
             };
-            print_prune(&cache.prune(max_bytes)?, *json);
+            let report = cache.prune(max_bytes)?;
+            print_removal(action.name(), cache, &report, *json);
+            refuse_not_removed(cache, &report.not_removed)?;
         }
         Action::Clear {
             yes,
             json: Json { json },
         } => {
-            if !*yes {
-                confirm_clear(cache)?;
+            if !*yes && !confirm_clear(cache)? {
+                if *json {
+                    output::print_json(action.name(), &serde_json::json!({ "removed": 0 }));
+                } else {
+                    output::print_text(["nothing removed\n".to_owned()]);
+                }
+                return Ok(ExitCode::SUCCESS);
             }
-            let removed = cache.clear()?;
-            if *json {
-                output::print_json(action.name(), &serde_json::json!({ "removed": removed }));
-            } else {
-                output::print_text([format!(
-                    "removed {removed} entries from {}\n",
-                    cache.path().display()
-                )]);
-            }
+            let report = cache.clear()?;
+            print_removal(action.name(), cache, &report, *json);
+            refuse_not_removed(cache, &report.not_removed)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Fails when some entries could not be removed, naming how many, where and why.
+fn refuse_not_removed(cache: &Cache, not_removed: &[NotRemoved]) -> Result<(), CliError> {
+    let Some(first) = not_removed.first() else {
+        return Ok(());
+    };
+    Err(CliError::new(format!(
+        "could not remove {} of {}: {} (entry {}); they are still there: the folder must be \
+         writable by you",
+        entries(not_removed.len()),
+        cache.path().display(),
+        first.reason,
+        first.key
+    )))
+}
+
+/// `count` entries, in words: "1 entry", "3 entries".
+fn entries(count: usize) -> String {
+    match count {
+        1 => "1 entry".to_owned(),
+        count => format!("{count} entries"),
+    }
 }
 
 fn print_stats(cache: &Cache, json: bool) -> Result<(), CliError> {
@@ -249,17 +277,25 @@ fn print_verify(report: &VerifyReport, json: bool) {
                 "checked": report.checked,
                 "removed": report.removed,
                 "outdated": report.outdated,
+                "not_removed": report.not_removed,
             }),
         );
         return;
     }
-    let mut lines = vec![format!(
-        "checked {} entries: {} damaged, {} of an older cudyn's format, removed\n",
-        report.checked,
-        report.removed.len(),
-        report.outdated.len()
-    )];
-    lines.extend(report.removed.iter().map(|key| format!("  {key}\n")));
+    let checked = entries(report.checked);
+    let mut lines = vec![match (report.removed.len(), report.outdated.len()) {
+        (0, 0) => format!("checked {checked}: all intact\n"),
+        (damaged, outdated) => format!(
+            "checked {checked}: removed {damaged} damaged and {outdated} of an older cudyn's \
+             format\n"
+        ),
+    }];
+    lines.extend(
+        report
+            .removed
+            .iter()
+            .map(|key| format!("  {key} (damaged)\n")),
+    );
     lines.extend(
         report
             .outdated
@@ -269,28 +305,32 @@ fn print_verify(report: &VerifyReport, json: bool) {
     output::print_text(lines);
 }
 
-fn print_prune(report: &PruneReport, json: bool) {
+/// Prints what `prune` or `clear` (the command `name`) removed from `cache`.
+fn print_removal(name: &str, cache: &Cache, report: &PruneReport, json: bool) {
     if json {
         output::print_json(
-            "cache prune",
+            name,
             &serde_json::json!({
                 "removed": report.removed,
                 "freed_bytes": report.freed_bytes,
                 "remaining_bytes": report.remaining_bytes,
+                "not_removed": report.not_removed,
             }),
         );
     } else {
         output::print_text([format!(
-            "removed {} entries, freed {}, {} left\n",
-            report.removed,
+            "removed {} from {}, freed {}, {} left\n",
+            entries(report.removed),
+            cache.path().display(),
             human_bytes(report.freed_bytes),
             human_bytes(report.remaining_bytes)
         )]);
     }
 }
 
-/// Asks on the terminal before `clear`; where there is no terminal to ask, refuses.
-fn confirm_clear(cache: &Cache) -> Result<(), CliError> {
+/// Asks on the terminal before `clear` whether to go on; where there is no terminal to ask,
+/// refuses.
+fn confirm_clear(cache: &Cache) -> Result<bool, CliError> {
     let folder = cache.path().display();
     if !std::io::stdin().is_terminal() {
         return Err(CliError::new(format!(
@@ -298,19 +338,14 @@ fn confirm_clear(cache: &Cache) -> Result<(), CliError> {
              ask on"
         )));
     }
-    let entries = cache.entries()?.len();
-    eprint!("remove all {entries} entries of {folder}? [y/N] ");
-    let _ = std::io::stderr().flush();
+    let count = entries(cache.entries()?.len());
+    crate::streams::eprint(&format!("remove all {count} of {folder}? [y/N] "));
     let mut answer = String::new();
     std::io::stdin()
         .lock()
         .read_line(&mut answer)
         .map_err(|error| CliError::new("cannot read the answer").source(error))?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
-        Ok(())
-    } else {
-        Err(CliError::new("nothing removed: not confirmed"))
-    }
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 /// Bytes in the largest binary unit that keeps a whole number in front.

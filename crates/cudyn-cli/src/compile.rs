@@ -26,10 +26,14 @@ Targets (--arch, comma-separated or repeated):
   Several targets, or any compute_ target, make one fat binary (--emit fatbin) holding SASS
   per sm_ target and PTX per compute_ target. Without --arch: the current GPU's architecture.
 
+Inputs are regular files of CUDA C++ text (- reads standard input, with -o naming the output),
+at most --max-input-bytes each.
+
 Exit status:
   0  every file compiled and was written
   1  a file did not compile, could not be read or written, or no target was known
-  2  usage error (bad option or value)
+  2  usage error: a bad option or value, or a contradiction (--emit cubin with two targets, a
+     target named twice, an output that is an input, --json with -o -); nothing is written
 
 Examples:
   cudyn compile saxpy.cu --arch sm_90                     # saxpy.cubin
@@ -39,15 +43,18 @@ Examples:
   cudyn compile piece.cu --arch sm_90 --emit ltoir --rdc  # piece.ltoir, for cudyn link --lto
   cudyn compile scale.cu --arch 90 -D FACTOR=2.0f --json
   cudyn compile half.cu --arch sm_90          # #include <cuda_fp16.h>: no -I needed
-  cudyn compile saxpy.cu --arch sm_90 --no-cache          # NVRTC runs, the cache is untouched";
+  cudyn compile saxpy.cu --arch sm_90 --no-cache          # NVRTC runs, the cache is untouched
+  cudyn compile - --arch sm_90 -o from_stdin.cubin < saxpy.cu";
 
 /// Options of `cudyn compile`.
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The CUDA C++ source files.
+    /// The CUDA C++ source files (`-`: standard input, with -o naming the output).
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    limit: crate::input::Limit,
     /// What to produce: cubin (SASS, the default for one sm_ target), ptx, ltoir (for
     /// `cudyn link --lto`) or fatbin (the default for several targets).
     #[arg(long, value_enum)]
@@ -57,7 +64,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "ARCH,...")]
     arch: Vec<Target>,
     /// Define a macro: NAME or NAME=VALUE (repeatable).
-    #[arg(short = 'D', value_name = "NAME[=VALUE]")]
+    #[arg(short = 'D', value_name = "NAME[=VALUE]", value_parser = parse_define)]
     define: Vec<String>,
     /// Add an include folder (repeatable). CUDA's own headers (cuda_fp16.h, cooperative_groups.h,
     /// cuda/std, cub, thrust, nv) need none: their folders, as `cudyn doctor` lists them, are
@@ -77,8 +84,14 @@ pub struct Args {
     /// CUDYN_CACHE=off does for every command).
     #[arg(long)]
     no_cache: bool,
-    /// Pass an NVRTC option as is (repeatable), e.g. -X=--use_fast_math.
-    #[arg(short = 'X', value_name = "OPTION", allow_hyphen_values = true)]
+    /// Pass an NVRTC option as is (repeatable), e.g. -X=--use_fast_math. The options that
+    /// --arch, --rdc and --emit ltoir set are refused here.
+    #[arg(
+        short = 'X',
+        value_name = "OPTION",
+        allow_hyphen_values = true,
+        value_parser = parse_nvrtc_option
+    )]
     option: Vec<String>,
     /// Where to write: a file for one source (- for standard output), a folder for several.
     /// Beside each source when left out (see "Output naming" below).
@@ -88,6 +101,58 @@ pub struct Args {
     /// log, warnings, and error when it failed.
     #[arg(long)]
     json: bool,
+}
+
+/// A `-D` value: `NAME` or `NAME=VALUE`, the name a C identifier, optionally with a parameter
+/// list (`MAX(a,b)=...`). An empty one would reach NVRTC as a bare `-D`, which takes the next
+/// option as the macro.
+fn parse_define(text: &str) -> Result<String, String> {
+    let name = text.split_once('=').map_or(text, |(name, _)| name);
+    let identifier = name
+        .split_once('(')
+        .map_or(name, |(identifier, _)| identifier);
+    let mut chars = identifier.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|first| first == '_' || first.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && (identifier.len() == name.len() || name.ends_with(')'));
+    if valid {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "`{text}` is not a macro definition: write NAME or NAME=VALUE, the name a C \
+             identifier (e.g. -D FACTOR=2.0f)"
+        ))
+    }
+}
+
+/// The NVRTC options that cudyn's own options set, with the option to use instead.
+const OWN_OPTIONS: [(&str, &str); 6] = [
+    ("--gpu-architecture", "--arch"),
+    ("-arch", "--arch"),
+    ("--relocatable-device-code", "--rdc"),
+    ("-rdc", "--rdc"),
+    ("--dlink-time-opt", "--emit ltoir"),
+    ("-dlto", "--emit ltoir"),
+];
+
+/// A `-X` value, unless it sets what one of cudyn's own options sets: NVRTC takes the last
+/// setting, so the output would differ from the targets and kind the report names.
+fn parse_nvrtc_option(text: &str) -> Result<String, String> {
+    let sets = |name: &str| {
+        text == name
+            || text
+                .strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('=') || rest.starts_with(' '))
+    };
+    match OWN_OPTIONS.iter().find(|(name, _)| sets(name)) {
+        Some((name, instead)) => Err(format!(
+            "{name} is set by cudyn compile's {instead}, which the report of what was built \
+             follows: use {instead} instead of -X"
+        )),
+        None => Ok(text.to_owned()),
+    }
 }
 
 /// The kinds of output `cudyn compile` writes.
@@ -178,7 +243,7 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(plan) => plan,
         Err(error) => {
             output::print_error("compile", &error);
-            return ExitCode::FAILURE;
+            return error.exit_code();
         }
     };
     let reports = compile_all(args, &plan);
@@ -197,11 +262,56 @@ pub fn run(args: &Args) -> ExitCode {
 struct Plan {
     emit: Emit,
     targets: Vec<Target>,
-    destinations: Vec<Destination>,
+    outputs: output::Outputs,
 }
 
 impl Plan {
+    /// The plan of `args`; what the command line contradicts is a usage error, found before
+    /// the current GPU is asked for its architecture.
     fn new(args: &Args) -> Result<Plan, CliError> {
+        crate::input::refuse_stdin_twice(&args.files)?;
+        if args.json && args.output.as_deref() == Some(Path::new("-")) {
+            return Err(CliError::usage(
+                "--json and -o - both want standard output: write the code to a file with -o",
+            ));
+        }
+        if let Some(twice) = args
+            .arch
+            .iter()
+            .enumerate()
+            .find_map(|(at, target)| args.arch[..at].contains(target).then_some(target))
+        {
+            return Err(CliError::usage(format!(
+                "--arch names {twice} twice: name each target once"
+            )));
+        }
+        let emit = args.emit.unwrap_or(match args.arch.as_slice() {
+            [] | [Target::Sass(_)] => Emit::Cubin,
+            _ => Emit::Fatbin,
+        });
+        if emit != Emit::Fatbin && args.arch.len() > 1 {
+            return Err(CliError::usage(format!(
+                "--emit {} makes code for one architecture, and --arch names {}: use --emit \
+                 fatbin for one file holding them all, or one --arch",
+                emit.extension(),
+                args.arch.len()
+            )));
+        }
+        if let (Emit::Cubin | Emit::Ltoir, [Target::Ptx(arch)]) = (emit, args.arch.as_slice()) {
+            return Err(CliError::usage(format!(
+                "--emit {} makes SASS for a real architecture, and {} is a virtual one: pass \
+                 --arch {} or --emit ptx",
+                emit.extension(),
+                arch.compute(),
+                arch.sm()
+            )));
+        }
+        let outputs = output::destinations(
+            &args.files,
+            args.output.as_deref(),
+            emit.extension(),
+            emit != Emit::Ptx,
+        )?;
         let targets = match args.arch.as_slice() {
             [] => {
                 vec![Target::Sass(Arch::current().map_err(|error| {
@@ -210,27 +320,6 @@ impl Plan {
             }
             named => named.to_vec(),
         };
-        let emit = args.emit.unwrap_or(match targets.as_slice() {
-            [Target::Sass(_)] => Emit::Cubin,
-            _ => Emit::Fatbin,
-        });
-        if emit != Emit::Fatbin && targets.len() > 1 {
-            return Err(CliError::new(format!(
-                "--emit {} makes code for one architecture, and --arch names {}: use --emit \
-                 fatbin for one file holding them all, or one --arch",
-                emit.extension(),
-                targets.len()
-            )));
-        }
-        if let (Emit::Cubin | Emit::Ltoir, [Target::Ptx(arch)]) = (emit, targets.as_slice()) {
-            return Err(CliError::new(format!(
-                "--emit {} makes SASS for a real architecture, and {} is a virtual one: pass \
-                 --arch {} or --emit ptx",
-                emit.extension(),
-                arch.compute(),
-                arch.sm()
-            )));
-        }
         // PTX is for a virtual architecture, whichever way --arch spelled it.
         let targets = match emit {
             Emit::Ptx => targets
@@ -239,21 +328,10 @@ impl Plan {
                 .collect(),
             _ => targets,
         };
-        let destinations = output::destinations(
-            &args.files,
-            args.output.as_deref(),
-            emit.extension(),
-            emit != Emit::Ptx,
-        )?;
-        if args.json && destinations.contains(&Destination::Stdout) {
-            return Err(CliError::new(
-                "--json and -o - both want standard output: write the code to a file with -o",
-            ));
-        }
         Ok(Plan {
             emit,
             targets,
-            destinations,
+            outputs,
         })
     }
 }
@@ -283,7 +361,7 @@ fn compile_all(args: &Args, plan: &Plan) -> Vec<FileReport> {
         .files
         .iter()
         .zip(counts)
-        .zip(&plan.destinations)
+        .zip(&plan.outputs.destinations)
         .map(|((file, count), destination)| {
             let built = count.and_then(|count| {
                 // All of this file's results are taken, whatever they hold, so that the next
@@ -297,7 +375,7 @@ fn compile_all(args: &Args, plan: &Plan) -> Vec<FileReport> {
         .collect();
     spinner.finish_and_clear();
     if !args.json {
-        for (report, destination) in reports.iter().zip(&plan.destinations) {
+        for (report, destination) in reports.iter().zip(&plan.outputs.destinations) {
             print_report(report, destination);
         }
     }
@@ -363,7 +441,7 @@ fn report(
                     file.display()
                 ));
             }
-            match destination.write(&code) {
+            match plan.outputs.write(destination, &code) {
                 Ok(()) => {
                     report.output = Some(destination.to_string());
                     report.bytes = Some(code.len());
@@ -378,8 +456,7 @@ fn report(
 
 /// The programs of `file`, one per target of the plan, in the plan's order.
 fn programs_for(args: &Args, plan: &Plan, file: &Path) -> Result<Vec<Program>, CliError> {
-    let source = std::fs::read_to_string(file)
-        .map_err(|error| CliError::new(format!("cannot read {}", file.display())).source(error))?;
+    let source = crate::input::source(file, args.limit)?;
     let program = program(args, file, source);
     Ok(plan
         .targets
@@ -447,8 +524,13 @@ fn assemble(plan: &Plan, file: &Path, compiled: Vec<Compiled>) -> Result<Built, 
 /// path as given, as NVIDIA's samples name theirs: NVRTC then finds the headers beside the
 /// source, from any folder, and its messages name the file as the user did.
 fn program(args: &Args, file: &Path, source: String) -> Program {
+    let name = if crate::input::is_stdin(file) {
+        "<stdin>".into()
+    } else {
+        file.to_string_lossy()
+    };
     let mut program = Program::new(source)
-        .name(file.to_string_lossy())
+        .name(name)
         .relocatable(args.rdc)
         .allow_newer_ptx(args.allow_newer_ptx)
         .default_includes(!args.no_default_includes)
@@ -472,7 +554,7 @@ fn program(args: &Args, file: &Path, source: String) -> Program {
 /// standard output unless the code went there.
 fn print_report(report: &FileReport, destination: &Destination) {
     if !report.log.trim().is_empty() {
-        eprintln!("{}", report.log.trim_end());
+        crate::streams::errln!("{}", report.log.trim_end());
     }
     for warning in &report.warnings {
         crate::terminal::print_warning("cudyn compile", warning);

@@ -27,6 +27,8 @@ pub struct Args {
 /// Writes the completion script of `command` (the whole `cudyn` command line) to standard output.
 pub fn run(args: &Args, mut command: clap::Command) -> ExitCode {
     let name = command.get_name().to_owned();
-    clap_complete::generate(args.shell, &mut command, name, &mut std::io::stdout());
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, name, &mut script);
+    crate::streams::print_bytes(&script);
     ExitCode::SUCCESS
 }

@@ -7,13 +7,11 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::time::Instant;
 
-// Styles are dropped where they cannot be seen (see `terminal`).
-use anstream::println;
-
 use cudyn::compile::{self, Arch, Output, Program};
 use cudyn::{Component, Device, DeviceBuffer, Image, LaunchConfig, Library};
 
 use crate::inspect::render_inspection;
+use crate::streams::outln;
 use crate::terminal::{self, GOOD, STRONG};
 
 /// A step's failure, with the error behind it as its cause.
@@ -56,9 +54,21 @@ Examples:
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Elements of the SAXPY run on the GPU.
-    #[arg(long, default_value_t = 1 << 24)]
+    /// Elements of the SAXPY run on the GPU, from 1 to 2^30.
+    #[arg(long, default_value_t = 1 << 24, value_parser = parse_elements)]
     elements: usize,
+}
+
+/// The most elements the demo takes: its buffers (three of floats, on the host and the GPU)
+/// then hold 12 GiB.
+const MAX_ELEMENTS: usize = 1 << 30;
+
+/// A count of elements from 1 to [`MAX_ELEMENTS`].
+fn parse_elements(text: &str) -> Result<usize, String> {
+    text.parse::<usize>()
+        .ok()
+        .filter(|count| (1..=MAX_ELEMENTS).contains(count))
+        .ok_or_else(|| format!("`{text}` is not a count of elements from 1 to {MAX_ELEMENTS}"))
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -76,53 +86,53 @@ fn demo(args: &Args) -> Result<()> {
     let arch = match &gpu {
         Ok(device) => {
             let (major, minor) = device.compute_capability()?;
-            println!("GPU 0: {}, sm_{major}{minor}", device.name()?);
+            outln!("GPU 0: {}, sm_{major}{minor}", device.name()?);
             Arch::new(major, minor)
         }
         Err(reason) => {
-            println!("No GPU: {reason}");
-            println!(
+            outln!("No GPU: {reason}");
+            outln!(
                 "Compiling for {FALLBACK_ARCH} (Hopper: H100, H200), since there is no GPU to ask."
             );
             FALLBACK_ARCH
         }
     };
 
-    println!("\n{STRONG}1. Compile the NVRTC SAXPY example to SASS for {arch}{STRONG:#}");
+    outln!("\n{STRONG}1. Compile the NVRTC SAXPY example to SASS for {arch}{STRONG:#}");
     let started = Instant::now();
     let saxpy = Program::new(SAXPY).name("saxpy.cu").arch(arch).compile()?;
-    println!(
+    outln!(
         "   {} bytes of cubin in {:.1} ms",
         saxpy.code().len(),
         started.elapsed().as_secs_f64() * 1e3
     );
 
-    println!("\n{STRONG}2. Inspect it offline (no GPU needed){STRONG:#}");
+    outln!("\n{STRONG}2. Inspect it offline (no GPU needed){STRONG:#}");
     let inspection = Image::new(saxpy.code()).and_then(|image| image.inspect())?;
     for line in render_inspection("saxpy.cubin", &inspection).lines() {
-        println!("   {line}");
+        outln!("   {line}");
     }
 
-    println!("\n{STRONG}3. Link two LTO-IR pieces with nvJitLink (-lto) for {arch}{STRONG:#}");
+    outln!("\n{STRONG}3. Link two LTO-IR pieces with nvJitLink (-lto) for {arch}{STRONG:#}");
     let linked = match lto_blocker() {
         Some(reason) => {
-            println!("   skipped: {reason}");
+            outln!("   skipped: {reason}");
             None
         }
         None => Some(link_pieces(arch)?),
     };
 
-    println!("\n{STRONG}4. Load, launch and verify on the GPU{STRONG:#}");
+    outln!("\n{STRONG}4. Load, launch and verify on the GPU{STRONG:#}");
     if let Err(reason) = &gpu {
-        println!("   skipped: {reason}");
-        println!("\n{GOOD}Done{GOOD:#}: compiled, inspected and linked; the GPU steps need a GPU.");
+        outln!("   skipped: {reason}");
+        outln!("\n{GOOD}Done{GOOD:#}: compiled, inspected and linked; the GPU steps need a GPU.");
         return Ok(());
     }
     verify_saxpy(saxpy.code(), args.elements)?;
     if let Some(linked) = linked {
         verify_iterate(linked.code(), args.elements)?;
     }
-    println!("\n{GOOD}Done{GOOD:#}: every step that ran matched the CPU.");
+    outln!("\n{GOOD}Done{GOOD:#}: every step that ran matched the CPU.");
     Ok(())
 }
 
@@ -154,7 +164,7 @@ fn link_pieces(arch: Arch) -> Result<compile::Linked> {
     let iterate_params = Image::new(linked.code())
         .and_then(|image| image.param_layout("iterate"))?
         .len();
-    println!(
+    outln!(
         "   {} + {} bytes of LTO-IR -> {} bytes of cubin with kernel iterate ({iterate_params} \
          parameters)",
         pieces[0].code().len(),
@@ -181,7 +191,7 @@ fn verify_saxpy(cubin: &[u8], n: usize) -> Result<()> {
     let started = Instant::now();
     let library = Library::load(cubin)?;
     let kernel = library.kernel("saxpy")?;
-    println!(
+    outln!(
         "   loaded through the {:?} API in {:.0} us; kernel handle {:p} (a cudaKernel_t is a CUkernel)",
         library.backend(),
         started.elapsed().as_secs_f64() * 1e6,
@@ -212,7 +222,7 @@ fn verify_saxpy(cubin: &[u8], n: usize) -> Result<()> {
         .zip(x.iter().zip(&y))
         .filter(|(got, (x, y))| got.to_bits() != a.mul_add(**x, **y).to_bits())
         .count();
-    println!(
+    outln!(
         "   saxpy on {n} random elements: launch + sync {:.2} ms, {wrong} of {n} differ from the CPU",
         elapsed.as_secs_f64() * 1e3
     );
@@ -245,7 +255,7 @@ fn verify_iterate(cubin: &[u8], n: usize) -> Result<()> {
         .zip(&data)
         .filter(|(got, v)| **got != (0..steps).fold(**v, |v, _| v * 0.5 + 1.0))
         .count();
-    println!("   LTO-linked iterate on {n} elements: {wrong} of {n} differ from the CPU");
+    outln!("   LTO-linked iterate on {n} elements: {wrong} of {n} differ from the CPU");
     if wrong == 0 {
         Ok(())
     } else {

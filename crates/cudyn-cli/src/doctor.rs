@@ -2,11 +2,10 @@
 
 use std::process::ExitCode;
 
-// Styles are dropped where they cannot be seen (see `terminal`).
-use anstream::println;
 use cudyn::locate::CudaHeaders;
 use cudyn::toolchain::ToolchainReport;
 
+use crate::streams::outln;
 use crate::terminal::{self, ERROR, GOOD, STRONG, WARNING};
 
 const AFTER_HELP: &str = "\
@@ -40,7 +39,7 @@ pub fn run(args: &Args) -> ExitCode {
     if args.json {
         let json = serde_json::json!({ "report": report, "problems": problems });
         match serde_json::to_string_pretty(&json) {
-            Ok(text) => println!("{text}"),
+            Ok(text) => outln!("{text}"),
             Err(error) => {
                 terminal::print_error("cudyn doctor", &error);
                 return ExitCode::FAILURE;
@@ -58,8 +57,8 @@ pub fn run(args: &Args) -> ExitCode {
 
 /// CUDA's headers as every compile searches them; the places looked in when some are missing.
 fn print_headers(headers: &CudaHeaders) {
-    println!();
-    println!("{STRONG}CUDA headers{STRONG:#} (searched by every compile after its own -I folders)");
+    outln!();
+    outln!("{STRONG}CUDA headers{STRONG:#} (searched by every compile after its own -I folders)");
     let cccl_version = headers
         .cccl_version
         .as_ref()
@@ -70,38 +69,38 @@ fn print_headers(headers: &CudaHeaders) {
     ] {
         match found {
             Some(found) => {
-                println!("  {name:<13} {}", found.folder.display());
+                outln!("  {name:<13} {}", found.folder.display());
                 let cuda = found
                     .cuda_version
                     .map(|version| format!(", CUDA {version}"))
                     .unwrap_or_default();
                 let version = version.map(|v| format!(", {v}")).unwrap_or_default();
-                println!("  {:<13} found by: {}{cuda}{version}", "", found.origin);
+                outln!("  {:<13} found by: {}{cuda}{version}", "", found.origin);
                 if let Some(note) = &found.note {
-                    println!("  {:<13} {note}", "");
+                    outln!("  {:<13} {note}", "");
                 }
             }
-            None => println!("  {name:<13} - not found"),
+            None => outln!("  {name:<13} - not found"),
         }
     }
     if headers.cuda.is_none() || headers.cccl.is_none() {
-        println!("  searched, beside NVRTC first:");
+        outln!("  searched, beside NVRTC first:");
         for place in &headers.searched {
-            println!("    {place}");
+            outln!("    {place}");
         }
     }
 }
 
 fn print_text(report: &ToolchainReport, problems: &[String]) {
-    println!("{STRONG}CUDA libraries{STRONG:#}");
+    outln!("{STRONG}CUDA libraries{STRONG:#}");
     for component in &report.components {
         let name = component.component.name();
         match &component.found {
             Some(found) => {
-                println!("  {name:<13} {:<6} {}", found.version, found.path.display());
-                println!("  {:<13} {:<6} found by: {}", "", "", found.origin);
+                outln!("  {name:<13} {:<6} {}", found.version, found.path.display());
+                outln!("  {:<13} {:<6} found by: {}", "", "", found.origin);
                 for note in &found.notes {
-                    println!("  {:<13} {:<6} {note}", "", "");
+                    outln!("  {:<13} {:<6} {note}", "", "");
                 }
             }
             None => {
@@ -122,28 +121,29 @@ fn print_text(report: &ToolchainReport, problems: &[String]) {
                 } else {
                     error.lines().collect()
                 };
-                println!("  {name:<13} {:<6} {}{optional}", "-", lines[0]);
-                for line in &lines[1..] {
-                    println!("  {:<13} {:<6} {line}", "", "");
+                let (first, rest) = lines.split_first().unwrap_or((&"", &[]));
+                outln!("  {name:<13} {:<6} {first}{optional}", "-");
+                for line in rest {
+                    outln!("  {:<13} {:<6} {line}", "", "");
                 }
             }
         }
     }
-    println!();
-    println!("{STRONG}Search order{STRONG:#} (the same for every library)");
+    outln!();
+    outln!("{STRONG}Search order{STRONG:#} (the same for every library)");
     for place in &report.search_order {
-        println!("  {place}");
+        outln!("  {place}");
     }
     print_headers(&report.headers);
-    println!();
-    println!("{STRONG}GPUs{STRONG:#}");
+    outln!();
+    outln!("{STRONG}GPUs{STRONG:#}");
     if report.devices.is_empty() {
         let why = report.devices_error.as_deref().unwrap_or("none");
-        println!("  none: {}", why.lines().next().unwrap_or_default());
+        outln!("  none: {}", why.lines().next().unwrap_or_default());
     }
     for device in &report.devices {
         let (major, minor) = device.compute_capability;
-        println!(
+        outln!(
             "  {}: {}, compute capability {major}.{minor} (sm_{major}{minor}), {:.1} GiB",
             device.ordinal,
             device.name,
@@ -151,22 +151,22 @@ fn print_text(report: &ToolchainReport, problems: &[String]) {
         );
     }
     if !report.warnings.is_empty() {
-        println!();
-        println!("{WARNING}Warnings{WARNING:#}");
+        outln!();
+        outln!("{WARNING}Warnings{WARNING:#}");
         for warning in &report.warnings {
-            println!("  [{}] {}", warning.id, warning.message);
+            outln!("  [{}] {}", warning.id, warning.message);
         }
     }
-    println!();
+    outln!();
     if problems.is_empty() {
-        println!("{GOOD}OK{GOOD:#}: cudyn can compile, link and inspect device code here.");
+        outln!("{GOOD}OK{GOOD:#}: cudyn can compile, link and inspect device code here.");
         if report.devices.is_empty() {
-            println!("    No GPU: loading and launching are not available on this machine.");
+            outln!("    No GPU: loading and launching are not available on this machine.");
         }
     } else {
-        println!("{ERROR}Problems{ERROR:#}");
+        outln!("{ERROR}Problems{ERROR:#}");
         for problem in problems {
-            println!("  {problem}");
+            outln!("  {problem}");
         }
     }
 }

@@ -10,7 +10,7 @@ use cudyn::inspect::fatbin::{Compression, Entry, EntryContents, EntryKind, Fatbi
 use cudyn::inspect::ltoir::LtoIr;
 use cudyn::inspect::ptx::PtxModule;
 use cudyn::inspect::Contents;
-use cudyn::{Image, Inspection, KernelName};
+use cudyn::{Inspection, KernelName};
 
 /// The text after `cudyn inspect --help`'s options.
 const AFTER_HELP: &str = "\
@@ -48,15 +48,18 @@ Examples:
   cudyn inspect ./my_program            # a host program built by nvcc
   cudyn inspect libcudadevrt.a          # a static library
   cudyn inspect --kernels app.fatbin     # every kernel once, with its C++ signature
-  cudyn inspect --json saxpy.cubin";
+  cudyn inspect --json saxpy.cubin
+  cudyn inspect - < saxpy.cubin          # standard input";
 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// Files to inspect: PTX, cubin, fatbin, LTO-IR, host programs, shared libraries and
-    /// objects built by nvcc, and static libraries (.a).
+    /// objects built by nvcc, and static libraries (.a); `-` reads standard input.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    limit: crate::input::Limit,
     /// Print JSON (one array, an object per file: file, then inspection (or kernels) or
     /// error) instead of tables.
     #[arg(long)]
@@ -86,16 +89,20 @@ enum Read {
 
 /// Exit status: 0 when every file was read, 1 when any was not device code or malformed.
 pub fn run(args: &Args) -> ExitCode {
+    if let Err(error) = crate::input::refuse_stdin_twice(&args.files) {
+        crate::output::print_error("inspect", &error);
+        return error.exit_code();
+    }
     let reports: Vec<FileReport> = args
         .files
         .iter()
         .map(|file| {
-            let result = Image::from_file(file).and_then(|image| {
-                if args.kernels {
-                    image.kernel_list().map(Read::Kernels)
+            let result = crate::input::image(file, args.limit).and_then(|image| {
+                Ok(if args.kernels {
+                    Read::Kernels(image.kernel_list()?)
                 } else {
-                    image.inspect().map(Read::Inspection)
-                }
+                    Read::Inspection(image.inspect()?)
+                })
             });
             let (mut inspection, mut kernels, mut error) = (None, None, None);
             match result {
@@ -136,9 +143,9 @@ pub fn run(args: &Args) -> ExitCode {
 
 /// `error` with its causes, naming `file` once: at the start unless the library's message
 /// already names it.
-fn naming_once(file: &std::path::Path, error: &cudyn::Error) -> String {
+fn naming_once(file: &std::path::Path, error: &crate::output::CliError) -> String {
     let text = crate::terminal::chain(error);
-    let name = file.display().to_string();
+    let name = crate::input::display(file);
     if text.contains(&name) {
         text
     } else {

@@ -9,10 +9,12 @@ mod compile;
 mod completions;
 mod demo;
 mod doctor;
+mod input;
 mod inspect;
 mod link;
 mod output;
 mod run;
+mod streams;
 mod terminal;
 mod worker;
 
@@ -75,19 +77,26 @@ enum Command {
 
     /// Write the shell completion script for bash, zsh, fish, elvish or PowerShell.
     Completions(completions::Args),
-
-    /// The compile server of the library's worker processes, started by the library itself.
-    #[command(name = "__compile-server", hide = true)]
-    CompileServer(worker::Args),
-
-    /// One worker of the compile server, when it starts workers afresh.
-    #[command(name = "__compile-worker", hide = true)]
-    CompileWorker(worker::Args),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
+    // The compile server and its workers, which the library starts (`cudyn::compile_all`), are
+    // modes of this executable that no user types: kept out of the command line's parser, they
+    // stay out of its help, its completions and its suggestions for a mistyped command.
+    if let Some(status) = worker::run_hidden_mode() {
+        return status;
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            if let Some(command) = typed_subcommand() {
+                streams::set_command(&command);
+            }
+            return streams::finish(clap_exit(&error));
+        }
+    };
+    streams::set_command(cli.command.name());
+    let status = match cli.command {
         Command::Doctor(args) => doctor::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Compile(args) => compile::run(&args),
@@ -96,7 +105,46 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Cache(args) => cache::run(&args),
         Command::Completions(args) => completions::run(&args, Cli::command()),
-        Command::CompileServer(args) => worker::run(&args),
-        Command::CompileWorker(args) => worker::run_worker(&args),
+    };
+    streams::finish(status)
+}
+
+impl Command {
+    /// The subcommand's name, as typed (with the action for `cache`).
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Doctor(_) => "doctor",
+            Command::Demo(_) => "demo",
+            Command::Compile(_) => "compile",
+            Command::Link(_) => "link",
+            Command::Inspect(_) => "inspect",
+            Command::Run(_) => "run",
+            Command::Cache(args) => args.name(),
+            Command::Completions(_) => "completions",
+        }
     }
+}
+
+/// The subcommand named on the command line (its first word that is not an option), when it is
+/// one: whose help is printed, or whose usage is wrong.
+fn typed_subcommand() -> Option<String> {
+    let word = std::env::args()
+        .skip(1)
+        .find(|word| !word.starts_with('-'))?;
+    Cli::command()
+        .find_subcommand(&word)
+        .map(|subcommand| subcommand.get_name().to_owned())
+}
+
+/// Prints what clap has to say when it stops the command (help and the version on standard
+/// output, checked like every output; a usage error on standard error) and gives its exit
+/// status: 0 for help, 2 for a usage error.
+fn clap_exit(error: &clap::Error) -> ExitCode {
+    let text = error.render().ansi().to_string();
+    if error.use_stderr() {
+        streams::eprint(&text);
+    } else {
+        streams::print(&text);
+    }
+    ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2))
 }

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::error::Error;
 use std::fmt;
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use cudyn::inspect::Module;
@@ -19,6 +19,8 @@ pub enum CliError {
         message: String,
         /// The failure behind it.
         cause: Option<Box<dyn Error + Send + Sync>>,
+        /// Whether the command line itself is at fault (exit status 2), not what it asked for.
+        usage: bool,
     },
     /// Said by the library.
     Library(cudyn::Error),
@@ -30,17 +32,36 @@ impl CliError {
         CliError::Message {
             message: message.into(),
             cause: None,
+            usage: false,
+        }
+    }
+
+    /// A usage error: the command line asks for something contradictory or malformed.
+    pub fn usage(message: impl Into<String>) -> Self {
+        CliError::Message {
+            message: message.into(),
+            cause: None,
+            usage: true,
         }
     }
 
     /// This error, caused by `cause`.
     pub fn source(self, cause: impl Error + Send + Sync + 'static) -> Self {
         match self {
-            CliError::Message { message, .. } => CliError::Message {
+            CliError::Message { message, usage, .. } => CliError::Message {
                 message,
                 cause: Some(Box::new(cause)),
+                usage,
             },
             library => library,
+        }
+    }
+
+    /// The exit status: 2 for a usage error, else 1.
+    pub fn exit_code(&self) -> std::process::ExitCode {
+        match self {
+            CliError::Message { usage: true, .. } => std::process::ExitCode::from(2),
+            _ => std::process::ExitCode::FAILURE,
         }
     }
 }
@@ -91,26 +112,21 @@ pub fn print_error(command: &str, error: &dyn Error) {
 /// Prints `value` as pretty JSON on standard output (a failure to serialize on standard error).
 pub fn print_json(command: &str, value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
-        Ok(json) => print_text([json + "\n"]),
+        Ok(json) => crate::streams::print(&(json + "\n")),
         Err(error) => print_error(command, &error),
     }
 }
 
-/// Writes `pieces` to standard output, stopping quietly when the reader has gone (`| head`
-/// closes the pipe): there is no one left to tell.
+/// Writes `pieces` to standard output, checked as every output is (see [`crate::streams`]).
 pub fn print_text(pieces: impl IntoIterator<Item = String>) {
-    let mut stdout = std::io::stdout().lock();
     for piece in pieces {
-        if stdout.write_all(piece.as_bytes()).is_err() {
-            return;
-        }
+        crate::streams::print(&piece);
     }
-    let _ = stdout.flush();
 }
 
 /// Says what was written where: on standard output, or on standard error when the code itself
 /// went to standard output. `targets` are the architectures; `kernels` is `None` when the kind
-/// lists none (LTO-IR).
+/// lists none (LTO-IR, whose kernels are known once it is linked), and then goes unsaid.
 pub fn print_written(
     destination: &Destination,
     bytes: usize,
@@ -118,13 +134,16 @@ pub fn print_written(
     targets: &str,
     kernels: Option<usize>,
 ) {
-    let kernels = kernels.map_or_else(|| "unknown".to_owned(), |n| n.to_string());
-    let summary =
-        format!("wrote {destination} ({bytes} bytes of {kind} for {targets}, {kernels} kernel(s))");
+    let kernels = match kernels {
+        Some(1) => ", 1 kernel".to_owned(),
+        Some(count) => format!(", {count} kernels"),
+        None => String::new(),
+    };
+    let summary = format!("wrote {destination} ({bytes} bytes of {kind} for {targets}{kernels})\n");
     if *destination == Destination::Stdout {
-        eprintln!("{summary}");
+        crate::streams::eprint(&summary);
     } else {
-        println!("{summary}");
+        crate::streams::print(&summary);
     }
 }
 
@@ -140,14 +159,14 @@ pub enum Destination {
 impl Destination {
     /// Writes `code` there.
     pub fn write(&self, code: &[u8]) -> Result<(), CliError> {
-        let written = match self {
+        match self {
             Destination::Stdout => {
-                let mut stdout = std::io::stdout().lock();
-                stdout.write_all(code).and_then(|()| stdout.flush())
+                crate::streams::print_bytes(code);
+                Ok(())
             }
-            Destination::File(path) => std::fs::write(path, code),
-        };
-        written.map_err(|error| CliError::new(format!("cannot write {self}")).source(error))
+            Destination::File(path) => std::fs::write(path, code)
+                .map_err(|error| CliError::new(format!("cannot write {self}")).source(error)),
+        }
     }
 }
 
@@ -160,15 +179,38 @@ impl fmt::Display for Destination {
     }
 }
 
+/// Where the outputs of a command go.
+#[derive(Debug)]
+pub struct Outputs {
+    /// The output of each input, in order.
+    pub destinations: Vec<Destination>,
+    /// The folder `-o FOLDER/` named when it does not exist yet: made at the first write, so
+    /// that a command that writes nothing leaves nothing behind.
+    pub folder_to_make: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Writes `code` to `destination`, one of these outputs, making the folder first if needed.
+    pub fn write(&self, destination: &Destination, code: &[u8]) -> Result<(), CliError> {
+        if let Some(folder) = &self.folder_to_make {
+            std::fs::create_dir_all(folder).map_err(|error| {
+                CliError::new(format!("cannot make the folder {}", folder.display())).source(error)
+            })?;
+        }
+        destination.write(code)
+    }
+}
+
 /// Where the output of each of `inputs` goes, given `-o` (`output`) and the output's
 /// `extension`; `binary` output is refused on a terminal. The naming rules are those of `cudyn
-/// compile --help`; an output that would overwrite an input, or another output, is refused.
+/// compile --help`; an output that would overwrite an input, or another output, is refused as a
+/// usage error.
 pub fn destinations(
     inputs: &[PathBuf],
     output: Option<&Path>,
     extension: &str,
     binary: bool,
-) -> Result<Vec<Destination>, CliError> {
+) -> Result<Outputs, CliError> {
     let beside = |folder: Option<&Path>, input: &Path| {
         let named = input.with_extension(extension);
         Destination::File(match (folder, named.file_name()) {
@@ -176,11 +218,19 @@ pub fn destinations(
             _ => named,
         })
     };
+    let names_a_file = output.is_some_and(|path| !path.is_dir() && !names_a_folder(path));
+    if !names_a_file && inputs.iter().any(|input| crate::input::is_stdin(input)) {
+        return Err(CliError::usage(
+            "standard input (-) has no name to write its output beside: name the output with \
+             -o FILE, or -o - for standard output",
+        ));
+    }
+    let mut folder_to_make = None;
     let destinations = match output {
         None => inputs.iter().map(|input| beside(None, input)).collect(),
         Some(path) if path == Path::new("-") => {
             if inputs.len() > 1 {
-                return Err(CliError::new(format!(
+                return Err(CliError::usage(format!(
                     "-o - writes one output to standard output, and there are {} inputs: name \
                      a folder instead (-o build/)",
                     inputs.len()
@@ -189,16 +239,16 @@ pub fn destinations(
             vec![stdout(extension, binary)?]
         }
         Some(folder) if folder.is_dir() || names_a_folder(folder) => {
-            std::fs::create_dir_all(folder).map_err(|error| {
-                CliError::new(format!("cannot make the folder {}", folder.display())).source(error)
-            })?;
+            if !folder.is_dir() {
+                folder_to_make = Some(folder.to_owned());
+            }
             inputs
                 .iter()
                 .map(|input| beside(Some(folder), input))
                 .collect()
         }
         Some(path) if inputs.len() > 1 => {
-            return Err(CliError::new(format!(
+            return Err(CliError::usage(format!(
                 "-o {} is not a folder, and {} inputs make {} outputs: name a folder \
                  (-o build/, made when missing), or leave -o out to write each output beside \
                  its source",
@@ -210,7 +260,10 @@ pub fn destinations(
         Some(path) => vec![Destination::File(path.to_owned())],
     };
     refuse_clashes(inputs, &destinations)?;
-    Ok(destinations)
+    Ok(Outputs {
+        destinations,
+        folder_to_make,
+    })
 }
 
 /// Whether `-o` was written as a folder: ending in a path separator (`build/`).
@@ -240,7 +293,7 @@ pub fn refuse_clashes(inputs: &[PathBuf], destinations: &[Destination]) -> Resul
             continue;
         };
         if let Some(input) = inputs.iter().find(|input| same_file(input, path)) {
-            return Err(CliError::new(format!(
+            return Err(CliError::usage(format!(
                 "the output {} is the input {}: writing it would destroy the source; choose \
                  another output with -o",
                 path.display(),
@@ -248,7 +301,7 @@ pub fn refuse_clashes(inputs: &[PathBuf], destinations: &[Destination]) -> Resul
             )));
         }
         if let Some(earlier) = seen.iter().find(|earlier| **earlier == path) {
-            return Err(CliError::new(format!(
+            return Err(CliError::usage(format!(
                 "two inputs would both be written to {}: compile them into different folders, \
                  or rename one",
                 earlier.display()

@@ -32,12 +32,12 @@ pub fn print_error(command: &str, error: &dyn Error) {
 
 /// Prints a message already put together (`chain` of an error) as `error: COMMAND: ...`.
 pub fn print_error_text(command: &str, text: &str) {
-    anstream::eprintln!("{ERROR}error{ERROR:#}: {command}: {text}");
+    crate::streams::eprint(&format!("{ERROR}error{ERROR:#}: {command}: {text}\n"));
 }
 
 /// Prints `text` on standard error as `warning: COMMAND: ...`.
 pub fn print_warning(command: &str, text: &str) {
-    anstream::eprintln!("{WARNING}warning{WARNING:#}: {command}: {text}");
+    crate::streams::eprint(&format!("{WARNING}warning{WARNING:#}: {command}: {text}\n"));
 }
 
 /// `error` and each of its causes (`Error::source`) that the text before does not already hold,

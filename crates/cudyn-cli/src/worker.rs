@@ -1,23 +1,25 @@
-//! `cudyn __compile-server`: the compile server behind `cudyn::compile_all`'s worker processes
-//! (see `cudyn::compile::workers`). Hidden: the library starts it and speaks to it over pipes.
+//! `cudyn __compile-server` and `cudyn __compile-worker`: the compile server behind
+//! `cudyn::compile_all`'s worker processes and its workers (see `cudyn::compile::workers`).
+//! Hidden modes: the library starts them and speaks to them over pipes.
 
 use std::process::ExitCode;
 
-/// No arguments: everything arrives on standard input.
-#[derive(clap::Args)]
-pub struct Args {}
-
-pub fn run(_: &Args) -> ExitCode {
-    match cudyn::compile::workers::serve() {
-        0 => ExitCode::SUCCESS,
-        _ => ExitCode::FAILURE,
+/// The exit status of a hidden mode when this process was started in one (its first argument
+/// names it, and no other follows), else `None`.
+pub fn run_hidden_mode() -> Option<ExitCode> {
+    let mut arguments = std::env::args_os().skip(1);
+    let mode = arguments.next()?;
+    if arguments.next().is_some() {
+        return None;
     }
-}
-
-/// `cudyn __compile-worker`: one worker, started by the compile server.
-pub fn run_worker(_: &Args) -> ExitCode {
-    match cudyn::compile::workers::work() {
-        0 => ExitCode::SUCCESS,
-        _ => ExitCode::FAILURE,
-    }
+    let status = match mode.to_str()? {
+        "__compile-server" => cudyn::compile::workers::serve(),
+        "__compile-worker" => cudyn::compile::workers::work(),
+        _ => return None,
+    };
+    Some(if status == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

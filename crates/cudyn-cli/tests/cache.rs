@@ -67,15 +67,21 @@ impl Scratch {
         std::fs::metadata(cubin).unwrap().len()
     }
 
-    /// `cudyn compile` of a kernel named `kernel` (its source written first) to `KERNEL.cubin`
-    /// for sm_90.
-    fn run_compile(&self, kernel: &str) -> Output {
+    /// Writes the source of a kernel named `kernel`, `KERNEL.cu`; returns its path.
+    fn write_source(&self, kernel: &str) -> String {
         let source = self.sources.path().join(format!("{kernel}.cu"));
         std::fs::write(
             &source,
             format!("extern \"C\" __global__ void {kernel}(float *p) {{ p[0] *= 2.0f; }}\n"),
         )
         .unwrap();
+        source.to_str().unwrap().to_owned()
+    }
+
+    /// `cudyn compile` of a kernel named `kernel` (its source written first) to `KERNEL.cubin`
+    /// for sm_90.
+    fn run_compile(&self, kernel: &str) -> Output {
+        let source = PathBuf::from(self.write_source(kernel));
         let cubin = source.with_extension("cubin");
         self.cudyn(&[
             "compile",
@@ -108,26 +114,34 @@ fn files_under(folder: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-fn the_folders_a_compile_makes_are_private_and_an_unsafe_kernels_folder_is_refused() {
+fn the_folder_a_compile_makes_is_private_and_an_unsafe_one_is_refused() {
     use std::os::unix::fs::PermissionsExt;
     let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
     let set_mode =
         |path: &Path, mode| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
 
-    // The folders a first compile makes are private.
+    // The folder named, missing, is made private by the first compile, and so is what it holds.
     let scratch = Scratch::new();
-    set_mode(scratch.cache.path(), 0o700).unwrap();
-    scratch.compile("scale");
-    let kernels = scratch.cache.path().join("kernels");
-    assert_eq!(mode(&kernels), 0o700);
-    assert_eq!(mode(&kernels.join("compilers")), 0o700);
-    assert_eq!(entries(&scratch.json(&["list"])).len(), 1);
+    let folder = scratch.cache.path().join("made/here");
+    let vars = [("CUDYN_CACHE_DIR", folder.to_str().unwrap())];
+    let compiled = scratch.cudyn_with(
+        &vars,
+        &["compile", &scratch.write_source("scale"), "--arch", "sm_90"],
+    );
+    assert!(compiled.status.success(), "{compiled:?}");
+    assert_eq!(mode(&folder), 0o700);
+    assert_eq!(mode(&folder.join("compilers")), 0o700);
+    let listed = scratch.cudyn_with(&vars, &["cache", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(entries(&listed).len(), 1);
 
-    // A `kernels` folder others may write to, or a link in its place (which could lead to
-    // one), is refused, even below a private folder, and the compile goes on without the
-    // cache, saying so.
+    // A folder others may write to, or a link in its place (which could lead to one), is
+    // refused, and the compile goes on without the cache, saying so.
     let refused = |reason: &str| {
-        let run = scratch.run_compile("scale");
+        let run = scratch.cudyn_with(
+            &vars,
+            &["compile", &scratch.write_source("scale"), "--arch", "sm_90"],
+        );
         assert!(run.status.success(), "{run:?}");
         let warning = String::from_utf8_lossy(&run.stderr);
         assert!(
@@ -135,16 +149,32 @@ fn the_folders_a_compile_makes_are_private_and_an_unsafe_kernels_folder_is_refus
             "{warning}"
         );
     };
-    set_mode(&kernels, 0o777).unwrap();
-    refused("writable by group or others");
-    set_mode(&kernels, 0o700).unwrap();
+    set_mode(&folder, 0o777).unwrap();
+    refused(&format!(
+        "writable by group or others (mode 777), who could plant code in it: `chmod 700 {}`",
+        folder.display()
+    ));
+    set_mode(&folder, 0o700).unwrap();
     let moved = scratch.cache.path().join("elsewhere");
-    std::fs::rename(&kernels, &moved).unwrap();
-    std::os::unix::fs::symlink(&moved, &kernels).unwrap();
+    std::fs::rename(&folder, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &folder).unwrap();
     refused("symbolic link");
-    std::fs::remove_file(&kernels).unwrap();
-    std::fs::rename(&moved, &kernels).unwrap();
-    assert_eq!(entries(&scratch.json(&["list"])).len(), 1);
+    std::fs::remove_file(&folder).unwrap();
+    std::fs::write(&folder, "a file").unwrap();
+    refused("it is not a folder");
+    let run = scratch.cudyn_with(&vars, &["cache", "list"]);
+    assert_eq!(run.status.code(), Some(1), "{run:?}");
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        text.contains("move it away, or point CUDYN_CACHE_DIR at another folder")
+            && !text.contains("chmod"),
+        "{text}"
+    );
+    std::fs::remove_file(&folder).unwrap();
+    std::fs::rename(&moved, &folder).unwrap();
+    let listed = scratch.cudyn_with(&vars, &["cache", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(entries(&listed).len(), 1);
 }
 
 #[test]
@@ -179,7 +209,8 @@ fn path_is_the_folder_named_by_the_environment() {
     let text = scratch.cudyn(&["cache", "path"]);
     assert!(text.status.success(), "{text:?}");
     let printed = PathBuf::from(String::from_utf8(text.stdout).unwrap().trim_end());
-    assert!(printed.starts_with(scratch.cache.path()), "{printed:?}");
+    // The folder the variable names is the folder of the entries, as `Cache::open` takes it.
+    assert_eq!(printed, scratch.cache.path(), "{printed:?}");
     let json = scratch.json(&["path"]);
     assert_eq!(json["path"].as_str(), printed.to_str(), "{json}");
 }
@@ -323,7 +354,7 @@ fn verify_removes_damaged_and_outdated_entries_and_says_so() {
     assert_eq!(run.status.code(), Some(0), "{run:?}");
     let text = String::from_utf8_lossy(&run.stdout);
     assert!(
-        text.contains("0 damaged, 1 of an older cudyn's format"),
+        text.starts_with("checked 1 entry: removed 0 damaged and 1 of an older cudyn's format\n"),
         "{text}"
     );
     assert!(text.contains(&format!("{key} (older format)")), "{text}");
@@ -367,7 +398,9 @@ fn clear_needs_yes_where_it_cannot_ask() {
     assert_eq!(entries(&scratch.json(&["list"])).len(), 1);
 
     let cleared = scratch.json(&["clear", "--yes"]);
-    assert_eq!(cleared, serde_json::json!({ "removed": 1 }));
+    assert_eq!(cleared["removed"], 1, "{cleared}");
+    assert_eq!(cleared["not_removed"], serde_json::json!([]), "{cleared}");
+    assert_eq!(cleared["remaining_bytes"], 0, "{cleared}");
     assert_eq!(entries(&scratch.json(&["list"])).len(), 0);
 }
 

@@ -1,13 +1,13 @@
 //! Device variables of a loaded library: a `__constant__` table written from the host before the
 //! launch, a `__device__` counter and a `__managed__` sum the kernel updates, read back after it.
 //!
-//! `cargo run -p cudyn --example globals`
+//! `cargo run -p cudyn --example globals` (without a GPU: `-- --arch sm_90`, the compile alone)
 
 mod common;
 
 use std::process::ExitCode;
 
-use cudyn::{DeviceBuffer, LaunchConfig, Program};
+use cudyn::{DeviceBuffer, LaunchConfig, Library, Program};
 
 const GLOBALS: &str = r#"
 __constant__ int weights[4];
@@ -24,8 +24,9 @@ extern "C" __global__ void weigh(int *out, int n) {
 "#;
 
 fn main() -> ExitCode {
-    common::run("globals", || {
-        let library = Program::new(GLOBALS).name("globals.cu").load()?;
+    let compile = |options: &_| common::compile(options, Program::new(GLOBALS), "globals.cu");
+    common::run("globals", compile, |compiled| {
+        let library = Library::loader().load_compiled(&compiled)?;
         let weigh = library.kernel("weigh")?;
         let weights = library.global::<[i32; 4]>("weights")?;
         let visited = library.global::<u32>("visited")?;

@@ -5,7 +5,7 @@
 //! That module follows the CUDA headers and is outside cudyn's semantic versioning; the handle
 //! types exchanged here are also in `cudyn::raw`, which is covered.
 //!
-//! `cargo run -p cudyn --example interop`
+//! `cargo run -p cudyn --example interop` (without a GPU: `-- --arch sm_90`, the compile alone)
 
 mod common;
 
@@ -28,8 +28,8 @@ const BLOCK: u32 = 128;
 const SHARED_BYTES: i32 = 64 * 1024;
 
 fn main() -> ExitCode {
-    common::run("interop", || {
-        let compiled = Program::new(FILL).name("fill.cu").compile()?;
+    let compile = |options: &_| common::compile(options, Program::new(FILL), "fill.cu");
+    common::run("interop", compile, |compiled| {
         let load = |backend| Library::loader().backend(backend).load_compiled(&compiled);
 
         // Loaded through the runtime, launched with cuLaunchKernel.

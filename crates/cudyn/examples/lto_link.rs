@@ -1,13 +1,15 @@
 //! Two pieces of device code compiled separately to LTO-IR and linked by nvJitLink with link-time
 //! optimization: the kernel in one, the function it calls in the other.
 //!
-//! `cargo run -p cudyn --example lto_link`
+//! `cargo run -p cudyn --example lto_link` (without a GPU: `-- --arch sm_90`, the compile and
+//! the link alone)
 
 mod common;
 
 use std::process::ExitCode;
 
-use cudyn::{Arch, DeviceBuffer, LaunchConfig, Output, Program};
+use cudyn::compile::Linked;
+use cudyn::{DeviceBuffer, LaunchConfig, Output, Program};
 
 const KERNEL: &str = r#"
 __device__ float polish(float x);
@@ -22,19 +24,8 @@ __device__ float polish(float x) { return 3.0f * x - 1.0f; }
 "#;
 
 fn main() -> ExitCode {
-    common::run("lto_link", || {
-        let arch = Arch::current()?;
-        let piece = |name: &str, source: &str| {
-            Program::new(source)
-                .name(name)
-                .arch(arch)
-                .output(Output::LtoIr)
-                .relocatable(true)
-                .compile()
-        };
-        let kernel = piece("kernel.cu", KERNEL)?;
-        let helper = piece("helper.cu", HELPER)?;
-        let linked = cudyn::compile::link_lto(&[kernel.code(), helper.code()], Some(arch))?;
+    common::run("lto_link", link, |linked| {
+        let arch = linked.arch();
         let polish_all = linked.load()?.kernel("polish_all")?;
 
         let n = 4096;
@@ -55,4 +46,23 @@ fn main() -> ExitCode {
             &cpu,
         )])
     })
+}
+
+/// The two pieces compiled to LTO-IR and linked with link-time optimization, for the GPU or the
+/// architecture named.
+fn link(options: &common::Options) -> Result<(Linked, String), Box<dyn std::error::Error>> {
+    let arch = options.arch()?;
+    let mut pieces = Vec::new();
+    for (name, source) in [("kernel.cu", KERNEL), ("helper.cu", HELPER)] {
+        let lto_ir = Program::new(source).output(Output::LtoIr).relocatable(true);
+        pieces.push(common::compile(options, lto_ir.arch(arch), name)?.0);
+    }
+    let codes: Vec<&[u8]> = pieces.iter().map(|piece| piece.code()).collect();
+    let linked = cudyn::compile::link_lto(&codes, Some(arch))?;
+    let what = format!(
+        "kernel.cu and helper.cu compiled to LTO-IR and linked by nvJitLink into {} bytes of \
+         cubin for {arch}",
+        linked.code().len()
+    );
+    Ok((linked, what))
 }

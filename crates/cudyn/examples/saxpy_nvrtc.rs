@@ -1,7 +1,8 @@
 //! SAXPY compiled by NVRTC at run time and loaded through the CUDA runtime's library API
 //! (`cudaLibraryLoadData`, `cudaLibraryGetKernel`, `cudaLaunchKernel`), with checked arguments.
 //!
-//! `cargo run -p cudyn --example saxpy_nvrtc`
+//! `cargo run -p cudyn --example saxpy_nvrtc` (without a GPU: `-- --arch sm_90`, the compile
+//! alone)
 
 mod common;
 
@@ -17,14 +18,14 @@ extern "C" __global__ void saxpy(float a, const float *x, const float *y, float 
 "#;
 
 fn main() -> ExitCode {
-    common::run("saxpy_nvrtc", || {
+    let compile = |options: &_| common::compile(options, Program::new(SAXPY), "saxpy.cu");
+    common::run("saxpy_nvrtc", compile, |compiled| {
         let n = 1 << 20;
         let a = 2.0f32;
         // Whole numbers below 2^24: every result is exact, with or without a fused multiply-add.
         let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let ys: Vec<f32> = (0..n).map(|i| (2 * i) as f32).collect();
 
-        let compiled = Program::new(SAXPY).name("saxpy.cu").compile()?;
         let library = Library::loader()
             .backend(Backend::Runtime)
             .load_compiled(&compiled)?;

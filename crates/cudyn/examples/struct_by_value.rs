@@ -3,13 +3,14 @@
 //! has padding, and the launch checks its size against the kernel's parameter before anything
 //! runs.
 //!
-//! `cargo run -p cudyn --example struct_by_value`
+//! `cargo run -p cudyn --example struct_by_value` (without a GPU: `-- --arch sm_90`, the compile
+//! alone)
 
 mod common;
 
 use std::process::ExitCode;
 
-use cudyn::{DeviceBuffer, DeviceRepr, LaunchConfig, Program};
+use cudyn::{DeviceBuffer, DeviceRepr, LaunchConfig, Library, Program};
 
 const TRANSFORM: &str = r#"
 struct Transform {
@@ -36,10 +37,10 @@ struct Transform {
 }
 
 fn main() -> ExitCode {
-    common::run("struct_by_value", || {
-        let apply = Program::new(TRANSFORM)
-            .name("transform.cu")
-            .load()?
+    let compile = |options: &_| common::compile(options, Program::new(TRANSFORM), "transform.cu");
+    common::run("struct_by_value", compile, |compiled| {
+        let apply = Library::loader()
+            .load_compiled(&compiled)?
             .kernel("apply")?;
         let transform = Transform {
             scale: 0.5,

@@ -1,13 +1,14 @@
 //! A template kernel compiled by NVRTC and found by its name expressions (`scale<float>`,
 //! `scale<double>`): NVRTC instantiates each and reports its mangled name, which cudyn looks up.
 //!
-//! `cargo run -p cudyn --example template_kernel`
+//! `cargo run -p cudyn --example template_kernel` (without a GPU: `-- --arch sm_90`, the compile
+//! alone)
 
 mod common;
 
 use std::process::ExitCode;
 
-use cudyn::{DeviceBuffer, LaunchConfig, Program};
+use cudyn::{DeviceBuffer, LaunchConfig, Library, Program};
 
 const SCALE: &str = r#"
 template <typename T>
@@ -18,12 +19,12 @@ __global__ void scale(T *values, T factor, size_t n) {
 "#;
 
 fn main() -> ExitCode {
-    common::run("template_kernel", || {
-        let library = Program::new(SCALE)
-            .name("scale.cu")
-            .name_expression("scale<float>")
-            .name_expression("scale<double>")
-            .load()?;
+    let program = Program::new(SCALE)
+        .name_expression("scale<float>")
+        .name_expression("scale<double>");
+    let compile = |options: &_| common::compile(options, program, "scale.cu");
+    common::run("template_kernel", compile, |compiled| {
+        let library = Library::loader().load_compiled(&compiled)?;
         let scale_f32 = library.kernel("scale<float>")?;
         let scale_f64 = library.kernel("scale<double>")?;
 

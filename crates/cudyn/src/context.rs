@@ -261,7 +261,7 @@ pub(crate) fn report_drop_error(handle: &'static str, error: &Error) {
         .unwrap_or_else(|poison| poison.into_inner());
     match hook {
         Some(hook) => hook(handle, error),
-        None => eprintln!(
+        None => crate::warn::warning!(
             "cudyn: dropping a {handle} failed, so it may leak: {error} (release it explicitly \
              to handle the error, or see cudyn::context::set_drop_error_hook)"
         ),

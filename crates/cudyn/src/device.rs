@@ -190,6 +190,37 @@ impl DeviceLimits {
         multiprocessors: 132,
     };
 
+    /// What every GPU of compute capability `major.minor` reports, as the CUDA C++ Programming
+    /// Guide's technical specifications give it, to check launch configurations for such a GPU
+    /// without one ([`crate::launch::check_config`]); `None` for a compute capability cudyn has
+    /// no figures for. `multiprocessors`, which differs between GPUs of one architecture, is 0.
+    ///
+    /// ```
+    /// use cudyn::device::DeviceLimits;
+    ///
+    /// let ampere = DeviceLimits::of_compute_capability(8, 0).unwrap();
+    /// assert_eq!(ampere.max_shared_per_block_optin, 163 * 1024);
+    /// assert!(!ampere.cluster_launch);
+    /// assert_eq!(DeviceLimits::of_compute_capability(9, 0).unwrap().max_grid[0], i32::MAX as u32);
+    /// assert!(DeviceLimits::of_compute_capability(3, 5).is_none());
+    /// ```
+    pub fn of_compute_capability(major: u32, minor: u32) -> Option<DeviceLimits> {
+        let optin_kib = match (major, minor) {
+            (7, 0) | (7, 2) => 96,
+            (7, 5) => 64,
+            (8, 0) | (8, 7) => 163,
+            (8, 6) | (8, 9) | (12, 0) => 99,
+            (9, 0) | (10, 0) => 227,
+            _ => return None,
+        };
+        Some(DeviceLimits {
+            max_shared_per_block_optin: optin_kib * 1024,
+            cluster_launch: major >= 9,
+            multiprocessors: 0,
+            ..DeviceLimits::SM_90
+        })
+    }
+
     fn query(device: &Device) -> Result<DeviceLimits> {
         let get = |attribute| -> Result<u32> { Ok(device.attribute(attribute)?.max(0) as u32) };
         Ok(DeviceLimits {

@@ -280,8 +280,24 @@ pub enum Error {
         text: String,
     },
 
-    /// A string handed to a C API holds a NUL byte, which would cut it short.
-    #[error("the {what} contains a NUL byte, which a C string cannot hold: {text:?}")]
+    /// A macro definition without a name ([`Program::define`](crate::Program::define) or
+    /// `define_value` with an empty name, or one that is no C identifier): NVRTC would take the
+    /// next option as the macro.
+    #[error(
+        "`-D{definition}` is not a macro definition: a macro needs a name, a C identifier \
+         (Program::define(\"NAME\") or define_value(\"NAME\", \"VALUE\"))"
+    )]
+    InvalidMacro {
+        /// The definition as it would reach NVRTC after `-D`.
+        definition: String,
+    },
+
+    /// A string handed to a C API holds a NUL byte, which would cut it short. The message says
+    /// where, with the text around it, not the whole text (a source may be megabytes long).
+    #[error(
+        "the {what} contains a NUL byte, which a C string cannot hold: {}",
+        nul_in(text)
+    )]
     NulByte {
         /// What the string is: "source", "link option", ...
         what: &'static str,
@@ -368,6 +384,23 @@ pub enum Error {
         found: ImageKind,
         /// The input kind of what was found.
         suggested: crate::compile::InputKind,
+    },
+
+    /// A cubin added to a link for another architecture: machine code links only into its own,
+    /// and nvJitLink says no more than "bad input".
+    #[error(
+        "{what} is machine code (SASS) for {input}, and the link is for {link}: SASS links only \
+         into its own architecture. Link for {input} (LinkOptions::arch, `--arch {input}` on the \
+         command line), or compile the input for {link}, or to LTO-IR or PTX, which a link for \
+         the same or a later architecture takes"
+    )]
+    LinkArchMismatch {
+        /// The input's name.
+        what: String,
+        /// The architecture of its machine code (`sm_90`).
+        input: String,
+        /// The link's architecture.
+        link: String,
     },
 
     /// An executable cubin (compiled without relocatable device code) added to a link, which
@@ -520,15 +553,22 @@ pub enum Error {
     /// The compile cache's folder is unsafe to trust: owned by another user, or writable by
     /// group or others, any of whom could plant device code cudyn would load.
     #[error(
-        "the compile cache at {} is not used: {reason}; fix its owner or permissions \
-         (`chmod 700`), point CUDYN_CACHE_DIR at a private folder, or turn the cache off with \
-         CUDYN_CACHE=off",
+        "the compile cache at {} is not used: {reason} (or turn the cache off with \
+         CUDYN_CACHE=off)",
         path.display()
     )]
     CacheRefused {
         /// The folder.
         path: PathBuf,
         /// What is wrong with it.
+        reason: String,
+    },
+
+    /// There is no process-wide compile cache: it is turned off, or no folder can be named for
+    /// it ([`crate::Cache::try_global`]).
+    #[error("there is no compile cache: {reason}")]
+    CacheUnavailable {
+        /// Why, and what to do.
         reason: String,
     },
 
@@ -636,6 +676,33 @@ impl Error {
     }
 }
 
+/// Where the first NUL byte of `text` is, with up to 32 characters on either side of it.
+fn nul_in(text: &str) -> String {
+    const AROUND: usize = 32;
+    let Some(at) = text.find('\0') else {
+        return format!("{text:?}");
+    };
+    let start = text[..at]
+        .char_indices()
+        .rev()
+        .nth(AROUND - 1)
+        .map_or(0, |(index, _)| index);
+    let end = text[at..]
+        .char_indices()
+        .nth(AROUND + 1)
+        .map_or(text.len(), |(index, _)| at + index);
+    if start == 0 && end == text.len() {
+        return format!("{text:?}");
+    }
+    format!(
+        "at byte {at} of {} bytes, in {}{:?}{}",
+        text.len(),
+        if start > 0 { "..." } else { "" },
+        &text[start..end],
+        if end < text.len() { "..." } else { "" }
+    )
+}
+
 /// A call into a CUDA library that returned an error status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -725,6 +792,34 @@ fn kernel_not_found_message(name: &str, available: &[String], log: Option<&str>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nul_byte_is_shown_where_it_is_not_with_the_whole_text() {
+        let short = Error::NulByte {
+            what: "kernel name",
+            text: "sax\0py".into(),
+        };
+        assert!(
+            short.to_string().ends_with(r#"cannot hold: "sax\0py""#),
+            "{short}"
+        );
+        let source = format!("{}\0{}", "a".repeat(1 << 20), "b".repeat(1 << 20));
+        let long = Error::NulByte {
+            what: "source",
+            text: source,
+        }
+        .to_string();
+        assert!(long.len() < 200, "{} bytes", long.len());
+        assert!(long.contains("at byte 1048576 of 2097153 bytes"), "{long}");
+        assert!(
+            long.contains(&format!(
+                "...\"{}\\0{}\"...",
+                "a".repeat(32),
+                "b".repeat(32)
+            )),
+            "{long}"
+        );
+    }
     use std::error::Error as _;
 
     #[test]

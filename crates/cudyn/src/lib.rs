@@ -123,6 +123,7 @@ pub mod stream;
 pub mod sys;
 pub mod toolchain;
 pub mod version;
+mod warn;
 
 pub use cache::Cache;
 pub use compile::{

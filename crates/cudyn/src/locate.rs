@@ -14,10 +14,12 @@
 //!    `nvidia/cu13/lib`, `nvidia/cu12/lib` and `nvidia/<component>/lib`.
 //! 5. **`/usr/local/cuda`**: `lib64`, `lib`, `targets/x86_64-linux/lib`.
 //! 6. **cudyn's wheel environment**: the virtual environment `scripts/cuda-wheels` installs the
-//!    pinned CUDA wheels into (`$CUDYN_WHEELS_VENV`, else `$XDG_CACHE_HOME/cudyn/venv-cu13.0`,
-//!    else `~/.cache/cudyn/venv-cu13.0`), searched like a Python wheel's site-packages. It needs
-//!    no activation: after set-up, the `cudyn` command and any program built on cudyn find CUDA
-//!    there. It comes after every explicit choice (rules 1 to 4: an activated environment is one)
+//!    pinned CUDA wheels into: `$CUDYN_WHEELS_VENV` when set; else the one the set-up recorded
+//!    in `$XDG_CACHE_HOME/cudyn/wheels-venv` (or `~/.cache/cudyn/wheels-venv`), then
+//!    `$XDG_CACHE_HOME/cudyn/venv-cu13.0` (or `~/.cache/cudyn/venv-cu13.0`); searched like a
+//!    Python wheel's site-packages. It needs no activation and no variable: after set-up, even
+//!    one with `CUDYN_WHEELS_VENV=DIR`, the `cudyn` command and any program built on cudyn find
+//!    CUDA there. One that is not installed is still named in the places searched. It comes after every explicit choice (rules 1 to 4: an activated environment is one)
 //!    and after an installed toolkit, which usually matches the machine's driver; it is the
 //!    fallback for a machine with no CUDA installed.
 //! 7. **The system loader**: `dlopen` by soname (`LD_LIBRARY_PATH`, `ld.so.cache`, `/usr/lib`).
@@ -44,6 +46,7 @@
 
 pub use crate::sys::locate::{
     provider_of, Component, CudaHeaders, Found, HeaderFolder, Origin, Place, SearchPath,
-    HEADER_WHEELS, LIBRARY_PATH_ENV, SEARCH_ENV, WHEELS_VENV_DEFAULT, WHEELS_VENV_ENV,
+    HEADER_WHEELS, LIBRARY_PATH_ENV, SEARCH_ENV, WHEELS_RECORD, WHEELS_VENV_DEFAULT,
+    WHEELS_VENV_ENV,
 };
 pub use crate::sys::search_path;

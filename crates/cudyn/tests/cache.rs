@@ -142,12 +142,11 @@ fn after_a_direct_hit_the_next_programs_are_keyed_by_the_compiler_its_entry_name
 #[test]
 fn without_a_direct_folder_a_new_process_still_hits_by_key() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("kernels")).unwrap();
     // A file where the folder of direct names would be: no name can be filed or found.
-    std::fs::write(dir.path().join("kernels/direct"), "not a folder").unwrap();
+    std::fs::write(dir.path().join("direct"), "not a folder").unwrap();
     run_child("cold", dir.path(), &[]);
     run_child("warm", dir.path(), &[]);
-    assert_eq!(entry_files(&dir.path().join("kernels")).len(), 1);
+    assert_eq!(entry_files(dir.path()).len(), 1);
 }
 
 #[test]
@@ -306,7 +305,7 @@ fn a_warm_process_never_opens_nvrtc() {
 
 /// The direct names of the entries in the cache folder `dir` (a folder per environment).
 fn direct_names(dir: &Path) -> Vec<std::path::PathBuf> {
-    let Ok(environments) = std::fs::read_dir(dir.join("kernels/direct")) else {
+    let Ok(environments) = std::fs::read_dir(dir.join("direct")) else {
         return Vec::new();
     };
     environments
@@ -325,15 +324,15 @@ fn a_first_lookup_takes_the_direct_name_without_the_remembered_toolchain() {
         1,
         "the miss filed its entry under a direct name"
     );
-    let entries = entry_files(&dir.path().join("kernels"));
+    let entries = entry_files(dir.path());
     assert_eq!(entries.len(), 1);
     let inode = |path: &Path| std::fs::metadata(path).unwrap().ino();
     assert_eq!(inode(&names[0]), inode(&entries[0]), "one file, two names");
     // Without the remembered toolchain and NVRTC's remembered version, only the direct name can
     // make this a hit without opening NVRTC.
-    std::fs::remove_dir_all(dir.path().join("kernels/compilers")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("compilers")).unwrap();
     run_child("warm", dir.path(), &[]);
-    assert!(!dir.path().join("kernels/compilers").exists());
+    assert!(!dir.path().join("compilers").exists());
 
     // A damaged entry (written in place, so both names see it) is a miss by both names,
     // compiled again; the new entry gets the direct name back.
@@ -349,12 +348,12 @@ fn a_first_lookup_takes_the_direct_name_without_the_remembered_toolchain() {
     let elsewhere = [("CUDA_PATH", dir.path().to_str().unwrap())];
     run_child("warm", dir.path(), &elsewhere);
     assert_eq!(direct_names(dir.path()).len(), 2);
-    std::fs::remove_dir_all(dir.path().join("kernels/compilers")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("compilers")).unwrap();
     run_child("warm", dir.path(), &[]);
     run_child("warm", dir.path(), &elsewhere);
     // Evicting the entry frees its space: its direct names go with it.
-    let cache = Cache::open(dir.path().join("kernels")).unwrap();
-    assert_eq!(cache.clear().unwrap(), 1);
+    let cache = Cache::open(dir.path()).unwrap();
+    assert_eq!(cache.clear().unwrap().removed, 1);
     assert_eq!(direct_names(dir.path()), Vec::<std::path::PathBuf>::new());
 }
 
@@ -390,7 +389,7 @@ fn a_changed_nvrtc_is_noticed_by_the_next_process() {
         nvrtc.path().to_str().unwrap(),
     )];
     run_child("cold", dir.path(), &only_the_copy);
-    let remembered = dir.path().join("kernels/compilers");
+    let remembered = dir.path().join("compilers");
     let toolchains = || {
         std::fs::read_dir(&remembered)
             .unwrap()
@@ -456,8 +455,7 @@ fn the_switches_turn_the_process_wide_cache_off() {
     let dir = tempfile::tempdir().unwrap();
     run_child("off", dir.path(), &[("CUDYN_CACHE", "off")]);
     run_child("set-enabled", dir.path(), &[]);
-    let kernels = dir.path().join("kernels");
-    assert!(!kernels.exists() || entry_files(&kernels).is_empty());
+    assert!(entry_files(dir.path()).is_empty());
 }
 
 #[test]
@@ -469,7 +467,7 @@ fn the_size_cap_comes_from_the_environment() {
         Vec::<std::path::PathBuf>::new(),
         "the evicted entry's direct name is gone"
     );
-    assert!(entry_files(&dir.path().join("kernels")).is_empty());
+    assert!(entry_files(dir.path()).is_empty());
 }
 
 #[test]
@@ -481,8 +479,8 @@ fn set_dir_moves_the_cache_until_its_first_use() {
         dir.path(),
         &[("CUDYN_CACHE_TEST_MOVED", moved_text)],
     );
-    assert_eq!(entry_files(&moved.path().join("kernels")).len(), 1);
-    assert!(!dir.path().join("kernels").exists());
+    assert_eq!(entry_files(moved.path()).len(), 1);
+    assert!(entry_files(dir.path()).is_empty());
 }
 
 #[test]
@@ -639,10 +637,8 @@ fn child() {
             let moved = std::env::var("CUDYN_CACHE_TEST_MOVED").unwrap();
             cache::set_dir(&moved).unwrap();
             program("set_dir").compile().unwrap();
-            assert_eq!(
-                Cache::global().unwrap().path(),
-                Path::new(&moved).join("kernels")
-            );
+            assert_eq!(Cache::global().unwrap().path(), Path::new(&moved));
+            assert_eq!(cache::dir().unwrap(), Path::new(&moved));
             let error = cache::set_dir("/elsewhere").unwrap_err();
             assert!(matches!(error, Error::CacheDirFrozen { .. }), "{error:?}");
         }

@@ -76,6 +76,30 @@ fn a_cubin_is_cuda_elf_for_the_requested_sm() {
 }
 
 #[test]
+fn a_macro_without_a_name_is_refused_before_nvrtc_takes_the_next_option_for_it() {
+    require_compilers();
+    for (program, definition) in [
+        (Program::new(SAXPY).define(""), ""),
+        (Program::new(SAXPY).define_value("", "2"), "=2"),
+        (Program::new(SAXPY).define("=1").include("/tmp"), "=1"),
+    ] {
+        let error = program.arch(SM_90).cache(false).compile().unwrap_err();
+        assert!(
+            matches!(&error, cudyn::Error::InvalidMacro { definition: d } if d == definition),
+            "{error:?}"
+        );
+        assert!(
+            error.to_string().contains("a macro needs a name"),
+            "{error}"
+        );
+    }
+    let named = Program::new(SAXPY)
+        .define("MAX(a,b)")
+        .define_value("N", "4");
+    named.arch(SM_90).cache(false).compile().unwrap();
+}
+
+#[test]
 fn ptx_names_its_isa_version_and_target() {
     require_compilers();
     let compiled = Program::new(SAXPY)

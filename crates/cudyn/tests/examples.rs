@@ -1,9 +1,11 @@
 //! Every program of `examples/` run as a user runs it.
 //!
-//! Without a GPU each fails cleanly: exit status 1 and cudyn's error saying that no CUDA driver
-//! was found, on stderr, and no panic. The driver is hidden from them (an exclusive
-//! `CUDYN_LIBRARY_PATH` holding only the runtime's folder) so that this holds on any machine. On
-//! a GPU each must print its success line: the GPU's result equals the CPU's.
+//! Without a GPU each says so first: exit status 1, `error: no GPU here (<why>)` on stderr with
+//! the command that runs its offline part, the places the driver was looked for, and no panic;
+//! with `--arch sm_90` it runs that part (compiling, linking) and says what it made, with exit
+//! status 0. The driver is hidden from them (an exclusive `CUDYN_LIBRARY_PATH` holding only the
+//! runtime's folder) so that this holds on any machine. On a GPU each must print its success
+//! line: the GPU's result equals the CPU's.
 //!
 //! The example programs are Cargo's (`target/<profile>/examples/`, built by `cargo test` and
 //! `cargo build --examples`), or, where the test binaries were copied to another machine, the
@@ -78,7 +80,7 @@ fn runtime_folder() -> PathBuf {
 }
 
 #[test]
-fn without_a_driver_every_example_fails_with_cudyn_error_and_no_panic() {
+fn without_a_gpu_every_example_says_so_first_and_runs_its_offline_part_on_request() {
     let toolkit_only = runtime_folder();
     for name in EXAMPLES {
         let output = example(name)
@@ -89,14 +91,15 @@ fn without_a_driver_every_example_fails_with_cudyn_error_and_no_panic() {
         let report = describe(&output);
         assert_eq!(output.status.code(), Some(1), "{name}: {report}");
         assert!(!stderr.contains("panicked"), "{name} panicked: {report}");
+        let first = stderr.lines().next().unwrap_or_default();
         assert!(
-            stderr.starts_with("error: "),
-            "{name}: cudyn's error first: {report}"
-        );
-        assert!(
-            stderr.contains("no CUDA driver was found")
-                || stderr.contains("CUDA driver was not found"),
-            "{name}: the error names the missing driver: {report}"
+            first.starts_with("error: no GPU here (")
+                && first.contains("driver was not found")
+                && first.ends_with(&format!(
+                    "Its offline part (compiling) runs without one: cargo run -p cudyn \
+                     --example {name} -- --arch sm_90"
+                )),
+            "{name}: the reason and the offline part first: {report}"
         );
         assert!(
             stderr.contains(&toolkit_only.display().to_string()),
@@ -104,7 +107,26 @@ fn without_a_driver_every_example_fails_with_cudyn_error_and_no_panic() {
         );
         assert!(
             !stdout.contains(": ok:"),
-            "{name}: no success line without a GPU: {report}"
+            "{name}: no success line: {report}"
+        );
+
+        let offline = example(name)
+            .args(["--arch", "sm_90"])
+            .env(cudyn::locate::LIBRARY_PATH_ENV, &toolkit_only)
+            .output()
+            .expect("running the example");
+        let report = describe(&offline);
+        assert_eq!(
+            offline.status.code(),
+            Some(0),
+            "{name} --arch sm_90: {report}"
+        );
+        let stdout = text(&offline.stdout);
+        assert!(
+            stdout.starts_with(&format!("{name}: offline: "))
+                && (stdout.contains("for sm_90") || stdout.contains("fatbin"))
+                && stdout.trim_end().ends_with("loading and launching need a GPU, and there is none here (CUDA driver was not found (looked for libcuda.so.1))"),
+            "{name} --arch sm_90: {report}"
         );
     }
 }

@@ -176,7 +176,12 @@ enum Outcome {
 fn add_and_finish(bytes: &[u8], helper: &[u8]) -> Outcome {
     let mut linker = options(90).linker().unwrap();
     match linker.add(InputKind::Any, bytes, "damaged") {
-        Err(Error::MalformedImage { .. } | Error::NotDeviceCode { .. }) => return Outcome::Refused,
+        // A damaged header may also read as machine code of another architecture.
+        Err(
+            Error::MalformedImage { .. }
+            | Error::NotDeviceCode { .. }
+            | Error::LinkArchMismatch { .. },
+        ) => return Outcome::Refused,
         // nvJitLink read them and refused them itself.
         Err(Error::Cuda(call)) if call.api == Component::NvJitLink => return Outcome::Read,
         Err(other) => panic!("not the error of a damaged input: {other}"),
@@ -495,11 +500,15 @@ fn a_file_is_checked_as_bytes_are() {
 
 #[test]
 fn a_failed_link_leaves_the_links_of_other_threads_working() {
-    // Adding an sm_80 cubin to an sm_90 link fails in nvJitLinkAddData, which left nvJitLink's
-    // lock held by the failing thread: every later link of another thread waited forever.
-    let sm_80 = relocatable(KERNEL, 80, Output::Cubin);
+    // Adding LTO-IR for sm_90 to an sm_80 link fails in nvJitLinkAddData (an sm_80 cubin did
+    // too, before cudyn refused it first), which left nvJitLink's lock held by the failing
+    // thread: every later link of another thread waited forever.
+    let sm_90 = relocatable(KERNEL, 90, Output::LtoIr);
     let failed = std::thread::spawn(move || {
-        link(90, &[(InputKind::Cubin, &sm_80, "kernel_sm_80.cubin")]).map(drop)
+        let options = LinkOptions::new().arch(arch(80)).lto(true).cache(false);
+        let mut linker = options.linker()?;
+        linker.add(InputKind::LtoIr, &sm_90, "kernel_sm_90.ltoir")?;
+        linker.finish().map(drop)
     })
     .join()
     .unwrap();
@@ -522,4 +531,29 @@ fn a_failed_link_leaves_the_links_of_other_threads_working() {
     });
     let outcome = result.recv_timeout(std::time::Duration::from_secs(120));
     assert!(matches!(outcome, Ok(Ok(()))), "{outcome:?}");
+}
+
+#[test]
+fn a_cubin_for_another_architecture_is_refused_naming_both() {
+    let cubin = relocatable(HELPER, 90, Output::Cubin);
+    let mut linker = options(80).linker().unwrap();
+    let error = linker
+        .add(InputKind::Cubin, &cubin, "helper.cubin")
+        .map(drop)
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::LinkArchMismatch { what, input, link }
+            if what == "helper.cubin" && input == "sm_90" && link == "sm_80"),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("SASS links only into its own architecture"),
+        "{error}"
+    );
+    // LTO-IR and PTX of an older architecture are no mismatch: a later one takes them.
+    let ptx = relocatable(HELPER, 80, Output::Ptx);
+    let mut linker = options(90).linker().unwrap();
+    linker.add(InputKind::Ptx, &ptx, "helper.ptx").unwrap();
 }

@@ -1,6 +1,7 @@
 //! `cudyn link`: device code linked by nvJitLink into one cubin, in a child process (see
 //! [`isolated`]).
 
+mod inputs;
 mod isolated;
 
 use std::path::{Path, PathBuf};
@@ -8,7 +9,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use cudyn::compile::{Arch, InputKind, LinkOptions, Linked};
-use cudyn::Image;
 
 use crate::output::{self, CliError, Destination};
 
@@ -24,10 +24,11 @@ nvJitLink's info log goes to standard error (--json puts it in the report instea
 
 Exit status:
   0  linked and written
-  1  an input could not be read or is not device code, the link failed (its log follows),
+  1  an input could not be read or is not device code (a static library without any, a cubin
+     of another architecture), the link failed (its log follows),
      nvJitLink crashed on an input (it runs in a process of its own, so that the crash is
      reported rather than ending cudyn) or ran past --time-limit, or no target was known
-  2  usage error (bad option or value)
+  2  usage error: a bad option or value, an output that is an input, --json with -o -
 
 Examples:
   cudyn compile kernel.cu step.cu --arch sm_90 --emit ltoir --rdc
@@ -40,9 +41,12 @@ Examples:
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The inputs: cubin, PTX, LTO-IR, fatbin, host objects and static libraries.
+    /// The inputs: cubin, PTX, LTO-IR, fatbin, host objects and static libraries (`-`:
+    /// standard input).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    limit: crate::input::Limit,
     /// Link-time optimization: LTO-IR inputs are optimized together (calls across them can
     /// be inlined). Needed for LTO-IR inputs.
     #[arg(long)]
@@ -104,8 +108,17 @@ struct InputReport {
     kind: &'static str,
 }
 
-/// Exit status: 0 when linked and written, 1 otherwise.
+/// Exit status: 0 when linked and written, 2 for a usage error, 1 otherwise.
 pub fn run(args: &Args) -> ExitCode {
+    // What the command line alone decides is refused before anything runs, on standard error
+    // as every usage error is, never in a JSON report.
+    let destination = match destination(args) {
+        Ok(destination) => destination,
+        Err(error) => {
+            output::print_error("link", &error);
+            return error.exit_code();
+        }
+    };
     if !isolated::in_process() {
         // Without a child (it could not be started), the link runs here, with no time limit.
         let failure = match isolated::run_child(args.time_limit) {
@@ -122,13 +135,31 @@ pub fn run(args: &Args) -> ExitCode {
         };
         if let Some(message) = failure {
             let mut report = LinkReport::new(args);
-            report.inputs = readable_inputs(&args.inputs);
+            report.inputs = inputs::readable(&args.inputs, args.limit);
             return finish(args, report, Err(CliError::new(message)));
         }
     }
     let mut report = LinkReport::new(args);
-    let outcome = link(args, &mut report);
+    let outcome = link(args, destination, &mut report);
     finish(args, report, outcome)
+}
+
+/// Where the cubin goes, unless the command line contradicts itself: standard input named twice,
+/// `--json` and `-o -` both for standard output, an output that is one of the inputs.
+fn destination(args: &Args) -> Result<Destination, CliError> {
+    crate::input::refuse_stdin_twice(&args.inputs)?;
+    let destination = if args.output == Path::new("-") {
+        if args.json {
+            return Err(CliError::usage(
+                "--json and -o - both want standard output: write the cubin to a file with -o",
+            ));
+        }
+        output::stdout("cubin", true)?
+    } else {
+        Destination::File(args.output.clone())
+    };
+    output::refuse_clashes(&args.inputs, std::slice::from_ref(&destination))?;
+    Ok(destination)
 }
 
 impl LinkReport {
@@ -148,20 +179,6 @@ impl LinkReport {
     }
 }
 
-/// The inputs among `files` that can be read and are device code, with their kinds.
-fn readable_inputs(files: &[PathBuf]) -> Vec<InputReport> {
-    files
-        .iter()
-        .filter_map(|file| {
-            let kind = input_kind(file, &std::fs::read(file).ok()?).ok()?;
-            Some(InputReport {
-                file: file.clone(),
-                kind: kind_name(kind),
-            })
-        })
-        .collect()
-}
-
 /// Prints what the link did (`--json`: the report) and gives the exit status.
 fn finish(args: &Args, mut report: LinkReport, outcome: Result<Destination, CliError>) -> ExitCode {
     if let Err(error) = &outcome {
@@ -171,7 +188,7 @@ fn finish(args: &Args, mut report: LinkReport, outcome: Result<Destination, CliE
         output::print_json("link", &report);
     } else {
         if !report.info_log.trim().is_empty() {
-            eprintln!("{}", report.info_log.trim_end());
+            crate::streams::errln!("{}", report.info_log.trim_end());
         }
         for warning in &report.warnings {
             crate::terminal::print_warning("cudyn link", warning);
@@ -194,24 +211,15 @@ fn finish(args: &Args, mut report: LinkReport, outcome: Result<Destination, CliE
     }
 }
 
-fn link(args: &Args, report: &mut LinkReport) -> Result<Destination, CliError> {
-    let destination = if args.output == Path::new("-") {
-        if args.json {
-            return Err(CliError::new(
-                "--json and -o - both want standard output: write the cubin to a file with -o",
-            ));
-        }
-        output::stdout("cubin", true)?
-    } else {
-        Destination::File(args.output.clone())
-    };
-    output::refuse_clashes(&args.inputs, std::slice::from_ref(&destination))?;
+fn link(
+    args: &Args,
+    destination: Destination,
+    report: &mut LinkReport,
+) -> Result<Destination, CliError> {
     let mut inputs = Vec::with_capacity(args.inputs.len());
     for file in &args.inputs {
-        let bytes = std::fs::read(file).map_err(|error| {
-            CliError::new(format!("cannot read {}", file.display())).source(error)
-        })?;
-        let kind = input_kind(file, &bytes)?;
+        let bytes = crate::input::device_code(file, args.limit)?;
+        let kind = inputs::kind(file, &bytes)?;
         if kind == InputKind::LtoIr && !args.lto {
             return Err(CliError::new(format!(
                 "pass --lto: {} is LTO-IR, which nvJitLink links only with link-time \
@@ -219,9 +227,12 @@ fn link(args: &Args, report: &mut LinkReport) -> Result<Destination, CliError> {
                 file.display()
             )));
         }
+        if kind == InputKind::Library {
+            inputs::refuse_library_without_device_code(file, &bytes)?;
+        }
         report.inputs.push(InputReport {
             file: file.clone(),
-            kind: kind_name(kind),
+            kind: inputs::kind_name(kind),
         });
         inputs.push((file, kind, bytes));
     }
@@ -236,50 +247,21 @@ fn link(args: &Args, report: &mut LinkReport) -> Result<Destination, CliError> {
         .linker()
         .map_err(|error| output::arch_fix_first(error, "links"))?;
     for (file, kind, bytes) in &inputs {
-        linker.add(*kind, bytes, &file.display().to_string())?;
+        linker.add(*kind, bytes, &crate::input::display(file))?;
     }
     let linked: Linked = linker.finish()?;
     report.info_log = linked.info_log().to_owned();
     report.arch = Some(linked.arch().sm());
     report.kernels = output::count_kernels(linked.code());
     if report.kernels == Some(0) {
-        // nvJitLink takes the machine code a fatbin or object holds for the link's architecture
-        // as it is, and links nothing of it unless it is relocatable.
-        report.warnings.push(
-            "the linked cubin holds no kernel: an input compiled without relocatable device code \
-             (-rdc) gives a link nothing for an architecture it has machine code for; compile it \
-             with -rdc=true (nvcc) or --rdc (cudyn compile), or load it as it is"
-                .to_owned(),
-        );
+        let bytes: Vec<&[u8]> = inputs
+            .iter()
+            .map(|(_, _, bytes)| bytes.as_slice())
+            .collect();
+        report.warnings.push(inputs::why_no_kernel(&bytes));
     }
     destination.write(linked.code())?;
     report.bytes = Some(linked.code().len());
     report.output = Some(destination.to_string());
     Ok(destination)
-}
-
-/// The kind nvJitLink is told, from the bytes (not the name), as [`Image::detect`] finds it.
-fn input_kind(file: &Path, bytes: &[u8]) -> Result<InputKind, CliError> {
-    let kind = Image::detect(bytes).map_err(|error| {
-        CliError::new(format!(
-            "{} is not an input nvJitLink links: give cubin, PTX, LTO-IR, fatbin, a host object \
-             or a static library",
-            file.display()
-        ))
-        .source(error)
-    })?;
-    Ok(InputKind::of(kind))
-}
-
-fn kind_name(kind: InputKind) -> &'static str {
-    match kind {
-        InputKind::Cubin => "cubin",
-        InputKind::Ptx => "ptx",
-        InputKind::LtoIr => "ltoir",
-        InputKind::Fatbin => "fatbin",
-        InputKind::Object => "object",
-        InputKind::Library => "library",
-        InputKind::Any => "any",
-        _ => "other",
-    }
 }

@@ -60,7 +60,10 @@ pub fn host_buffers(
 
 /// Reads every argument: scalars to their bits, buffers to their bytes (generated, or read from
 /// their files).
-pub fn prepare(specs: &[ArgSpec]) -> Result<Vec<Argument<HostBuffer>>, Failure> {
+pub fn prepare(
+    specs: &[ArgSpec],
+    limit: crate::input::Limit,
+) -> Result<Vec<Argument<HostBuffer>>, Failure> {
     specs
         .iter()
         .enumerate()
@@ -68,13 +71,18 @@ pub fn prepare(specs: &[ArgSpec]) -> Result<Vec<Argument<HostBuffer>>, Failure> 
             ArgSpec::Scalar { ty, value } => values::scalar(*ty, value)
                 .map(Argument::Scalar)
                 .map_err(|error| Failure::new(Status::Usage, format!("argument {index}: {error}"))),
-            ArgSpec::Buffer { ty, contents } => buffer_bytes(*ty, contents, index)
+            ArgSpec::Buffer { ty, contents } => buffer_bytes(*ty, contents, index, limit)
                 .map(|bytes| Argument::Buffer(HostBuffer { ty: *ty, bytes })),
         })
         .collect()
 }
 
-fn buffer_bytes(ty: ElemType, contents: &Contents, index: usize) -> Result<Vec<u8>, Failure> {
+fn buffer_bytes(
+    ty: ElemType,
+    contents: &Contents,
+    index: usize,
+    limit: crate::input::Limit,
+) -> Result<Vec<u8>, Failure> {
     let path = match contents {
         Contents::Generated { count, fill } => {
             return values::generate(ty, *count, fill, index).map_err(|error| {
@@ -83,12 +91,8 @@ fn buffer_bytes(ty: ElemType, contents: &Contents, index: usize) -> Result<Vec<u
         }
         Contents::File(path) => path,
     };
-    let bytes = std::fs::read(path).map_err(|error| {
-        Failure::new(
-            Status::Failure,
-            format!("argument {index}: cannot read {}", path.display()),
-        )
-        .caused_by(error)
+    let bytes = crate::input::data(path, limit).map_err(|error| {
+        Failure::new(Status::Failure, format!("argument {index}: {error}")).caused_by(error)
     })?;
     let size = values::element_size(ty);
     if bytes.len() % size != 0 {
@@ -187,6 +191,8 @@ mod tests {
 
     use super::*;
 
+    const LIMIT: crate::input::Limit = crate::input::Limit { bytes: 1 << 30 };
+
     /// The SAXPY of "Dynamic Loading in the CUDA Runtime" (NVIDIA), compiled by NVRTC, and its
     /// parameter layout read offline from the cubin.
     fn saxpy_params() -> Vec<ParamLayout> {
@@ -209,7 +215,7 @@ mod tests {
 
     fn prepared(specs: &[&str]) -> Vec<Argument<HostBuffer>> {
         let specs: Vec<ArgSpec> = specs.iter().map(|s| s.parse().unwrap()).collect();
-        prepare(&specs).unwrap()
+        prepare(&specs, LIMIT).unwrap()
     }
 
     #[test]
@@ -302,7 +308,7 @@ mod tests {
         std::fs::write(&path, [0u8; 6]).unwrap();
         let spec =
             |ty: &str| -> ArgSpec { format!("buf:{ty}:@{}", path.display()).parse().unwrap() };
-        let arguments = prepare(&[spec("u16")]).unwrap();
+        let arguments = prepare(&[spec("u16")], LIMIT).unwrap();
         assert_eq!(
             arguments[0].buffer(),
             Some(&HostBuffer {
@@ -310,13 +316,13 @@ mod tests {
                 bytes: vec![0; 6]
             })
         );
-        let error = prepare(&[spec("f32")]).unwrap_err();
+        let error = prepare(&[spec("f32")], LIMIT).unwrap_err();
         assert_eq!(error.status, Status::Usage);
         assert!(error
             .to_string()
             .contains("holds 6 bytes, which is not a whole number of f32"));
         let missing: ArgSpec = "buf:f32:@/nonexistent/x.bin".parse().unwrap();
-        let error = prepare(&[missing]).unwrap_err();
+        let error = prepare(&[missing], LIMIT).unwrap_err();
         assert_eq!(error.status, Status::Failure);
         assert!(
             std::error::Error::source(&error).is_some(),

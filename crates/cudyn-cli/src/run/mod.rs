@@ -3,6 +3,7 @@
 
 mod arguments;
 mod gpu;
+mod limits;
 mod output;
 mod spec;
 mod values;
@@ -35,12 +36,13 @@ sizes passed disagree with the buffers, say) has undefined behaviour, usually a 
 illegal-address error.
 
 Exit status:
-  0  the kernel ran (with --check: the arguments match the kernel)
+  0  the kernel ran (with --check: the arguments, grid, block and shared memory fit the kernel)
   1  failure: a file cannot be read, the code does not compile or load, CUDA reports an error
   2  usage: a malformed option or --arg value
   3  no GPU: no NVIDIA driver or no GPU (with a .cu and no --arch, even for --check)
   4  the kernel and the arguments disagree: no such kernel, a different number, size or
      alignment of arguments, or a grid, block or shared memory size the kernel cannot take
+     (with --check: beyond the limits of the architecture or of the kernel's device code)
 
 Examples:
   # SAXPY on 2^20 random floats: out = 2.5 x + y; write out to out.bin
@@ -48,9 +50,12 @@ Examples:
       --arg buf:f32:1048576=random --arg buf:f32:1048576=1 --arg buf:f32:1048576 \\
       --arg u64:1048576 --out 3=out.bin
   # The same from a cubin, timed over 100 launches, as JSON
-  cudyn run saxpy.cubin saxpy --grid 4096 --block 256 --repeat 100 --json --arg f32:2.5 ...
-  # Check the arguments against the kernel's parameters, with no GPU
-  cudyn run saxpy.cu saxpy --arch sm_90 --check --grid 1 --block 1 --arg f32:2.5 ...
+  cudyn run saxpy.cubin saxpy --grid 4096 --block 256 --repeat 100 --json --arg f32:2.5 \\
+      --arg buf:f32:1048576=random --arg buf:f32:1048576=1 --arg buf:f32:1048576 \\
+      --arg u64:1048576
+  # Check the arguments and the launch against the kernel and sm_90, with no GPU
+  cudyn run saxpy.cu saxpy --arch sm_90 --check --grid 4096 --block 256 --arg f32:2.5 \\
+      --arg buf:f32:0 --arg buf:f32:0 --arg buf:f32:0 --arg u64:0
   # A 2-D launch reading a matrix from a file
   cudyn run blur.fatbin blur --grid 64,64 --block 16,16 --arg buf:f32:@image.bin \\
       --arg buf:f32:1048576 --arg i32:1024";
@@ -95,6 +100,8 @@ pub struct Args {
     /// Print the result as JSON (the schema is in docs/CLI.md).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    limit: crate::input::Limit,
 }
 
 /// How `cudyn run` ended, as its exit status.
@@ -148,6 +155,16 @@ impl Failure {
     }
 }
 
+impl From<crate::output::CliError> for Failure {
+    fn from(error: crate::output::CliError) -> Self {
+        let status = match error.exit_code() {
+            code if code == std::process::ExitCode::from(2) => Status::Usage,
+            _ => Status::Failure,
+        };
+        Failure::new(status, error.to_string()).caused_by(error)
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -174,14 +191,16 @@ pub fn run(args: &Args) -> ExitCode {
 
 fn execute(args: &Args) -> Result<(), Failure> {
     check_outputs(&args.out, &args.arguments)?;
-    let arguments = arguments::prepare(&args.arguments)?;
-    let code = device_code(&args.file, args.arch)?;
+    let arguments = arguments::prepare(&args.arguments, args.limit)?;
+    let code = device_code(&args.file, args.arch, args.limit)?;
     let image = Image::new(code.as_slice()).map_err(|error| {
         Failure::from_cuda(format!("{} is not device code", args.file.display()), error)
     })?;
+    let config = LaunchConfig::new(args.grid.0, args.block.0).shared_mem(args.shared);
     if let Some(params) = offline_params(args, &image)? {
         arguments::check_offline(&args.kernel, &params, &arguments)?;
         if args.check {
+            limits::check_offline(&image, &args.kernel, args.arch, &config)?;
             return output::print_check(args, &params);
         }
     }
@@ -189,7 +208,6 @@ fn execute(args: &Args) -> Result<(), Failure> {
     let device = gpu::first_device()?;
     let kernel = gpu::load_kernel(&code, &args.kernel)?;
     gpu::allow_shared_memory(&kernel, device, args.shared)?;
-    let config = LaunchConfig::new(args.grid.0, args.block.0).shared_mem(args.shared);
     let outcome = gpu::launch(&kernel, &config, &arguments, args.repeat)?;
     let buffers = output::summarize(&arguments, &outcome.after);
     for out in &args.out {
@@ -303,14 +321,15 @@ fn check_outputs(outs: &[OutSpec], specs: &[ArgSpec]) -> Result<(), Failure> {
 }
 
 /// The device code in `file`: its bytes, or for a .cu file the cubin NVRTC makes of it.
-fn device_code(file: &Path, arch: Option<Arch>) -> Result<Vec<u8>, Failure> {
-    let read_failure = |error| {
-        Failure::new(Status::Failure, format!("cannot read {}", file.display())).caused_by(error)
-    };
+fn device_code(
+    file: &Path,
+    arch: Option<Arch>,
+    limit: crate::input::Limit,
+) -> Result<Vec<u8>, Failure> {
     if file.extension() != Some(std::ffi::OsStr::new("cu")) {
-        return std::fs::read(file).map_err(read_failure);
+        return Ok(crate::input::device_code(file, limit)?);
     }
-    let source = std::fs::read_to_string(file).map_err(read_failure)?;
+    let source = crate::input::source(file, limit)?;
     let name = file
         .file_name()
         .map_or_else(|| "program.cu".into(), |name| name.to_string_lossy());
@@ -333,7 +352,7 @@ fn device_code(file: &Path, arch: Option<Arch>) -> Result<Vec<u8>, Failure> {
         error => Failure::from_cuda(format!("cannot compile {}", file.display()), error),
     })?;
     if !compiled.log().trim().is_empty() {
-        eprintln!("{}", compiled.log().trim_end());
+        crate::streams::errln!("{}", compiled.log().trim_end());
     }
     Ok(compiled.code().to_vec())
 }

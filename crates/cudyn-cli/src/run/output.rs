@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::arguments::{host_buffers, Argument, HostBuffer};
 use super::values::{self, Summary};
 use super::{Args, Failure, Status};
+use crate::streams::outln;
 use crate::terminal::STRONG;
 
 /// One buffer after the launch.
@@ -116,10 +117,10 @@ pub fn print_run(
     };
     if args.json {
         let text = serde_json::to_string_pretty(&report).map_err(json_failure)?;
-        println!("{text}");
+        outln!("{text}");
         return Ok(());
     }
-    anstream::println!(
+    outln!(
         "{STRONG}{}{STRONG:#} on GPU {} ({}, {}): grid {}, block {}, {} bytes of dynamic shared \
          memory",
         report.kernel,
@@ -135,12 +136,12 @@ pub fn print_run(
         1 => "1 launch".to_owned(),
         n => format!("{n} launches"),
     };
-    println!("time over {launches}: median {median:.2} us, min {min:.2} us, max {max:.2} us");
+    outln!("time over {launches}: median {median:.2} us, min {min:.2} us, max {max:.2} us");
     for buffer in buffers {
-        println!("{}", render_buffer(buffer));
+        outln!("{}", render_buffer(buffer));
     }
     for written in &report.written {
-        println!(
+        outln!(
             "wrote argument {} to {}",
             written.argument,
             written.path.display()
@@ -210,11 +211,15 @@ pub fn print_check(args: &Args, params: &[ParamLayout]) -> Result<(), Failure> {
             matches: true,
         };
         let text = serde_json::to_string_pretty(&report).map_err(json_failure)?;
-        println!("{text}");
+        outln!("{text}");
     } else {
-        anstream::println!(
-            "the arguments match the {} parameters of {STRONG}{}{STRONG:#} in {}",
-            params.len(),
+        let parameters = match params.len() {
+            1 => "the 1 parameter".to_owned(),
+            count => format!("the {count} parameters"),
+        };
+        outln!(
+            "the arguments match {parameters} of {STRONG}{}{STRONG:#} in {}, and the grid, \
+             block and shared memory its limits",
             args.kernel,
             args.file.display()
         );

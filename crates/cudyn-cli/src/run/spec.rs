@@ -322,6 +322,12 @@ mod tests {
         assert!(refused("buf:i32:4=1.5").contains("`1.5` is not a value of type i32"));
         assert!(refused("buf:f32:4=random:x").contains("seed `x`"));
         assert!(refused("buf:f32:@").contains("names no file"));
+        assert!(refused("f32:1e999").contains("`1e999` is too large for f32"));
+        assert!(refused("f64:-1e309").contains("too large for f64"));
+        assert!(refused("buf:f32:2=3.5e38").contains("too large for f32"));
+        for infinite in ["f32:inf", "f32:-inf", "f64:+Infinity", "f32:1e-999"] {
+            arg(infinite);
+        }
     }
 
     #[test]

@@ -33,6 +33,11 @@ pub trait Element: bytemuck::Pod + PartialOrd + fmt::Display + FromStr {
     fn sum(values: &[Self]) -> Value;
     /// The value's bits, as the kernel receives them.
     fn bits(self) -> ScalarBits;
+    /// Whether `text`, read as this value, was a number too large for the type (floats read it
+    /// as an infinity): an infinity is written as one (`inf`).
+    fn overflowed(self, text: &str) -> bool;
+    /// The largest finite value of the type, as messages write it.
+    fn largest() -> String;
 }
 
 macro_rules! integer_element {
@@ -52,6 +57,13 @@ macro_rules! integer_element {
             }
             fn bits(self) -> ScalarBits {
                 ScalarBits::$bits(bytemuck::cast(self))
+            }
+            fn overflowed(self, _: &str) -> bool {
+                // Reading an integer fails instead.
+                false
+            }
+            fn largest() -> String {
+                $ty::MAX.to_string()
             }
         }
     )* };
@@ -80,6 +92,13 @@ macro_rules! float_element {
             }
             fn bits(self) -> ScalarBits {
                 ScalarBits::$bits(bytemuck::cast(self))
+            }
+            fn overflowed(self, text: &str) -> bool {
+                let spelled = text.trim_start_matches(['+', '-']).to_ascii_lowercase();
+                self.is_infinite() && spelled != "inf" && spelled != "infinity"
+            }
+            fn largest() -> String {
+                format!("{:e}", $ty::MAX)
             }
         }
     )* };
@@ -112,8 +131,17 @@ fn parse<T: Element>(ty: ElemType, text: &str) -> Result<T, String>
 where
     T::Err: fmt::Display,
 {
-    text.parse()
-        .map_err(|error| format!("`{text}` is not a value of type {ty} ({error})"))
+    let value: T = text
+        .parse()
+        .map_err(|error| format!("`{text}` is not a value of type {ty} ({error})"))?;
+    if value.overflowed(text) {
+        return Err(format!(
+            "`{text}` is too large for {ty}, whose largest finite value is {}; write inf for \
+             infinity",
+            T::largest()
+        ));
+    }
+    Ok(value)
 }
 
 /// The bits of `text` read as a `ty`.

@@ -3,8 +3,8 @@
 //! `bench_cache`'s (f).
 //!
 //! The same steps as cudyn's hit, on the same files, without cudyn's code: read the cache's
-//! settings from the environment; check the cache folder and its `kernels` folder (owner and
-//! mode: a folder others may write to is refused); name the variables the search for NVRTC reads
+//! settings from the environment; check the cache folder (owner and mode: a folder others may
+//! write to is refused); name the variables the search for NVRTC reads
 //! and the program (source and options) by a hash each, the entry's direct name; read the entry
 //! through that name, hash it (its checksum, xxh3-128 as cudyn's), compare the source it was made
 //! from with this one, `stat` NVRTC's file (and the headers' version files, for a source that may
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 /// The files a hit of one warm cache reads, found by the parent (outside the clock).
 pub struct Files {
-    /// The cache's base folder (`CUDYN_CACHE_DIR`); entries live in its `kernels` folder.
+    /// The cache's folder (`CUDYN_CACHE_DIR`), where the entries live.
     pub base: PathBuf,
     /// The remembered toolchain of this environment, which names the files a hit checks (read
     /// by [`Files::find`], not by a hit: an entry holds its toolchain).
@@ -47,11 +47,10 @@ impl Files {
                 _ => Err(format!("{folder:?} does not hold exactly one such file")),
             }
         };
-        let kernels = base.join("kernels");
-        let record = only(kernels.join("compilers"), &|name| {
+        let record = only(base.join("compilers"), &|name| {
             name.starts_with("toolchain-")
         })?;
-        let environment = only(kernels.join("direct"), &|_| true)?;
+        let environment = only(base.join("direct"), &|_| true)?;
         let entry = only(environment, &|name| name.ends_with(".cudyn"))?;
         let bytes = std::fs::read(&record).map_err(|e| e.to_string())?;
         let stamps = stamped_files(&bytes).ok_or("the toolchain record does not read")?;
@@ -138,11 +137,10 @@ pub fn hit(files: &Files, source: &str, arch: &str) -> Result<Code, String> {
     }
     // SAFETY: geteuid takes nothing and cannot fail.
     let me = unsafe { libc::geteuid() };
-    for folder in [files.base.clone(), files.base.join("kernels")] {
-        let metadata = std::fs::symlink_metadata(&folder).map_err(|e| e.to_string())?;
-        if !metadata.is_dir() || metadata.uid() != me || metadata.mode() & 0o022 != 0 {
-            return Err(format!("{folder:?} is not a private folder"));
-        }
+    let folder = &files.base;
+    let metadata = std::fs::symlink_metadata(folder).map_err(|e| e.to_string())?;
+    if !metadata.is_dir() || metadata.uid() != me || metadata.mode() & 0o022 != 0 {
+        return Err(format!("{folder:?} is not a private folder"));
     }
     // The environment and the program as bytes, each named by a hash for the entry's file name.
     let mut fingerprint = Vec::new();

@@ -116,21 +116,40 @@ pub(crate) fn remove_orphaned_links(direct: &Path, entries: &BTreeSet<FileId>) {
     }
 }
 
+/// What [`evict`] did: the entries it removed, those it could not remove, with why, and the
+/// bytes left.
+pub(crate) struct Evicted<'f> {
+    pub removed: Vec<&'f OnDisk>,
+    pub failed: Vec<(&'f OnDisk, std::io::Error)>,
+    pub remaining: u64,
+}
+
 /// Removes the least recently used entries of `files` (most recent first) until the rest fit in
-/// `max_bytes`; returns what was removed and what remains, in bytes.
-pub(crate) fn evict(files: &[OnDisk], max_bytes: u64) -> (Vec<&OnDisk>, u64) {
-    let mut total: u64 = files.iter().map(|file| file.size).sum();
-    let mut removed = Vec::new();
+/// `max_bytes`. An entry another process removed meanwhile frees its space without counting as
+/// removed here; one that cannot be removed (a folder this user may not write) stays, counted in
+/// what remains, and the next older one is tried.
+pub(crate) fn evict(files: &[OnDisk], max_bytes: u64) -> Evicted<'_> {
+    let mut evicted = Evicted {
+        removed: Vec::new(),
+        failed: Vec::new(),
+        remaining: files.iter().map(|file| file.size).sum(),
+    };
     for file in files.iter().rev() {
-        if total <= max_bytes {
+        if evicted.remaining <= max_bytes {
             break;
         }
-        // Another process may have removed it already; the space is free either way.
-        let _ = fs::remove_file(&file.path);
-        total -= file.size;
-        removed.push(file);
+        match fs::remove_file(&file.path) {
+            Ok(()) => {
+                evicted.remaining -= file.size;
+                evicted.removed.push(file);
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                evicted.remaining -= file.size;
+            }
+            Err(error) => evicted.failed.push((file, error)),
+        }
     }
-    (removed, total)
+    evicted
 }
 
 #[cfg(test)]
@@ -179,9 +198,10 @@ mod tests {
             .map(|file| file.path.file_stem().unwrap().to_str().unwrap().to_owned())
             .collect();
         assert_eq!(names, ["new", "mid", "old"]);
-        let (removed, remaining) = evict(&files, 150);
-        assert_eq!(removed.len(), 2);
-        assert_eq!(remaining, 100);
+        let evicted = evict(&files, 150);
+        assert_eq!(evicted.removed.len(), 2);
+        assert!(evicted.failed.is_empty());
+        assert_eq!(evicted.remaining, 100);
         assert!(dir.path().join(format!("new.{EXTENSION}")).exists());
         assert!(!dir.path().join(format!("mid.{EXTENSION}")).exists());
     }

@@ -5,9 +5,10 @@
 //! listed the folder at its first write, a new process's first compile into a cache of a few
 //! thousand entries paid more for the listing than for all of the cache's other work.
 //!
-//! The ledger is one small file, `kernels/ledger`, of 8-byte little-endian records: the first is
-//! the total the last listing found, each later one the size of an entry written since,
-//! appended by its writer (`O_APPEND`: one `write` of 8 bytes, which processes do not interleave).
+//! The ledger is one small file, `ledger` in the cache's folder, of 8-byte little-endian
+//! records: the first is the total the last listing found, each later one the size of an entry
+//! written since, appended by its writer (`O_APPEND`: one `write` of 8 bytes, which processes
+//! do not interleave).
 //! A write appends its record and reads the ledger back; when the total passes the cap, when
 //! [`WRITES_BETWEEN_LISTINGS`] writes were recorded since the listing, or when there is no
 //! ledger to read (a new folder, one an older cudyn wrote, a damaged ledger), the folder is
@@ -26,7 +27,7 @@ use super::store;
 /// Writes recorded after which the folder is listed again, whatever the total says.
 pub(crate) const WRITES_BETWEEN_LISTINGS: usize = 64;
 
-/// The ledger's file name inside `kernels/`.
+/// The ledger's file name inside the cache's folder.
 const NAME: &str = "ledger";
 
 /// One record: a size in bytes.
@@ -56,7 +57,7 @@ fn path(dir: &Path) -> PathBuf {
     dir.join(NAME)
 }
 
-/// Records a write of `bytes` in the ledger of `dir` (the `kernels/` folder) and returns the
+/// Records a write of `bytes` in the ledger of `dir` (the cache's folder) and returns the
 /// tally after it; `None` when there is no ledger, or it cannot be read or written: the caller
 /// then lists the folder, which starts one.
 pub(crate) fn record_write(dir: &Path, bytes: u64) -> Option<Tally> {

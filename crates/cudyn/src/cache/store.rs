@@ -64,6 +64,13 @@ pub(crate) fn prepare_folder_of(dir: &Path, me: u32) -> Result<()> {
     check_private(dir, &metadata, me)
 }
 
+/// `Ok` when `dir` exists and is a folder that [`prepare_folder`] accepts; creates nothing.
+pub(crate) fn check_folder(dir: &Path) -> Result<()> {
+    let metadata =
+        fs::symlink_metadata(dir).map_err(|error| io_error(dir, "reading the folder", error))?;
+    check_private(dir, &metadata, this_user())
+}
+
 /// `Ok` when `dir`, of `metadata` (not following links), is a folder owned by `me` and not
 /// writable by group or others.
 fn check_private(dir: &Path, metadata: &fs::Metadata, me: u32) -> Result<()> {
@@ -72,19 +79,26 @@ fn check_private(dir: &Path, metadata: &fs::Metadata, me: u32) -> Result<()> {
         reason,
     };
     if !metadata.is_dir() {
-        return Err(refuse("it is not a folder (or is a symbolic link)".into()));
+        return Err(refuse(
+            "it is not a folder (or is a symbolic link, which could lead anywhere): move it \
+             away, or point CUDYN_CACHE_DIR at another folder"
+                .into(),
+        ));
     }
     if me != metadata.uid() {
         return Err(refuse(format!(
-            "it is owned by user {}, not by this process's user",
+            "it is owned by user {}, not by this process's user ({me}), who could not trust what \
+             it holds: point CUDYN_CACHE_DIR at a folder of your own",
             metadata.uid()
         )));
     }
     let mode = metadata.permissions().mode();
     if mode & 0o022 != 0 {
         return Err(refuse(format!(
-            "it is writable by group or others (mode {:o})",
-            mode & 0o777
+            "it is writable by group or others (mode {:o}), who could plant code in it: `chmod \
+             700 {}` makes it private",
+            mode & 0o777,
+            dir.display()
         )));
     }
     Ok(())

@@ -301,6 +301,7 @@ impl<'a> Linker<'a> {
     /// process of its own (`cudyn link`, say).
     pub fn add(&mut self, kind: InputKind, bytes: &'a [u8], name: &str) -> Result<&mut Self> {
         let kind = kind.checked(bytes, name)?;
+        self.check_arch(kind, bytes, name)?;
         let name = c_string("input name", name)?;
         // SAFETY: `bytes` stays borrowed for the linker's life ('a), which outlasts the handle.
         let added = unsafe { self.add_checked(kind, bytes, name) };
@@ -322,6 +323,7 @@ impl<'a> Linker<'a> {
         let bytes = std::fs::read(path).map_err(|error| Error::read_file(path, error))?;
         let bytes = bytes.into_boxed_slice();
         let kind = kind.checked(&bytes, text)?;
+        self.check_arch(kind, &bytes, text)?;
         let name = c_string("file name", text)?;
         // SAFETY: the bytes move into `self.files` right after, whatever nvJitLink answered;
         // moving the box does not move its heap bytes, which stay there until the handle is
@@ -330,6 +332,25 @@ impl<'a> Linker<'a> {
         self.files.push(bytes);
         self.with_logs(added)?;
         Ok(self)
+    }
+
+    /// Refuses a cubin, of `bytes` (checked), whose machine code is for another architecture than
+    /// the link's: [`Error::LinkArchMismatch`], where nvJitLink would say only "bad input".
+    fn check_arch(&self, kind: InputKind, bytes: &[u8], name: &str) -> Result<()> {
+        if kind != InputKind::Cubin {
+            return Ok(());
+        }
+        let Ok(cubin) = crate::inspect::cubin::parse(bytes) else {
+            return Ok(());
+        };
+        if cubin.arch == self.arch.number() {
+            return Ok(());
+        }
+        Err(Error::LinkArchMismatch {
+            what: name.to_owned(),
+            input: cubin.arch_name(),
+            link: self.arch.sm(),
+        })
     }
 
     /// Hands nvJitLink `bytes`, of `kind` (checked), under `name`, and adds them to the key;

@@ -403,6 +403,24 @@ impl Program {
         }
     }
 
+    /// Refuses a macro definition with no name, which would reach NVRTC as a bare `-D` that
+    /// takes the next option as the macro.
+    fn check_defines(&self) -> Result<()> {
+        let nameless = self.defines.iter().find(|(name, _)| {
+            let identifier = name.split(['=', '(']).next().unwrap_or_default();
+            !identifier.starts_with(|c: char| c == '_' || c.is_ascii_alphabetic())
+        });
+        match nameless {
+            Some((name, value)) => Err(Error::InvalidMacro {
+                definition: match value {
+                    Some(value) => format!("{name}={value}"),
+                    None => name.clone(),
+                },
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Compiles and loads the result (with [`Library::loader`]'s defaults) in one call; the
     /// name expressions work as kernel names of the library.
     pub fn load(&self) -> Result<Library> {
@@ -453,6 +471,7 @@ impl Program {
         let nvrtc = sys::nvrtc()?;
         let arch = arch?;
         require_supported(arch)?;
+        self.check_defines()?;
         if self.output == Output::Ptx {
             PtxVerdict::here(nvrtc.version)
                 .require_loadable(Component::Nvrtc, self.allow_newer_ptx)?;

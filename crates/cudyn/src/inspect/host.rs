@@ -158,11 +158,32 @@ fn file_kind_name(file: &object::File<'_>) -> &'static str {
     match file.kind() {
         object::ObjectKind::Relocatable => "object",
         object::ObjectKind::Executable => "executable",
-        // Position-independent executables are dynamic objects too; they have an entry point.
-        object::ObjectKind::Dynamic if file.entry() != 0 => "executable",
+        // Position-independent executables are dynamic objects too. An ELF one names its
+        // program interpreter; a shared library may have an entry point (libcudart.so has)
+        // and still be none.
+        object::ObjectKind::Dynamic if is_dynamic_executable(file) => "executable",
         object::ObjectKind::Dynamic => "shared library",
         object::ObjectKind::Core => "core dump",
         _ => "binary",
+    }
+}
+
+/// Whether a dynamic object is an executable: an ELF file with a program interpreter
+/// (`PT_INTERP`), another format with an entry point.
+fn is_dynamic_executable(file: &object::File<'_>) -> bool {
+    use object::read::elf::ProgramHeader as _;
+    fn interpreted<Elf: object::read::elf::FileHeader>(
+        elf: &object::read::elf::ElfFile<'_, Elf>,
+    ) -> bool {
+        let endian = elf.endian();
+        elf.elf_program_headers()
+            .iter()
+            .any(|header| header.p_type(endian) == object::elf::PT_INTERP)
+    }
+    match file {
+        object::File::Elf32(elf) => interpreted(elf),
+        object::File::Elf64(elf) => interpreted(elf),
+        other => other.entry() != 0,
     }
 }
 

@@ -35,6 +35,10 @@ const BITCODE_WRAPPER: &[u8] = &[0xde, 0xc0, 0x17, 0x0b];
 /// Where the NVVM container keeps the architecture, as ten times the SM number (900 for sm_90).
 const NVVM_ARCH_OFFSET: usize = 26;
 
+/// Where the NVVM container keeps the size of its header, after which its IR begins (40 in
+/// CUDA 12 and 13).
+const NVVM_HEADER_SIZE_OFFSET: usize = 16;
+
 /// The LTO-IR format of `bytes`, if they are LTO-IR.
 pub(crate) fn format(bytes: &[u8]) -> Option<LtoIrFormat> {
     [
@@ -46,10 +50,40 @@ pub(crate) fn format(bytes: &[u8]) -> Option<LtoIrFormat> {
     .find_map(|(magic, format)| bytes.starts_with(magic).then_some(format))
 }
 
-/// Reads an LTO-IR header.
+/// Reads an LTO-IR header. An NVVM container must hold its whole header and some IR after it;
+/// the IR itself is NVIDIA's own encoding, which nothing but nvJitLink reads, so damage inside
+/// it is found only by a link.
 pub fn parse(bytes: &[u8]) -> Result<LtoIr, super::ParseError> {
     let format = format(bytes)
         .ok_or_else(|| super::ParseError::new("LTO-IR header", "no LTO-IR magic number"))?;
+    if format == LtoIrFormat::NvvmContainer {
+        let header = super::u32_at(bytes, NVVM_HEADER_SIZE_OFFSET)
+            .and_then(|size| usize::try_from(size).ok())
+            .filter(|&size| size > NVVM_ARCH_OFFSET + 1);
+        match header {
+            Some(size) if bytes.len() > size => {}
+            Some(size) => {
+                return Err(super::ParseError::new(
+                    "NVVM container",
+                    format!(
+                        "its header is {size} bytes, with the IR after it, and only {} bytes \
+                         are given: it is cut short",
+                        bytes.len()
+                    ),
+                ))
+            }
+            None => {
+                return Err(super::ParseError::new(
+                    "NVVM container header",
+                    format!(
+                        "{} bytes are too few for the header, or its size field is damaged: it \
+                         is cut short or damaged",
+                        bytes.len()
+                    ),
+                ))
+            }
+        }
+    }
     let arch = match format {
         LtoIrFormat::NvvmContainer => super::u16_at(bytes, NVVM_ARCH_OFFSET)
             .filter(|tenfold| *tenfold >= 100 && tenfold % 10 == 0)

@@ -78,7 +78,7 @@ impl Retention {
                 .to_str()
                 .filter(|text| text.trim().parse::<usize>().is_ok());
             if text.is_none() {
-                eprintln!(
+                crate::warn::warning!(
                     "cudyn: warning: {name}={} is not a whole number; the default is kept",
                     value.to_string_lossy()
                 );

@@ -123,7 +123,7 @@ pub fn serve() -> i32 {
     return server::serve();
     #[cfg(not(target_os = "linux"))]
     {
-        eprintln!("cudyn: compile workers run on Linux only");
+        crate::warn::warning!("cudyn: compile workers run on Linux only");
         1
     }
 }
@@ -137,7 +137,7 @@ pub fn work() -> i32 {
     return server::work_on_standard_streams();
     #[cfg(not(target_os = "linux"))]
     {
-        eprintln!("cudyn: compile workers run on Linux only");
+        crate::warn::warning!("cudyn: compile workers run on Linux only");
         1
     }
 }
@@ -234,7 +234,7 @@ pub(super) fn server() -> Result<Arc<Connection>, String> {
         Err(why) => {
             let turned_off = why.starts_with("turned off");
             if !turned_off && !std::mem::replace(&mut state.warned, true) {
-                eprintln!("cudyn: warning: compiling on this process's threads, not in compile worker processes: {why}");
+                crate::warn::warning!("cudyn: warning: compiling on this process's threads, not in compile worker processes: {why}");
             }
             state.server = Server::Unavailable(why.clone());
             Err(why)

@@ -53,7 +53,7 @@ pub(super) fn serve() -> i32 {
             0
         }
         Err(error) => {
-            eprintln!("cudyn compile server: {error}");
+            crate::warn::warning!("cudyn compile server: {error}");
             1
         }
     }
@@ -316,7 +316,7 @@ pub(super) fn work_on_standard_streams() -> i32 {
             &TestHooks::from_environment(),
         ),
         Err(error) => {
-            eprintln!("cudyn compile worker: {error}");
+            crate::warn::warning!("cudyn compile worker: {error}");
             1
         }
     }

@@ -25,7 +25,8 @@ macro_rules! install_hint {
     ($pin:literal) => {
         concat!(
             "Run `scripts/cuda-wheels` from cudyn's repository (it installs the pinned CUDA \
-             wheels where cudyn finds them with nothing activated), or install it with `pip \
+             wheels and records where, and cudyn finds them there with nothing activated; wheels \
+             installed elsewhere are found with CUDYN_WHEELS_VENV=DIR), or install it with `pip \
              install ",
             $pin,
             "` or a CUDA toolkit, or point CUDYN_LIBRARY_PATH at the folder holding it."

@@ -25,7 +25,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::search::{cudyn_wheels_venv, python_lib_folders, site_packages};
+use super::search::{python_lib_folders, site_packages};
+use super::wheels::cudyn_wheels_venvs;
 use super::Origin;
 use crate::version::Version;
 
@@ -288,7 +289,7 @@ fn candidates(
         &TOOLKIT_INCLUDES,
         Origin::DefaultToolkit,
     );
-    if let Some(venv) = cudyn_wheels_venv(var) {
+    for venv in cudyn_wheels_venvs(var) {
         for lib in python_lib_folders(&venv.join("lib")) {
             let site = lib.join("site-packages");
             if site.is_dir() && !sites.contains(&site) {

@@ -8,13 +8,12 @@ use crate::error::{Error, Result};
 mod component;
 mod headers;
 mod search;
+mod wheels;
 
 pub use component::Component;
 pub use headers::{provider_of, CudaHeaders, HeaderFolder, HEADER_WHEELS};
-pub use search::{
-    Found, Origin, Place, SearchPath, LIBRARY_PATH_ENV, SEARCH_ENV, WHEELS_VENV_DEFAULT,
-    WHEELS_VENV_ENV,
-};
+pub use search::{Found, Origin, Place, SearchPath, LIBRARY_PATH_ENV, SEARCH_ENV};
+pub use wheels::{WHEELS_RECORD, WHEELS_VENV_DEFAULT, WHEELS_VENV_ENV};
 
 /// The file of a copy of `component` this process has already loaded, if any.
 pub(crate) fn loaded_copy(component: Component) -> Option<PathBuf> {

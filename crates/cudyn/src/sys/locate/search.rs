@@ -4,16 +4,11 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::wheels::{self, WHEELS_VENV_ENV};
 use super::{loaded_copy, Component};
 
 /// The environment variable holding the override folders (`:`-separated).
 pub const LIBRARY_PATH_ENV: &str = "CUDYN_LIBRARY_PATH";
-/// The environment variable naming cudyn's wheel environment, the virtual environment into which
-/// `scripts/cuda-wheels` installs the pinned CUDA wheels.
-pub const WHEELS_VENV_ENV: &str = "CUDYN_WHEELS_VENV";
-/// The folder of cudyn's wheel environment under the user's cache folder when
-/// [`WHEELS_VENV_ENV`] is not set (`scripts/cuda-wheels` uses the same default).
-pub const WHEELS_VENV_DEFAULT: &str = "cudyn/venv-cu13.0";
 /// Every environment variable the search orders of libraries and headers read (and
 /// `LD_LIBRARY_PATH`, the system loader's): the compile cache remembers the toolchain they
 /// resolve to under their values.
@@ -52,8 +47,9 @@ pub enum Origin {
     CondaPrefix,
     /// Under `/usr/local/cuda`.
     DefaultToolkit,
-    /// In cudyn's wheel environment (`$CUDYN_WHEELS_VENV`, else
-    /// `${XDG_CACHE_HOME:-~/.cache}/cudyn/venv-cu13.0`), where `scripts/cuda-wheels` installs.
+    /// In cudyn's wheel environment (`$CUDYN_WHEELS_VENV`, else the one `scripts/cuda-wheels`
+    /// recorded, else `${XDG_CACHE_HOME:-~/.cache}/cudyn/venv-cu13.0`), where
+    /// `scripts/cuda-wheels` installs.
     CudynWheels,
     /// The system loader's own search (`LD_LIBRARY_PATH`, `ld.so.cache`, ...).
     SystemLoader,
@@ -199,13 +195,23 @@ impl SearchPath {
         // Last of the folders: every explicit choice and an installed toolkit (which matches the
         // machine's driver) come first; cudyn's own pinned wheels are what makes a machine with
         // no CUDA work after set-up, with nothing activated. When that environment is activated
-        // its folders were already searched as a Python wheel.
-        if let Some(venv) = cudyn_wheels_venv(&var) {
-            for lib in python_lib_folders(&venv.join("lib")) {
-                let site = lib.join("site-packages");
-                if site.is_dir() && !sites.contains(&site) {
-                    search.push_group(&site, &wheel_folders, Origin::CudynWheels);
-                }
+        // its folders were already searched as a Python wheel. One that is not there is still
+        // named, with the fix, so that a report of the places searched says where it was looked
+        // for.
+        for venv in wheels::cudyn_wheels_venvs(&var) {
+            let found: Vec<PathBuf> = python_lib_folders(&venv.join("lib"))
+                .into_iter()
+                .map(|lib| lib.join("site-packages"))
+                .filter(|site| site.is_dir())
+                .collect();
+            if found.is_empty() {
+                let missing = wheels::missing(&venv);
+                search
+                    .summary
+                    .push(format!("{}: {missing}", Origin::CudynWheels));
+            }
+            for site in found.iter().filter(|site| !sites.contains(site)) {
+                search.push_group(site, &wheel_folders, Origin::CudynWheels);
             }
         }
         search
@@ -320,21 +326,6 @@ fn find_in(place: &Place, component: Component) -> Option<Found> {
     })
 }
 
-/// cudyn's wheel environment: `$CUDYN_WHEELS_VENV`, else the default under
-/// `$XDG_CACHE_HOME` or `$HOME/.cache`, as `scripts/cuda-wheels` chooses it.
-pub(super) fn cudyn_wheels_venv(var: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    let set = |name: &str| {
-        var(name)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(venv) = set(WHEELS_VENV_ENV) {
-        return Some(venv);
-    }
-    let cache = set("XDG_CACHE_HOME").or_else(|| Some(set("HOME")?.join(".cache")))?;
-    Some(cache.join(WHEELS_VENV_DEFAULT))
-}
-
 /// Every site-packages folder that exists, in the order of the module documentation, without
 /// repeats.
 pub(super) fn site_packages(var: &impl Fn(&str) -> Option<OsString>, root: &Path) -> Vec<PathBuf> {
@@ -420,6 +411,7 @@ pub(super) fn fake_env<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::locate::wheels::{WHEELS_RECORD, WHEELS_VENV_DEFAULT};
     use std::fs;
 
     fn touch(path: &Path) {
@@ -573,6 +565,32 @@ mod tests {
     }
 
     #[test]
+    fn the_recorded_wheel_environment_is_found_and_a_missing_one_named() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let elsewhere = root.path().join("some/dir");
+        let search = search_with(fake_env(&[("HOME", &home)]), root.path());
+        assert!(search.locate(Component::Nvrtc).is_none());
+        let described = search.describe().join("\n");
+        assert!(
+            described.contains(&format!(
+                "cudyn's wheel environment: {} (not installed: scripts/cuda-wheels installs",
+                home.join(".cache").join(WHEELS_VENV_DEFAULT).display()
+            )) && described.contains("CUDYN_WHEELS_VENV=DIR"),
+            "{described}"
+        );
+        // What the set-up leaves after `CUDYN_WHEELS_VENV=some/dir scripts/cuda-wheels`.
+        let lib = wheel_venv(&elsewhere);
+        let record = home.join(".cache").join(WHEELS_RECORD);
+        fs::create_dir_all(record.parent().unwrap()).unwrap();
+        fs::write(&record, format!("{}\n", elsewhere.display())).unwrap();
+        let search = search_with(fake_env(&[("HOME", &home)]), root.path());
+        let found = search.locate(Component::Nvrtc).unwrap();
+        assert_eq!(found.path, lib.join("libnvrtc.so.13"));
+        assert_eq!(found.origin, Origin::CudynWheels);
+    }
+
+    #[test]
     fn cudyn_wheels_come_after_every_other_folder() {
         let root = tempfile::tempdir().unwrap();
         let home = root.path().join("home");
@@ -614,18 +632,6 @@ mod tests {
         assert_eq!(
             search.locate(Component::Nvrtc).unwrap().origin,
             Origin::PythonWheel
-        );
-    }
-
-    #[test]
-    fn the_default_wheel_environment_is_the_one_the_set_up_script_installs() {
-        let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cuda-wheels"));
-        let expected = format!(
-            "venv=${{{WHEELS_VENV_ENV}:-${{XDG_CACHE_HOME:-$HOME/.cache}}/{WHEELS_VENV_DEFAULT}}}"
-        );
-        assert!(
-            text.lines().any(|line| line.trim() == expected),
-            "scripts/cuda-wheels no longer says `{expected}`"
         );
     }
 
