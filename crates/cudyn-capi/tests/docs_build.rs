@@ -34,7 +34,9 @@ fn build_lines() -> Vec<String> {
 fn library_folder() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let deps = exe.parent().unwrap().to_owned();
-    let folders = [deps.clone(), deps.parent().unwrap().to_owned()];
+    // Cargo's deps/ or its profile folder; staged copies: tests/ beside lib/.
+    let staged = deps.parent().unwrap();
+    let folders = [deps.clone(), staged.to_owned(), staged.join("lib")];
     let found = folders.into_iter().find(|folder| {
         folder.join("libcudyn_capi.so").is_file() && folder.join("libcudyn_capi.a").is_file()
     });
