@@ -96,6 +96,54 @@ fn check_matches_the_arguments_to_the_kernel_offline() {
 }
 
 #[test]
+fn a_template_named_by_its_instance_is_instantiated_checked_and_found() {
+    let (_folder, file) = source(
+        "#include \"factor.h\"\n\
+         template <typename T> __global__ void scale(T *v, T f) { v[threadIdx.x] *= f * FACTOR; }\n",
+        "scale.cu",
+    );
+    // The header beside the source is found from any folder: the program is named by its path.
+    std::fs::write(file.with_file_name("factor.h"), "#define FACTOR 2\n").unwrap();
+    for kernel in ["scale<float>", "scale<float>(float*, float)"] {
+        let args = [
+            "--grid",
+            "4",
+            "--block",
+            "256",
+            "--arg",
+            "buf:f32:1024=range",
+            "--arg",
+            "f32:0.5",
+            "--check",
+            "--arch",
+            "sm_90",
+        ];
+        let (status, stdout, stderr) = run(&mut cudyn(), &file, kernel, &args);
+        assert_eq!(status, 0, "{kernel}: {stderr}");
+        assert!(
+            stdout.contains("the arguments match the 2 parameters"),
+            "{stdout}"
+        );
+    }
+    // A size that differs from the instance's parameter is still refused.
+    let args = [
+        "--grid",
+        "1",
+        "--block",
+        "1",
+        "--arg",
+        "buf:f64:4=range",
+        "--arg",
+        "f64:0.5",
+        "--check",
+        "--arch",
+        "sm_90",
+    ];
+    let (status, _, stderr) = run(&mut cudyn(), &file, "scale<float>", &args);
+    assert_eq!(status, 4, "{stderr}");
+}
+
+#[test]
 fn a_mismatch_exits_4_naming_the_parameter() {
     // A 32-bit count where the kernel takes a size_t.
     let (status, stdout, stderr) = check_saxpy("u32", &["--json"]);

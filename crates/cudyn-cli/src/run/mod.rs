@@ -9,7 +9,7 @@ mod spec;
 mod values;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cudyn::compile::{Arch, Program};
@@ -192,21 +192,23 @@ pub fn run(args: &Args) -> ExitCode {
 fn execute(args: &Args) -> Result<(), Failure> {
     check_outputs(&args.out, &args.arguments)?;
     let arguments = arguments::prepare(&args.arguments, args.limit)?;
-    let code = device_code(&args.file, args.arch, args.limit)?;
+    let DeviceCode { code, symbol } = device_code(args)?;
+    // A template instantiated for this run is known by the symbol NVRTC gave it.
+    let kernel_name = symbol.as_deref().unwrap_or(&args.kernel);
     let image = Image::new(code.as_slice()).map_err(|error| {
         Failure::from_cuda(format!("{} is not device code", args.file.display()), error)
     })?;
     let config = LaunchConfig::new(args.grid.0, args.block.0).shared_mem(args.shared);
-    if let Some(params) = offline_params(args, &image)? {
-        arguments::check_offline(&args.kernel, &params, &arguments)?;
+    if let Some(params) = offline_params(args, kernel_name, &image)? {
+        arguments::check_offline(kernel_name, &params, &arguments)?;
         if args.check {
-            limits::check_offline(&image, &args.kernel, args.arch, &config)?;
+            limits::check_offline(&image, kernel_name, args.arch, &config)?;
             return output::print_check(args, &params);
         }
     }
 
     let device = gpu::first_device()?;
-    let kernel = gpu::load_kernel(&code, &args.kernel)?;
+    let kernel = gpu::load_kernel(&code, kernel_name)?;
     gpu::allow_shared_memory(&kernel, device, args.shared)?;
     let outcome = gpu::launch(&kernel, &config, &arguments, args.repeat)?;
     let buffers = output::summarize(&arguments, &outcome.after);
@@ -231,8 +233,12 @@ fn execute(args: &Args) -> Result<(), Failure> {
 /// before any GPU is involved (so that a mismatch reads the same with or without one). `None`
 /// when no symbol has the kernel's name, which may be a C++ name that only the loaded library
 /// resolves; with --check, which has nothing else to go by, that is an error.
-fn offline_params(args: &Args, image: &Image<'_>) -> Result<Option<Vec<ParamLayout>>, Failure> {
-    match image.param_layout(&args.kernel) {
+fn offline_params(
+    args: &Args,
+    kernel: &str,
+    image: &Image<'_>,
+) -> Result<Option<Vec<ParamLayout>>, Failure> {
+    match image.param_layout(kernel) {
         Ok(params) => Ok(Some(params)),
         Err(cudyn::Error::KernelNotInImage { .. }) if !args.check => Ok(None),
         Err(error @ cudyn::Error::KernelNotInImage { .. }) => {
@@ -320,22 +326,31 @@ fn check_outputs(outs: &[OutSpec], specs: &[ArgSpec]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The device code in `file`: its bytes, or for a .cu file the cubin NVRTC makes of it.
-fn device_code(
-    file: &Path,
-    arch: Option<Arch>,
-    limit: crate::input::Limit,
-) -> Result<Vec<u8>, Failure> {
+/// The device code to run, and the kernel's symbol when compiling made it known.
+struct DeviceCode {
+    code: Vec<u8>,
+    symbol: Option<String>,
+}
+
+/// The device code in the file: its bytes, or for a .cu file the cubin NVRTC makes of it, named
+/// by its path (NVRTC finds quoted headers beside it). A kernel named as a template instance
+/// (`scale<float>`) is instantiated there: its symbol comes back with the code.
+fn device_code(args: &Args) -> Result<DeviceCode, Failure> {
+    let file = &args.file;
     if file.extension() != Some(std::ffi::OsStr::new("cu")) {
-        return Ok(crate::input::device_code(file, limit)?);
+        return Ok(DeviceCode {
+            code: crate::input::device_code(file, args.limit)?,
+            symbol: None,
+        });
     }
-    let source = crate::input::source(file, limit)?;
-    let name = file
-        .file_name()
-        .map_or_else(|| "program.cu".into(), |name| name.to_string_lossy());
-    let mut program = Program::new(source).name(name);
-    if let Some(arch) = arch {
+    let source = crate::input::source(file, args.limit)?;
+    let mut program = Program::new(source).name(file.to_string_lossy());
+    if let Some(arch) = args.arch {
         program = program.arch(arch);
+    }
+    let instance = template_instance(&args.kernel);
+    if let Some(instance) = instance {
+        program = program.name_expression(instance);
     }
     let compiled = program.compile().map_err(|error| match error {
         // The library's message names its own setters; here the fix is an option, and the
@@ -354,5 +369,15 @@ fn device_code(
     if !compiled.log().trim().is_empty() {
         crate::streams::errln!("{}", compiled.log().trim_end());
     }
-    Ok(compiled.code().to_vec())
+    Ok(DeviceCode {
+        symbol: instance.and_then(|instance| compiled.lowered_name(instance).map(str::to_owned)),
+        code: compiled.into_code(),
+    })
+}
+
+/// The template instance a kernel's C++ name asks for (`ns::scale<float>`, also written with
+/// its parameters, `scale<float>(float*, float)`): what NVRTC must instantiate for it to exist.
+fn template_instance(kernel: &str) -> Option<&str> {
+    let name = kernel.split('(').next().unwrap_or(kernel).trim();
+    name.ends_with('>').then_some(name)
 }
