@@ -141,6 +141,13 @@ fn a_template_named_by_its_instance_is_instantiated_checked_and_found() {
     ];
     let (status, _, stderr) = run(&mut cudyn(), &file, "scale<float>", &args);
     assert_eq!(status, 4, "{stderr}");
+    // A template the source does not define is a missing kernel, named with those it has.
+    let (status, _, stderr) = run(&mut cudyn(), &file, "shift<float>", &args);
+    assert_eq!(status, 4, "{stderr}");
+    assert!(
+        stderr.contains("no kernel `shift<float>`") && stderr.contains("it defines none"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -348,10 +348,20 @@ fn device_code(args: &Args) -> Result<DeviceCode, Failure> {
     if let Some(arch) = args.arch {
         program = program.arch(arch);
     }
-    let instance = template_instance(&args.kernel);
-    if let Some(instance) = instance {
-        program = program.name_expression(instance);
+    let instance = template_instance(&args.kernel).map(|instance| {
+        (
+            instance,
+            program.clone().name_expression(instance).compile(),
+        )
+    });
+    if let Some((instance, Ok(compiled))) = instance {
+        return Ok(DeviceCode {
+            symbol: compiled.lowered_name(instance).map(str::to_owned),
+            code: compiled_code(compiled),
+        });
     }
+    // No such template (or no instance asked for): the source alone, whose kernels the error
+    // for a missing kernel lists, and whose compile errors are the ones to report.
     let compiled = program.compile().map_err(|error| match error {
         // The library's message names its own setters; here the fix is an option, and the
         // cause is why there is no GPU.
@@ -366,13 +376,18 @@ fn device_code(args: &Args) -> Result<DeviceCode, Failure> {
         .caused_by(*cause),
         error => Failure::from_cuda(format!("cannot compile {}", file.display()), error),
     })?;
+    Ok(DeviceCode {
+        code: compiled_code(compiled),
+        symbol: None,
+    })
+}
+
+/// The code of a compile, its log (warnings) shown first.
+fn compiled_code(compiled: cudyn::compile::Compiled) -> Vec<u8> {
     if !compiled.log().trim().is_empty() {
         crate::streams::errln!("{}", compiled.log().trim_end());
     }
-    Ok(DeviceCode {
-        symbol: instance.and_then(|instance| compiled.lowered_name(instance).map(str::to_owned)),
-        code: compiled.into_code(),
-    })
+    compiled.into_code()
 }
 
 /// The template instance a kernel's C++ name asks for (`ns::scale<float>`, also written with
