@@ -39,7 +39,7 @@ use std::num::NonZeroU64;
 use std::sync::RwLock;
 
 use crate::api::driver as api;
-use crate::device::{initialized_driver, Device, DeviceLimits, PerDevice};
+use crate::device::{initialized_driver, Device, DeviceLimits, MemoryInfo, PerDevice};
 use crate::error::{Error, Result};
 use crate::sys::driver::{CUcontext, Driver};
 
@@ -265,6 +265,24 @@ pub(crate) fn report_drop_error(handle: &'static str, error: &Error) {
             "cudyn: dropping a {handle} failed, so it may leak: {error} (release it explicitly \
              to handle the error, or see cudyn::context::set_drop_error_hook)"
         ),
+    }
+}
+
+/// What needs a primary context of a device: asked in the device's own, whatever the calling
+/// thread's current device is.
+impl Device {
+    /// How much of the GPU's memory is free and how much there is (`cuMemGetInfo`, as
+    /// `cudaMemGetInfo` reports it), asked in this GPU's primary context whatever the calling
+    /// thread's current device is. Like the runtime, this creates the primary context if no one
+    /// has yet, which itself takes device memory.
+    ///
+    /// Free memory is the whole GPU's: other processes' allocations count too.
+    pub fn memory_info(&self) -> Result<MemoryInfo> {
+        let (free, total) = in_device(*self, api::mem_get_info)?;
+        Ok(MemoryInfo {
+            free: free as u64,
+            total: total as u64,
+        })
     }
 }
 

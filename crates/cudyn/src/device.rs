@@ -98,20 +98,6 @@ impl Device {
     pub fn total_memory(&self) -> Result<u64> {
         Ok(api::device_total_memory(initialized_driver()?, self.raw)? as u64)
     }
-
-    /// How much of the GPU's memory is free and how much there is (`cuMemGetInfo`, as
-    /// `cudaMemGetInfo` reports it), asked in this GPU's primary context whatever the calling
-    /// thread's current device is. Like the runtime, this creates the primary context if no one
-    /// has yet, which itself takes device memory.
-    ///
-    /// Free memory is the whole GPU's: other processes' allocations count too.
-    pub fn memory_info(&self) -> Result<MemoryInfo> {
-        let (free, total) = crate::context::in_device(*self, api::mem_get_info)?;
-        Ok(MemoryInfo {
-            free: free as u64,
-            total: total as u64,
-        })
-    }
 }
 
 impl Device {

@@ -9,9 +9,9 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::compile::Arch;
-use crate::image::ImageKind;
-use crate::sys::locate::Component;
+use crate::arch::Arch;
+use crate::component::Component;
+use crate::kinds::{ImageKind, InputKind};
 use crate::version::Version;
 
 /// The result type of every fallible cudyn call.
@@ -227,7 +227,7 @@ pub enum Error {
         /// The kernel's name.
         kernel: String,
         /// What does not match.
-        mismatch: crate::launch::ArgumentMismatch,
+        mismatch: crate::mismatch::ArgumentMismatch,
     },
 
     /// A launch configuration exceeds what the device or the kernel allows; nothing was launched.
@@ -236,7 +236,7 @@ pub enum Error {
         /// The kernel's name.
         kernel: String,
         /// Which limit is exceeded.
-        violation: crate::launch::ConfigViolation,
+        violation: crate::mismatch::ConfigViolation,
     },
 
     /// Device code was to be compiled for the current GPU, but there is none to ask.
@@ -367,7 +367,7 @@ pub enum Error {
         /// The kind the bytes were detected as.
         kind: ImageKind,
         /// What is wrong and where.
-        error: crate::inspect::ParseError,
+        error: crate::parse_error::ParseError,
     },
 
     /// An input added to a link as one kind holds device code of another.
@@ -379,11 +379,11 @@ pub enum Error {
         /// The input's name.
         what: String,
         /// The kind it was added as.
-        declared: crate::compile::InputKind,
+        declared: InputKind,
         /// The kind its bytes were detected as.
         found: ImageKind,
         /// The input kind of what was found.
-        suggested: crate::compile::InputKind,
+        suggested: InputKind,
     },
 
     /// A cubin added to a link for another architecture: machine code links only into its own,

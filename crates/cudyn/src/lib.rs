@@ -95,6 +95,16 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The leaves: value types every layer names, importing nothing above them.
+mod arch;
+mod backend;
+mod builder;
+mod component;
+mod kinds;
+mod mismatch;
+mod parse_error;
+mod symbols;
+
 mod api;
 pub mod cache;
 pub mod compile;
@@ -110,7 +120,6 @@ mod digits;
 pub mod error;
 pub mod image;
 pub mod inspect;
-pub mod kernel;
 pub mod launch;
 pub mod library;
 pub mod locate;
@@ -135,10 +144,11 @@ pub use device::{Device, DeviceAttribute, DeviceLimits, MemoryInfo};
 pub use error::{CallError, Error, Result};
 pub use image::{Image, ImageKind};
 pub use inspect::{Inspection, ParseError};
-pub use kernel::{Kernel, KernelAttribute, KernelGetter};
 pub use launch::{
     ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig,
 };
+pub use library::kernel;
+pub use library::kernel::{Kernel, KernelAttribute, KernelGetter};
 pub use library::{
     Backend, Global, JitLog, JitOptions, KernelName, Library, LibraryLoader, LibraryOptions,
     Sharing,

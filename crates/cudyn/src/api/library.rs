@@ -7,8 +7,8 @@
 
 use std::ffi::{c_void, CStr};
 
+use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::library::Backend;
 use crate::sys::driver::{CUdeviceptr, CUjit_option, CUkernel, CUlibrary, CUlibraryOption, Driver};
 use crate::sys::runtime::{self, Runtime};
 use crate::sys::{self, call};
@@ -22,6 +22,13 @@ pub(crate) enum LibraryApi {
 
 /// The backend to use when none is asked for: the runtime when one with the library API is
 /// found, else the driver.
+impl Backend {
+    /// The runtime when one with the library API is found, else the driver.
+    pub fn preferred() -> Backend {
+        preferred_backend()
+    }
+}
+
 pub(crate) fn preferred_backend() -> Backend {
     match sys::runtime_if_found() {
         Some(runtime) if runtime.has_library_api() => Backend::Runtime,

@@ -14,8 +14,9 @@ use std::time::{Duration, SystemTime};
 
 use super::codec::{self, Reader, Writer};
 use super::key::Key;
-use crate::compile::{Arch, Output};
+use crate::arch::Arch;
 use crate::image::{Checked, Digest, Facts, ImageKind};
+use crate::kinds::Output;
 use crate::param::ParamLayout;
 use crate::shared_bytes::SharedBytes;
 
@@ -160,7 +161,7 @@ impl Entry {
 
     /// The kind of image the code is.
     pub fn image_kind(&self) -> ImageKind {
-        ImageKind::of_output(self.output)
+        ImageKind::from(self.output)
     }
 
     /// The file's bytes.

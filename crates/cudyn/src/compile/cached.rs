@@ -297,7 +297,7 @@ impl Miss {
         if !confirm(&compiler) {
             return;
         }
-        let kind = ImageKind::of_output(compiled.output);
+        let kind = ImageKind::from(compiled.output);
         compiled.checked = Checked::compiler_output(&compiled.code, kind);
         let toolchain = resolved::record(&compiler);
         let written = cache.store(Entry {

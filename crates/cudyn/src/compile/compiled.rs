@@ -1,35 +1,12 @@
 //! What NVRTC produces: the kinds of output, and a compiled program.
 
 use super::target::Arch;
+use crate::error::Result;
 use crate::image::Checked;
+pub use crate::kinds::Output;
+use crate::library::loader::Checks;
+use crate::library::{Library, LibraryLoader};
 use crate::shared_bytes::SharedBytes;
-
-/// The kind of device code a [`Program`](super::Program) produces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum Output {
-    /// SASS for one real architecture, in an ELF cubin: loads on any driver that knows the GPU,
-    /// whatever NVRTC's version. The default.
-    #[default]
-    Cubin,
-    /// PTX for a virtual architecture, NUL-terminated, JIT-compiled by the driver when loaded;
-    /// refused when NVRTC is newer than the driver (see [`super::target`]).
-    Ptx,
-    /// LTO-IR (`-dlto`), for [`Linker`](super::Linker) with link-time optimization. Pieces that call
-    /// into each other also need [`Program::relocatable`](super::Program::relocatable).
-    LtoIr,
-}
-
-impl Output {
-    /// The usual file extension: `cubin`, `ptx` or `ltoir`.
-    pub fn extension(&self) -> &'static str {
-        match self {
-            Output::Cubin => "cubin",
-            Output::Ptx => "ptx",
-            Output::LtoIr => "ltoir",
-        }
-    }
-}
 
 /// How the compile cache served a compile ([`Compiled::cache_use`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -147,5 +124,23 @@ impl Compiled {
         self.lowered_names
             .iter()
             .map(|(given, lowered)| (given.as_str(), lowered.as_str()))
+    }
+}
+
+/// What the compile layer adds to the loader below it: loading its own results.
+impl LibraryLoader {
+    /// Loads what NVRTC compiled (a cubin or PTX); its name expressions then work as kernel
+    /// names: `library.kernel("saxpy<float>")`.
+    pub fn load_compiled(&self, compiled: &Compiled) -> Result<Library> {
+        let code = compiled.code();
+        let checks = compiled
+            .checked
+            .map_or(Checks::CompilerOutput, Checks::Done);
+        self.load_checked(
+            &compiled.lowered_names,
+            code,
+            &|| crate::image::bytes_given(code),
+            checks,
+        )
     }
 }

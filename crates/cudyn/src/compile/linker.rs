@@ -10,60 +10,17 @@ use super::target::{Arch, PtxVerdict};
 use super::{c_strings, text_of};
 use crate::api::c_string;
 use crate::api::nvjitlink as api;
+use crate::builder::setters;
 use crate::cache::entry::{Entry, Listed, Listing};
 use crate::cache::{Cache, KeyHasher};
 use crate::error::{Error, Result};
 use crate::image::ImageKind;
+pub use crate::kinds::InputKind;
 use crate::library::Library;
 use crate::sys::locate::Component;
 use crate::sys::{self, nvjitlink};
 
-/// The kind of a linker input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum InputKind {
-    /// A cubin (ELF with SASS), relocatable or not.
-    Cubin,
-    /// PTX text; nvJitLink compiles it to SASS itself.
-    Ptx,
-    /// LTO-IR from NVRTC or nvcc with `-dlto`; needs [`LinkOptions::lto`].
-    LtoIr,
-    /// A fat binary.
-    Fatbin,
-    /// A host object file with embedded device code (`.o`).
-    Object,
-    /// A host library archive with embedded device code (`.a`).
-    Library,
-    /// Let nvJitLink tell (from a file's extension).
-    Any,
-}
-
 impl InputKind {
-    /// The input kind of device code of `kind`.
-    pub fn of(kind: ImageKind) -> InputKind {
-        match kind {
-            ImageKind::Ptx => InputKind::Ptx,
-            ImageKind::Cubin => InputKind::Cubin,
-            ImageKind::Fatbin => InputKind::Fatbin,
-            ImageKind::LtoIr => InputKind::LtoIr,
-            ImageKind::HostBinary => InputKind::Object,
-            ImageKind::Archive => InputKind::Library,
-        }
-    }
-
-    /// The kind of device code an input of this kind must be; `None` for [`InputKind::Any`].
-    fn image_kind(self) -> Option<ImageKind> {
-        match self {
-            InputKind::Ptx => Some(ImageKind::Ptx),
-            InputKind::Cubin => Some(ImageKind::Cubin),
-            InputKind::Fatbin => Some(ImageKind::Fatbin),
-            InputKind::LtoIr => Some(ImageKind::LtoIr),
-            InputKind::Object => Some(ImageKind::HostBinary),
-            InputKind::Library => Some(ImageKind::Archive),
-            InputKind::Any => None,
-        }
-    }
-
     /// The kind nvJitLink is told for `bytes` added as this kind, once they are checked to be
     /// that kind of device code, whole (see [`Linker::add`]).
     fn checked(self, bytes: &[u8], name: &str) -> Result<InputKind> {

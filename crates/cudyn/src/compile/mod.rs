@@ -34,21 +34,6 @@
 //! NVRTC output finds kernels by their name expressions (`saxpy<float>`), whose mangled names are
 //! also in [`Compiled::lowered_name`].
 
-/// Builder setters that store their argument in the field of the same name, wrapped in `Some`
-/// when the field is optional (`=> Some`): `setters! { /// Docs. \n debug(on: bool); }`.
-macro_rules! setters {
-    ($( $(#[$doc:meta])* $field:ident($arg:ident: $ty:ty) $(=> $wrap:ident)?; )*) => {
-        $(
-            $(#[$doc])*
-            pub fn $field(mut self, $arg: $ty) -> Self {
-                self.$field = $($wrap)?($arg);
-                self
-            }
-        )*
-    };
-}
-pub(crate) use setters;
-
 mod batch;
 mod cached;
 mod compiled;
@@ -75,6 +60,7 @@ pub use workers::{set_job_time_limit, set_workers, WorkerSetting};
 use std::ffi::CString;
 
 use crate::error::Result;
+use crate::library::Library;
 
 /// Links several LTO-IR pieces into one cubin with link-time optimization, for `arch` (the
 /// current device's when `None`).
@@ -84,6 +70,16 @@ pub fn link_lto(pieces: &[&[u8]], arch: Option<Arch>) -> Result<Linked> {
         linker.add(InputKind::LtoIr, piece, &format!("piece{index}.ltoir"))?;
     }
     linker.finish()
+}
+
+/// What the compile layer adds to the library below it: loading LTO-IR in one call.
+impl Library {
+    /// Links LTO-IR pieces for this GPU with link-time optimization (nvJitLink) and loads the
+    /// result: the pieces of a program compiled with `Program::output(Output::LtoIr)` and
+    /// `relocatable(true)`, in one call.
+    pub fn from_lto_ir(pieces: &[&[u8]]) -> Result<Library> {
+        link_lto(pieces, None)?.load()
+    }
 }
 
 /// Compiles PTX to a cubin with nvJitLink, for `arch` (the current device's when `None`).

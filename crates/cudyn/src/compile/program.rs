@@ -7,6 +7,7 @@ use super::includes::{self, CudaFolders, Dependencies, Discard, Request};
 use super::nvrtc_program::{require_supported, NvrtcProgram};
 use super::target::{Arch, PtxVerdict};
 use super::{c_strings, diagnostic};
+use crate::builder::setters;
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::library::Library;

@@ -17,90 +17,17 @@
 //! ```
 
 use std::borrow::Cow;
-use std::fmt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::inspect::{self, archive, fatbin, host, ltoir, ptx, Inspection};
-use crate::library::KernelName;
+pub use crate::kinds::ImageKind;
 use crate::param::ParamLayout;
+use crate::symbols::KernelName;
 
 mod validate;
 
 pub(crate) use validate::Facts;
-
-/// The kinds of device code cudyn recognises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-#[non_exhaustive]
-pub enum ImageKind {
-    /// PTX assembly text (`.version`, `.target`).
-    Ptx,
-    /// A CUDA ELF object (machine `EM_CUDA`, 190) holding SASS for one GPU architecture.
-    Cubin,
-    /// A fat binary: a container of cubins, PTX and LTO-IR for several architectures.
-    Fatbin,
-    /// LTO-IR (NVVM IR for link-time optimization with nvJitLink).
-    LtoIr,
-    /// A host object, executable or shared library with embedded fatbins (built by nvcc).
-    HostBinary,
-    /// A static library (`ar` archive, `.a`) of device code or host objects, e.g.
-    /// `libcudadevrt.a`.
-    Archive,
-}
-
-impl ImageKind {
-    /// The kind of image a compile or link of `output` gives.
-    pub(crate) fn of_output(output: crate::compile::Output) -> ImageKind {
-        use crate::compile::Output;
-        match output {
-            Output::Cubin => ImageKind::Cubin,
-            Output::Ptx => ImageKind::Ptx,
-            Output::LtoIr => ImageKind::LtoIr,
-        }
-    }
-
-    /// Whether `cuLibraryLoadData` / `cudaLibraryLoadData` accept this kind as it is.
-    ///
-    /// LTO-IR must be linked with nvJitLink first; a host binary's embedded fatbins can be
-    /// extracted with [`Image::embedded_fatbins`].
-    pub fn is_loadable(self) -> bool {
-        self.unloadable_advice().is_none()
-    }
-
-    /// What to do with an image of this kind instead of loading it; `None` when it loads.
-    fn unloadable_advice(self) -> Option<&'static str> {
-        match self {
-            ImageKind::Ptx | ImageKind::Cubin | ImageKind::Fatbin => None,
-            ImageKind::LtoIr => Some(
-                "link it first with cudyn::Linker (LinkOptions::lto) or cudyn::compile::link_lto, \
-                 then load the linked image",
-            ),
-            ImageKind::HostBinary => Some(
-                "a host program or object is not a library of device code; load its embedded \
-                 fatbins (Image::embedded_fatbins) instead",
-            ),
-            ImageKind::Archive => Some(
-                "a static library is linked, not loaded: link it with cudyn::Linker \
-                 (InputKind::Library) or `cudyn link`, then load the linked image",
-            ),
-        }
-    }
-}
-
-impl fmt::Display for ImageKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ImageKind::Ptx => "PTX",
-            ImageKind::Cubin => "cubin",
-            ImageKind::Fatbin => "fatbin",
-            ImageKind::LtoIr => "LTO-IR",
-            ImageKind::HostBinary => "host binary",
-            ImageKind::Archive => "static library",
-        })
-    }
-}
 
 /// Device code as bytes, with its detected kind.
 ///
@@ -214,7 +141,7 @@ impl<'a> Image<'a> {
     pub fn kernel_list(&self) -> Result<Vec<KernelName>> {
         let symbols = inspect::search::kernel_symbols(&self.bytes, self.kind)
             .map_err(|error| self.malformed(error))?;
-        Ok(crate::library::lookup::kernel_list(symbols))
+        Ok(crate::symbols::kernel_list(symbols))
     }
 
     /// [`Error::MalformedImage`] for `error`, found in these bytes.

@@ -25,33 +25,8 @@ mod param_table;
 pub mod ptx;
 pub(crate) mod search;
 
-/// Why bytes of a known kind could not be read: where (which structure, at which byte) and what
-/// is wrong there.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[error("{place}: {problem}")]
-#[non_exhaustive]
-pub struct ParseError {
-    /// Where the damage is, e.g. "fatbin entry 2 (at byte 4096)" or "section header 7".
-    pub place: String,
-    /// What is wrong there.
-    pub problem: String,
-}
-
-impl ParseError {
-    pub(crate) fn new(place: impl Into<String>, problem: impl Into<String>) -> Self {
-        ParseError {
-            place: place.into(),
-            problem: problem.into(),
-        }
-    }
-
-    /// This error, found inside `outer` (e.g. the cubin of a fatbin entry).
-    pub(crate) fn inside(mut self, outer: &str) -> Self {
-        self.place = format!("{outer} > {}", self.place);
-        self
-    }
-}
+pub use crate::parse_error::ParseError;
+pub use crate::symbols::demangle;
 
 /// What inspecting one image found.
 #[derive(Debug, Clone)]
@@ -204,28 +179,6 @@ pub(crate) fn inspect_kind(bytes: &[u8], kind: ImageKind) -> Result<Inspection> 
     })
 }
 
-/// Longest symbol name handed to the demangler: real names are far shorter, and the demangler's
-/// time grows with its input.
-const MAX_DEMANGLE_LEN: usize = 4096;
-
-/// The C++ name for an Itanium-mangled symbol (`_Z...`); `None` for a plain C name or one that
-/// does not demangle.
-pub fn demangle(name: &str) -> Option<String> {
-    if !name.starts_with("_Z") || name.len() > MAX_DEMANGLE_LEN {
-        return None;
-    }
-    let symbol = cpp_demangle::Symbol::new(name).ok()?;
-    // `Symbol::demangle` starts from an empty String and grows it piece by piece: for the
-    // templated names of CUB and libcu++ (hundreds per cubin, most of an inspection's time) the
-    // regrowing was a tenth of the demangling. C++ names rarely demangle to more than twice their
-    // mangled length; a longer one grows past it as before.
-    let mut demangled = String::with_capacity(name.len().saturating_mul(2));
-    symbol
-        .structured_demangle(&mut demangled, &cpp_demangle::DemangleOptions::default())
-        .ok()?;
-    Some(demangled)
-}
-
 /// Reads a little-endian integer at `offset`, or `None` past the end.
 fn le<const N: usize>(data: &[u8], offset: usize) -> Option<[u8; N]> {
     data.get(offset..offset.checked_add(N)?)?.try_into().ok()
@@ -237,40 +190,4 @@ pub(crate) fn u16_at(data: &[u8], offset: usize) -> Option<u16> {
 
 pub(crate) fn u32_at(data: &[u8], offset: usize) -> Option<u32> {
     le(data, offset).map(u32::from_le_bytes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::demangle;
-
-    /// The demangler's own `demangle`, which `demangle` must match while writing into a buffer
-    /// of its own.
-    fn reference(name: &str) -> Option<String> {
-        cpp_demangle::Symbol::new(name).ok()?.demangle().ok()
-    }
-
-    #[test]
-    fn demangles_as_the_demangler_does_whatever_the_length_ratio() {
-        let names = [
-            // From CUB's cubins: more than twice as long demangled, past the buffer's first size.
-            "_ZN4cuda3std3__411__type_listIJhtjmyEE6__sizeE",
-            "_ZN4cuda3std3__46chrono8durationIlNS1_5ratioILx3600ELx1EEEE13__no_overflowIS5_S5_E4__n1E",
-            // Shorter demangled than mangled.
-            "_ZN47_INTERNAL_00000000_16_cub_block_sum_cu_0c3cb6134cuda3std3__449_GLOBAL__N__00000000_16_cub_block_sum_cu_0c3cb6136ignoreE",
-            "_ZN5space3fooEibc",
-            "_Z5saxpyfPKfPf",
-        ];
-        for name in names {
-            let demangled = demangle(name);
-            assert!(demangled.is_some(), "{name}");
-            assert_eq!(demangled, reference(name), "{name}");
-        }
-    }
-
-    #[test]
-    fn names_that_do_not_demangle_give_none() {
-        for name in ["saxpy", "_Z", "_ZN5space3fooEibc trailing", "_ZN5space"] {
-            assert_eq!(demangle(name), None, "{name}");
-        }
-    }
 }

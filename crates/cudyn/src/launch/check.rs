@@ -1,75 +1,8 @@
 //! The argument check: launch arguments against a kernel's parameters, both as
 //! [`ParamLayout`]s, naming the first difference ([`ArgumentMismatch`]).
 
-use std::fmt;
-
+pub use crate::mismatch::ArgumentMismatch;
 use crate::param::ParamLayout;
-
-/// How launch arguments differ from the kernel's parameters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ArgumentMismatch {
-    /// The kernel takes `expected` parameters; `given` arguments were passed.
-    Count {
-        /// Parameters the kernel takes.
-        expected: usize,
-        /// Arguments passed.
-        given: usize,
-    },
-    /// Parameter `index` is `expected` bytes; the argument is `given` bytes.
-    Size {
-        /// The parameter's index, from 0.
-        index: usize,
-        /// The parameter's size.
-        expected: usize,
-        /// The argument's size.
-        given: usize,
-    },
-    /// Parameter `index` lies at byte `expected` of the parameter buffer, but the arguments'
-    /// sizes and alignments put it at `given`: an argument's alignment differs from its
-    /// parameter's (a `float4` needs a 16-byte-aligned type, for example).
-    Offset {
-        /// The parameter's index, from 0.
-        index: usize,
-        /// The parameter's offset.
-        expected: usize,
-        /// The offset the arguments give it.
-        given: usize,
-    },
-}
-
-impl fmt::Display for ArgumentMismatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::Count { expected, given } => write!(
-                f,
-                "the kernel takes {expected} parameters but {given} arguments were given"
-            ),
-            Self::Size {
-                index,
-                expected,
-                given,
-            } => write!(
-                f,
-                "parameter {index} is {expected} bytes but the argument given for it is {given} \
-                 bytes: pass a value of the parameter's type"
-            ),
-            Self::Offset {
-                index,
-                expected,
-                given,
-            } => write!(
-                f,
-                "parameter {index} lies at byte offset {expected} but the arguments put it at \
-                 {given}: an argument's alignment differs from its parameter's (match the \
-                 device type's: for a float4, a #[derive(DeviceRepr)] #[repr(C, align(16))] \
-                 struct rather than a [f32; 4])"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ArgumentMismatch {}
 
 /// Checks launch arguments against a kernel's parameters: the count, then the size and offset of
 /// each parameter in order. The arguments' layouts are their C layout (see

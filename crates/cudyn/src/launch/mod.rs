@@ -72,7 +72,6 @@
 mod args;
 mod check;
 mod config;
-mod function;
 
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
@@ -81,12 +80,11 @@ pub use args::{ArgList, KernelArg, KernelArgs, INLINE_ARGS};
 pub use check::{check_arguments, ArgumentMismatch};
 use config::within_limits;
 pub use config::{check_config, check_cooperative_grid, ConfigViolation, Dim3, LaunchConfig};
-pub(crate) use function::ContextFunctions;
 
 use crate::api::driver as api;
 use crate::context::{self, Current};
 use crate::error::{Error, Result};
-use crate::kernel::{Kernel, KernelAttribute};
+use crate::library::kernel::{Kernel, KernelAttribute};
 #[cfg(doc)]
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 use crate::param::ParamLayout;

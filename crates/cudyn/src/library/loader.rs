@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::registry::{KeyParts, Published, Users};
 use super::{Backend, Inner, Library, SHARED};
 use crate::api::library::{LibraryApi, LoadOptions};
-use crate::compile::{setters, Compiled};
+use crate::builder::setters;
 use crate::context;
 use crate::error::{Error, Result};
 use crate::image::{Checked, Facts, ImageKind};
@@ -174,7 +174,7 @@ pub struct LibraryLoader {
 
 /// How much of an image a load checks before the driver sees it.
 #[derive(Debug, Clone, Copy)]
-enum Checks {
+pub(crate) enum Checks {
     /// Everything (`Image::validate`): bytes from anywhere.
     Whole,
     /// What NVRTC's or nvJitLink's output needs (a `Compiled` not checked yet): its kind, and
@@ -226,21 +226,6 @@ impl LibraryLoader {
         self
     }
 
-    /// Loads what NVRTC compiled (a cubin or PTX); its name expressions then work as kernel
-    /// names: `library.kernel("saxpy<float>")`.
-    pub fn load_compiled(&self, compiled: &Compiled) -> Result<Library> {
-        let code = compiled.code();
-        let checks = compiled
-            .checked
-            .map_or(Checks::CompilerOutput, Checks::Done);
-        self.load_checked(
-            &compiled.lowered_names,
-            code,
-            &|| crate::image::bytes_given(code),
-            checks,
-        )
-    }
-
     /// Loads a .fatbin, .cubin or .ptx file.
     ///
     /// The whole file is read into memory, checked, and those same bytes are handed to the
@@ -279,7 +264,7 @@ impl LibraryLoader {
     /// Checks `image` (named by `what` in errors) and loads it with the name expressions `names`
     /// (the loader's own, or a compile's), or shares a library loaded from the same code with
     /// the same options.
-    fn load_checked(
+    pub(crate) fn load_checked(
         &self,
         names: &[(String, String)],
         image: &[u8],

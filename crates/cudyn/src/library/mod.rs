@@ -63,29 +63,31 @@
 //! # The parts
 //!
 //! [`loader`] (options, JIT logs, the checks before the driver sees any byte), `registry` (the
-//! table of shared loads), `retention` (the released libraries kept loaded), `lookup` (kernel
+//! table of shared loads), `retention` (the released libraries kept loaded); the crate's `symbols` (kernel
 //! names, C++ names, suggestions), [`global`] (device variables), and here the handle itself.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use crate::api::library::{preferred_backend, LibraryApi};
+use crate::api::library::LibraryApi;
 use crate::error::{Error, Result};
-use crate::kernel::{params_from_image, Kernel, KernelState};
 use crate::param::ParamLayout;
 use crate::raw::{cudaLibrary_t, CUlibrary};
 use crate::sys::driver;
+use kernel::{params_from_image, Kernel, KernelState};
 
+mod function;
 pub mod global;
+pub mod kernel;
 pub mod loader;
-pub(crate) mod lookup;
 mod registry;
 mod retention;
 
+pub use crate::backend::Backend;
+pub use crate::symbols::KernelName;
+use crate::symbols::{self as lookup, Resolved};
 pub use global::Global;
 pub use loader::{JitLog, JitOptions, LibraryLoader, LibraryOptions, Sharing};
-pub use lookup::KernelName;
-use lookup::Resolved;
 use registry::{Registry, Users};
 pub use retention::{
     release_retained, retention, set_retained, Retention, RETAIN_LIBRARIES_ENV, RETAIN_MIB_ENV,
@@ -93,23 +95,6 @@ pub use retention::{
 
 /// The loads shared by every thread of the process (see "Loading identical code once" above).
 static SHARED: Registry<Inner> = Registry::new();
-
-/// Which CUDA API loads and manages a library. Both give interchangeable handles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Backend {
-    /// The runtime's library API (`cudaLibraryLoadData`, ...), CUDA 12.8 or newer.
-    Runtime,
-    /// The driver's library API (`cuLibraryLoadData`, ...), CUDA 12.0 or newer.
-    Driver,
-}
-
-impl Backend {
-    /// The runtime when one with the library API is found, else the driver.
-    pub fn preferred() -> Backend {
-        preferred_backend()
-    }
-}
 
 /// Device code loaded at run time: a handle shared by clones, unloaded when the last clone and
 /// the last [`Kernel`] taken from it are dropped (or kept loaded a while for a later identical
@@ -257,13 +242,6 @@ impl Library {
     /// ```
     pub fn loader() -> LibraryLoader {
         LibraryLoader::default()
-    }
-
-    /// Links LTO-IR pieces for this GPU with link-time optimization (nvJitLink) and loads the
-    /// result: the pieces of a program compiled with `Program::output(Output::LtoIr)` and
-    /// `relocatable(true)`, in one call.
-    pub fn from_lto_ir(pieces: &[&[u8]]) -> Result<Library> {
-        crate::compile::link_lto(pieces, None)?.load()
     }
 
     /// Wraps a library loaded elsewhere (by the runtime, the driver or another library). cudyn

@@ -5,12 +5,11 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-mod component;
 mod headers;
 mod search;
 mod wheels;
 
-pub use component::Component;
+pub use crate::component::Component;
 pub use headers::{provider_of, CudaHeaders, HeaderFolder, HEADER_WHEELS};
 pub use search::{Found, Origin, Place, SearchPath, LIBRARY_PATH_ENV, SEARCH_ENV};
 pub use wheels::{WHEELS_RECORD, WHEELS_VENV_DEFAULT, WHEELS_VENV_ENV};

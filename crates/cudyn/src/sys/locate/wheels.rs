@@ -8,6 +8,7 @@
 //! and any program built on cudyn find the wheels where the set-up put them.
 
 use std::ffi::OsString;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 /// The environment variable naming cudyn's wheel environment, the virtual environment into which
@@ -49,8 +50,13 @@ pub(super) fn cudyn_wheels_venvs(var: &impl Fn(&str) -> Option<OsString>) -> Vec
 /// The environment a record names: its first line, an absolute path.
 fn recorded(record: &Path) -> Option<PathBuf> {
     // A record is one line; anything much longer is not one.
-    let text = crate::cache::store::read_small(record)?;
-    let line = std::str::from_utf8(&text).ok()?.lines().next()?.trim();
+    let mut text = String::new();
+    std::fs::File::open(record)
+        .ok()?
+        .take(64 << 10)
+        .read_to_string(&mut text)
+        .ok()?;
+    let line = text.lines().next()?.trim();
     let venv = PathBuf::from(line);
     venv.is_absolute().then_some(venv)
 }

@@ -8,14 +8,14 @@ use std::path::Path;
 use std::sync::atomic::AtomicPtr;
 use std::sync::{Arc, OnceLock};
 
+use super::function::ContextFunctions;
+use super::Library;
 use crate::api::driver as api;
 use crate::api::runtime as runtime_api;
 use crate::context::{self, Current};
 use crate::device::{initialized_driver, Device};
 use crate::error::Result;
 use crate::image::Image;
-use crate::launch::ContextFunctions;
-use crate::library::Library;
 use crate::param::ParamLayout;
 use crate::raw::{cudaError_t, cudaKernel_t, CUfunction, CUfunction_attribute, CUkernel};
 use crate::sys::driver;
@@ -57,7 +57,7 @@ pub(crate) struct KernelState {
     /// The start of the last program-long argument layout list found equal to `params`
     /// (see `KernelArgs::static_layouts`); null when none was.
     matched_layouts: AtomicPtr<ParamLayout>,
-    /// The kernel's function in the contexts it was launched in (see `launch::function`).
+    /// The kernel's function in the contexts it was launched in (see `library::function`).
     functions: ContextFunctions,
 }
 
@@ -303,7 +303,7 @@ impl Kernel {
     }
 
     /// What a launch in the context `current` hands to the driver as the function: the
-    /// kernel's function there once known, else the kernel handle (see `launch::function`).
+    /// kernel's function there once known, else the kernel handle (see `library::function`).
     #[inline]
     pub(crate) fn launch_function(&self, current: &Current) -> CUfunction {
         // SAFETY: `self` keeps its library loaded while the state lives (a `Kernel` holds the

@@ -78,7 +78,7 @@ pub(crate) fn kernel_list(symbols: impl IntoIterator<Item = String>) -> Vec<Kern
 
 /// What a name fits among a library's kernel symbols.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Resolved {
+pub(crate) enum Resolved {
     /// Exactly one kernel: its symbol.
     One(String),
     /// Several kernels, each as its C++ signature followed by its symbol in parentheses.
@@ -89,7 +89,7 @@ pub(super) enum Resolved {
 
 /// Finds the kernel `wanted` names among `symbols`: the symbol itself, or a C++ name of it (see
 /// [`cpp_names`]). Spaces are ignored when C++ names are compared.
-pub(super) fn resolve(wanted: &str, symbols: &[String]) -> Resolved {
+pub(crate) fn resolve(wanted: &str, symbols: &[String]) -> Resolved {
     if let Some(symbol) = symbols.iter().find(|symbol| *symbol == wanted) {
         return Resolved::One(symbol.clone());
     }
@@ -113,16 +113,16 @@ pub(super) fn resolve(wanted: &str, symbols: &[String]) -> Resolved {
 
 /// The names by which a person may ask for a mangled kernel, each a demangled form of its symbol.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct CppNames {
+pub(crate) struct CppNames {
     /// The qualified name with its template arguments: `ns::axpy<float>`.
-    pub(super) name: String,
+    pub(crate) name: String,
     /// The qualified name without the template arguments of the function itself: `ns::axpy`.
-    pub(super) template: String,
+    pub(crate) template: String,
     /// The name with its parameters: `ns::axpy<float>(float, float const*, float*, int)`.
-    pub(super) signature: String,
+    pub(crate) signature: String,
     /// The whole declaration, with the return type of a template:
     /// `void ns::axpy<float>(float, float const*, float*, int)`.
-    pub(super) declaration: String,
+    pub(crate) declaration: String,
 }
 
 impl CppNames {
@@ -138,13 +138,31 @@ impl CppNames {
     }
 }
 
-/// Longest symbol handed to the demangler: real kernel symbols are far shorter, and the
-/// demangler's time grows with its input.
+/// Longest symbol name handed to the demangler: real names are far shorter, and the demangler's
+/// time grows with its input.
 const MAX_DEMANGLE_LEN: usize = 4096;
+
+/// The C++ name for an Itanium-mangled symbol (`_Z...`); `None` for a plain C name or one that
+/// does not demangle.
+pub fn demangle(name: &str) -> Option<String> {
+    if !name.starts_with("_Z") || name.len() > MAX_DEMANGLE_LEN {
+        return None;
+    }
+    let symbol = cpp_demangle::Symbol::new(name).ok()?;
+    // `Symbol::demangle` starts from an empty String and grows it piece by piece: for the
+    // templated names of CUB and libcu++ (hundreds per cubin, most of an inspection's time) the
+    // regrowing was a tenth of the demangling. C++ names rarely demangle to more than twice their
+    // mangled length; a longer one grows past it as before.
+    let mut demangled = String::with_capacity(name.len().saturating_mul(2));
+    symbol
+        .structured_demangle(&mut demangled, &cpp_demangle::DemangleOptions::default())
+        .ok()?;
+    Some(demangled)
+}
 
 /// The C++ names of an Itanium-mangled `symbol`; `None` for a C name or one that does not
 /// demangle.
-pub(super) fn cpp_names(symbol: &str) -> Option<CppNames> {
+pub(crate) fn cpp_names(symbol: &str) -> Option<CppNames> {
     if !symbol.starts_with("_Z") || symbol.len() > MAX_DEMANGLE_LEN {
         return None;
     }
@@ -186,7 +204,7 @@ fn without_spaces(text: &str) -> String {
 }
 
 /// `names` sorted by edit distance to `wanted`, nearest first, ties by name.
-pub(super) fn nearest_first(wanted: &str, mut names: Vec<String>) -> Vec<String> {
+pub(crate) fn nearest_first(wanted: &str, mut names: Vec<String>) -> Vec<String> {
     names.sort_by_cached_key(|name| (strsim::levenshtein(wanted, name), name.clone()));
     names
 }
@@ -260,7 +278,7 @@ mod tests {
     /// A template instantiated twice, an overload set, a namespaced kernel and a C kernel
     /// (the GPU tests load the same source built by nvcc), compiled by NVRTC to a cubin; the
     /// symbols are read from it offline, as the driver would list them.
-    const CPP_NAMES: &str = include_str!("../../tests/kernels/cpp_names.cu");
+    const CPP_NAMES: &str = include_str!("../tests/kernels/cpp_names.cu");
 
     fn compiled_symbols() -> Vec<String> {
         let compiled = crate::Program::new(CPP_NAMES)
@@ -386,6 +404,42 @@ mod tests {
                 lowered,
                 "{expression}"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod demangle_tests {
+    use super::demangle;
+
+    /// The demangler's own `demangle`, which `demangle` must match while writing into a buffer
+    /// of its own.
+    fn reference(name: &str) -> Option<String> {
+        cpp_demangle::Symbol::new(name).ok()?.demangle().ok()
+    }
+
+    #[test]
+    fn demangles_as_the_demangler_does_whatever_the_length_ratio() {
+        let names = [
+            // From CUB's cubins: more than twice as long demangled, past the buffer's first size.
+            "_ZN4cuda3std3__411__type_listIJhtjmyEE6__sizeE",
+            "_ZN4cuda3std3__46chrono8durationIlNS1_5ratioILx3600ELx1EEEE13__no_overflowIS5_S5_E4__n1E",
+            // Shorter demangled than mangled.
+            "_ZN47_INTERNAL_00000000_16_cub_block_sum_cu_0c3cb6134cuda3std3__449_GLOBAL__N__00000000_16_cub_block_sum_cu_0c3cb6136ignoreE",
+            "_ZN5space3fooEibc",
+            "_Z5saxpyfPKfPf",
+        ];
+        for name in names {
+            let demangled = demangle(name);
+            assert!(demangled.is_some(), "{name}");
+            assert_eq!(demangled, reference(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn names_that_do_not_demangle_give_none() {
+        for name in ["saxpy", "_Z", "_ZN5space3fooEibc trailing", "_ZN5space"] {
+            assert_eq!(demangle(name), None, "{name}");
         }
     }
 }
