@@ -8,42 +8,35 @@ use crate::error::{Error, Result};
 use crate::memory::{DeviceRepr, DeviceSlice, DeviceSliceMut};
 use crate::raw::CUdeviceptr;
 
-impl Library {
-    /// The `__device__` or `__constant__` variable `name` on the current device, read and
-    /// written as a `T` of exactly the variable's size.
-    pub fn global<T: DeviceRepr>(&self, name: &str) -> Result<Global<T>> {
-        self.variable(name, false)
+/// The variable `name` of `library` on the current device, as a `T` of exactly its size
+/// (`managed`: a `__managed__` variable).
+pub(super) fn variable<T: DeviceRepr>(
+    library: &Library,
+    name: &str,
+    managed: bool,
+) -> Result<Global<T>> {
+    let c_name = crate::api::c_string("variable name", name)?;
+    // Variables live in a context: the library is loaded into the current one if needed.
+    context::current()?;
+    // SAFETY: the library is loaded while `library` lives.
+    let (ptr, bytes) = library
+        .api()
+        .and_then(|api| unsafe { api.variable(library.inner.raw, &c_name, managed) })
+        .map_err(|error| library.inner.log.attach(error))?;
+    if bytes != size_of::<T>() {
+        return Err(Error::VariableSize {
+            name: name.to_owned(),
+            device_bytes: bytes,
+            rust_type: std::any::type_name::<T>(),
+            rust_bytes: size_of::<T>(),
+        });
     }
-
-    /// The `__managed__` variable `name`, read and written as a `T` of exactly its size.
-    pub fn managed<T: DeviceRepr>(&self, name: &str) -> Result<Global<T>> {
-        self.variable(name, true)
-    }
-
-    fn variable<T: DeviceRepr>(&self, name: &str, managed: bool) -> Result<Global<T>> {
-        let c_name = crate::api::c_string("variable name", name)?;
-        // Variables live in a context: the library is loaded into the current one if needed.
-        context::current()?;
-        // SAFETY: the library is loaded while `self` lives.
-        let (ptr, bytes) = self
-            .api()
-            .and_then(|api| unsafe { api.variable(self.inner.raw, &c_name, managed) })
-            .map_err(|error| self.inner.log.attach(error))?;
-        if bytes != size_of::<T>() {
-            return Err(Error::VariableSize {
-                name: name.to_owned(),
-                device_bytes: bytes,
-                rust_type: std::any::type_name::<T>(),
-                rust_bytes: size_of::<T>(),
-            });
-        }
-        Ok(Global {
-            ptr,
-            managed,
-            _library: self.clone(),
-            _type: std::marker::PhantomData,
-        })
-    }
+    Ok(Global {
+        ptr,
+        managed,
+        _library: library.clone(),
+        _type: std::marker::PhantomData,
+    })
 }
 
 /// A `__device__`, `__constant__` or `__managed__` variable of a [`Library`], typed as a `T` of

@@ -303,10 +303,10 @@ impl LibraryLoader {
             // The key covers every byte: these are the bytes checked when the library was
             // loaded, so they need no second check.
             if self.may_join(shared) {
-                return Library {
+                let library = Library {
                     inner: Arc::clone(shared),
-                }
-                .entered(kind);
+                };
+                return entered(library, kind);
             }
         }
         let facts = check()?;
@@ -326,7 +326,7 @@ impl LibraryLoader {
             // unloaded.
             Published::Raced { first, fresh } if self.may_join(&first) => {
                 drop(fresh);
-                Library { inner: first }.entered(kind)
+                entered(Library { inner: first }, kind)
             }
             Published::Raced { fresh, .. } => Ok(Library { inner: fresh }),
         }
@@ -435,16 +435,14 @@ impl From<Inner> for Library {
     }
 }
 
-impl Library {
-    /// This library, shared by a load of `kind`: PTX is loaded into the current context as a
-    /// new load would be, so that every load of PTX has run the JIT on the current device.
-    fn entered(self, kind: ImageKind) -> Result<Library> {
-        if kind == ImageKind::Ptx {
-            load_into_current_context(self.inner.raw)
-                .map_err(|error| self.inner.log.attach(error))?;
-        }
-        Ok(self)
+/// `library`, shared by a load of `kind`: PTX is loaded into the current context as a new load
+/// would be, so that every load of PTX has run the JIT on the current device.
+fn entered(library: Library, kind: ImageKind) -> Result<Library> {
+    if kind == ImageKind::Ptx {
+        load_into_current_context(library.inner.raw)
+            .map_err(|error| library.inner.log.attach(error))?;
     }
+    Ok(library)
 }
 
 /// Loads `library` into the current context now (`cuLibraryGetModule`), making one current if

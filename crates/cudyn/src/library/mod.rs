@@ -71,6 +71,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::api::library::LibraryApi;
 use crate::error::{Error, Result};
+use crate::memory::DeviceRepr;
 use crate::param::ParamLayout;
 use crate::raw::{cudaLibrary_t, CUlibrary};
 use crate::sys::driver;
@@ -363,6 +364,17 @@ impl Library {
             .inner
             .keep_kernel(KernelState::named(raw, symbol), symbol);
         Ok(Kernel::of(state, self.clone()))
+    }
+
+    /// The `__device__` or `__constant__` variable `name` on the current device, read and
+    /// written as a `T` of exactly the variable's size.
+    pub fn global<T: DeviceRepr>(&self, name: &str) -> Result<Global<T>> {
+        global::variable(self, name, false)
+    }
+
+    /// The `__managed__` variable `name`, read and written as a `T` of exactly its size.
+    pub fn managed<T: DeviceRepr>(&self, name: &str) -> Result<Global<T>> {
+        global::variable(self, name, true)
     }
 
     /// The number of kernels in the library.
