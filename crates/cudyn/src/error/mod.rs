@@ -4,7 +4,6 @@
 //! lists every place searched, a failed CUDA call names the call, the CUDA error name and its text,
 //! and carries the compiler's or JIT's log when there is one.
 
-use std::fmt;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,6 +12,13 @@ use crate::arch::Arch;
 use crate::component::Component;
 use crate::kinds::{ImageKind, InputKind};
 use crate::version::Version;
+
+mod call;
+mod messages;
+mod methods;
+
+pub use call::CallError;
+use messages::{kernel_not_found_message, linked_kernel_message, not_found_message, nul_in};
 
 /// The result type of every fallible cudyn call.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -611,182 +617,6 @@ pub enum Error {
         /// Where the cache is open.
         opened: PathBuf,
     },
-}
-
-impl Error {
-    /// [`Error::ReadFile`] for `path`, keeping the operating system's error as its source.
-    pub fn read_file(path: impl Into<PathBuf>, error: io::Error) -> Error {
-        Error::ReadFile {
-            path: path.into(),
-            source: Arc::new(error),
-        }
-    }
-
-    /// [`Error::ArchRequired`] for code to be compiled for the current GPU, whose architecture
-    /// could not be found because of `cause`.
-    pub fn arch_required(cause: Error) -> Error {
-        Error::ArchRequired {
-            reason: cause.short_reason(),
-            cause: Box::new(cause),
-        }
-    }
-
-    /// A few words on why a CUDA library or the GPU could not be used, for messages whose fix is
-    /// elsewhere: the full text of a [`Error::LibraryNotFound`] lists every place searched.
-    fn short_reason(&self) -> String {
-        match self {
-            Error::LibraryNotFound { component, .. } => format!("no {component} was found"),
-            Error::LibraryOpen { component, .. } => format!("the {component} could not be opened"),
-            Error::VersionTooOld { component, .. } | Error::VersionUnreadable { component, .. } => {
-                format!("the {component} is too old")
-            }
-            Error::Cuda(call) => format!("{} failed with {}", call.call, call.name),
-            other => other
-                .to_string()
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
-        }
-    }
-
-    /// The failed CUDA call, when this error is one.
-    pub fn call(&self) -> Option<&CallError> {
-        match self {
-            Error::Cuda(call)
-            | Error::KernelNotRegistered { call, .. }
-            | Error::LinkedKernel { call, .. } => Some(call),
-            _ => None,
-        }
-    }
-
-    /// The CUDA status code, when this error is a failed CUDA call.
-    pub fn cuda_code(&self) -> Option<i32> {
-        self.call().map(|call| call.code)
-    }
-
-    /// The compiler, linker or JIT log attached to this error, if any.
-    pub fn log(&self) -> Option<&str> {
-        match self {
-            Error::Cuda(call) => call.log.as_deref(),
-            Error::KernelNotFound { log, .. } => log.as_deref(),
-            Error::HeaderNotFound { log, .. } => Some(log),
-            _ => None,
-        }
-    }
-}
-
-/// Where the first NUL byte of `text` is, with up to 32 characters on either side of it.
-fn nul_in(text: &str) -> String {
-    const AROUND: usize = 32;
-    let Some(at) = text.find('\0') else {
-        return format!("{text:?}");
-    };
-    let start = text[..at]
-        .char_indices()
-        .rev()
-        .nth(AROUND - 1)
-        .map_or(0, |(index, _)| index);
-    let end = text[at..]
-        .char_indices()
-        .nth(AROUND + 1)
-        .map_or(text.len(), |(index, _)| at + index);
-    if start == 0 && end == text.len() {
-        return format!("{text:?}");
-    }
-    format!(
-        "at byte {at} of {} bytes, in {}{:?}{}",
-        text.len(),
-        if start > 0 { "..." } else { "" },
-        &text[start..end],
-        if end < text.len() { "..." } else { "" }
-    )
-}
-
-/// A call into a CUDA library that returned an error status.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CallError {
-    /// The library whose call failed.
-    pub api: Component,
-    /// The C function that failed, e.g. `cuLibraryLoadData`.
-    pub call: &'static str,
-    /// The numeric status it returned.
-    pub code: i32,
-    /// The status' symbolic name, e.g. `CUDA_ERROR_INVALID_PTX`.
-    pub name: String,
-    /// The library's description of the status.
-    pub message: String,
-    /// The compiler, linker or JIT log, when the call produces one.
-    pub log: Option<String>,
-    /// What the failure means and what to do, when cudyn can tell more than the status says
-    /// (nvJitLink, for one, reports a missing definition as an internal error).
-    pub hint: Option<String>,
-}
-
-impl std::error::Error for CallError {}
-
-impl fmt::Display for CallError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} failed ({}): {} ({}): {}",
-            self.call, self.api, self.name, self.code, self.message
-        )?;
-        if let Some(hint) = &self.hint {
-            write!(f, "\n{hint}")?;
-        }
-        if let Some(log) = &self.log {
-            write!(f, "\nlog:\n{}", log.trim_end())?;
-        }
-        Ok(())
-    }
-}
-
-fn not_found_message(component: Component, searched: &[String]) -> String {
-    let mut text = format!(
-        "{component} was not found (looked for {}).\nSearched, in order:\n",
-        component.sonames().join(" or ")
-    );
-    for place in searched {
-        text.push_str("  - ");
-        text.push_str(place);
-        text.push('\n');
-    }
-    text.push_str(component.install_hint());
-    text
-}
-
-/// `cudaErrorNoKernelImageForDevice`: the code has no SASS for this GPU and no PTX it can JIT.
-const NO_KERNEL_IMAGE_FOR_DEVICE: i32 = 209;
-
-fn linked_kernel_message(name: &str, call: &CallError) -> String {
-    let fix = if call.code == NO_KERNEL_IMAGE_FOR_DEVICE {
-        "build the kernel for this GPU's architecture too (nvcc `-arch=sm_XY` or \
-         `-gencode`, cudyn_build::Build::arch), or add PTX the driver can compile: "
-    } else {
-        ""
-    };
-    format!("cannot take the handle of the linked kernel `{name}`: {fix}{call}")
-}
-
-fn kernel_not_found_message(name: &str, available: &[String], log: Option<&str>) -> String {
-    let mut text = format!("the library has no kernel named `{name}`");
-    if available.is_empty() {
-        text.push_str(" (it has no kernels)");
-    } else {
-        text.push_str("; it has, nearest first: ");
-        text.push_str(&available.join(", "));
-    }
-    text.push_str(
-        ". Ask for a kernel by its C++ name (`axpy<float>`, `scale(float*, int)`), by its symbol \
-         (see Library::kernel_names), or declare it extern \"C\"",
-    );
-    if let Some(log) = log {
-        text.push_str("\nJIT log:\n");
-        text.push_str(log.trim_end());
-    }
-    text
 }
 
 #[cfg(test)]
