@@ -111,11 +111,14 @@ mod ledger;
 mod memory;
 mod reports;
 pub(crate) mod resolved;
+mod size;
 pub mod store;
 
 pub use evict::DEFAULT_MAX_BYTES;
 pub use key::{Key, KeyHasher};
 pub use reports::{CacheStats, EntryInfo, NotRemoved, PruneReport, VerifyReport};
+use size::max_bytes_from_environment;
+pub use size::{parse_bytes, SizeError};
 
 use entry::Entry;
 use key::Fields;
@@ -543,53 +546,6 @@ impl Cache {
 
 fn key_of_file(path: &Path) -> Option<Key> {
     Key::from_hex(path.file_stem()?.to_str()?)
-}
-
-/// The size cap [`MAX_BYTES_ENV`] sets, read by [`parse_bytes`]; the default when unset, and
-/// when it does not read (a warning printed once per process).
-fn max_bytes_from_environment() -> u64 {
-    let Some(value) = std::env::var_os(MAX_BYTES_ENV) else {
-        return DEFAULT_MAX_BYTES;
-    };
-    let parsed = value
-        .to_str()
-        .ok_or_else(|| format!("`{}` is not a size", value.to_string_lossy()))
-        .and_then(parse_bytes);
-    parsed.unwrap_or_else(|problem| {
-        static WARNED: AtomicBool = AtomicBool::new(false);
-        if !WARNED.swap(true, Ordering::Relaxed) {
-            crate::warn::warning!(
-                "cudyn: warning: {MAX_BYTES_ENV}: {problem}; the cache keeps its default cap of \
-                 {} GiB",
-                DEFAULT_MAX_BYTES >> 30
-            );
-        }
-        DEFAULT_MAX_BYTES
-    })
-}
-
-/// A size in bytes as people write it: a number of bytes (`1048576`), or with a binary suffix
-/// `K`, `M` or `G` (`200M` is 200 MiB), either case; surrounding blanks are ignored. What
-/// [`MAX_BYTES_ENV`] and `cudyn cache prune --max-bytes` take.
-///
-/// ```
-/// assert_eq!(cudyn::cache::parse_bytes("200M"), Ok(200 << 20));
-/// assert!(cudyn::cache::parse_bytes("two hundred").is_err());
-/// ```
-pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
-    let trimmed = text.trim();
-    let (digits, shift) = match trimmed.char_indices().last() {
-        Some((at, 'k' | 'K')) => (&trimmed[..at], 10),
-        Some((at, 'm' | 'M')) => (&trimmed[..at], 20),
-        Some((at, 'g' | 'G')) => (&trimmed[..at], 30),
-        _ => (trimmed, 0),
-    };
-    let number: u64 = digits.parse().map_err(|_| {
-        format!("`{text}` is not a size: write bytes (1048576) or with K, M or G (200M)")
-    })?;
-    number
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{text}` is too large"))
 }
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
