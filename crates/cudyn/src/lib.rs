@@ -106,6 +106,7 @@ pub mod context;
 )]
 pub mod cudarc;
 pub mod device;
+mod digest;
 mod digits;
 pub mod error;
 pub mod image;
@@ -132,6 +133,7 @@ pub use compile::{
 };
 pub use context::{current_device, set_device, synchronize};
 pub use device::{Device, DeviceAttribute, DeviceLimits, MemoryInfo};
+pub use digest::Digest;
 pub use error::{CallError, Error, Result};
 pub use image::{Image, ImageKind};
 pub use inspect::{Inspection, ParseError};

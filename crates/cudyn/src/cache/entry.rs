@@ -15,7 +15,8 @@ use std::time::{Duration, SystemTime};
 use super::codec::{self, Reader, Writer};
 use super::key::Key;
 use crate::compile::{Arch, Output};
-use crate::image::{Checked, Digest, Facts, ImageKind};
+use crate::digest::Digest;
+use crate::image::{Checked, Facts, ImageKind};
 use crate::param::ParamLayout;
 use crate::shared_bytes::SharedBytes;
 
@@ -186,7 +187,7 @@ impl Entry {
                         .uninitialized_bytes
                         .map_or(UNKNOWN_BYTES, |bytes| bytes as u64),
                 );
-                manifest.bytes(&digest);
+                manifest.bytes(digest.as_bytes());
             }
             None => manifest.u64(0),
         }
@@ -261,7 +262,7 @@ impl Entry {
                         bytes => Some(usize::try_from(bytes).ok()?),
                     },
                 };
-                let digest: Digest = manifest.bytes()?.try_into().ok()?;
+                let digest = Digest(manifest.bytes()?.try_into().ok()?);
                 (checked_by == CHECKED_BY.as_bytes()).then_some(Checked { facts, digest })
             }
             _ => return None,
@@ -416,8 +417,9 @@ pub(crate) mod tests {
         let entry = checked_sample(300);
         assert!(entry.digest_matches());
         let digest = entry.checked.unwrap().digest;
-        let read = Entry::decode(resealed(&entry, &digest, &[0; 32])).expect("a sealed entry");
-        assert_eq!(read.checked.unwrap().digest, [0; 32]);
+        let read =
+            Entry::decode(resealed(&entry, digest.as_bytes(), &[0; 32])).expect("a sealed entry");
+        assert_eq!(read.checked.unwrap().digest, Digest([0; 32]));
         assert!(!read.digest_matches());
         assert!(
             sample(Key([7; 32]), 300).digest_matches(),
