@@ -97,6 +97,7 @@
 
 mod api;
 pub mod cache;
+mod codec;
 pub mod compile;
 pub mod context;
 #[cfg(feature = "cudarc-any-version")]

@@ -25,7 +25,7 @@
 //! headers its cache key names), and the calling process's working folder at the time of the
 //! batch, from which relative include folders resolve (and which line information records). The
 //! server keeps the environment variables the calling process had when it started the server.
-//! Results come back over a pipe in frames sealed by a blake3 hash and checked at every hop, are
+//! Results come back over a pipe in frames sealed by a checksum and checked at every hop, are
 //! checked against the job (name, output kind, architecture,
 //! name expressions), and are stored in the compile cache by the calling process exactly as its
 //! own compile would be, when the server's NVRTC is the one the key names. Cached programs never
@@ -468,7 +468,8 @@ fn read_server(stdout: impl Read, started: Sender<Started>, routes: Arc<Mutex<Ro
     };
     let _ = started.send(Started::Greeting(greeting.clone()));
     let ready = match wire::read_frame(&mut from_server) {
-        Ok(Some(message)) => wire::Ready::decode(&message),
+        Ok(Some(message)) => wire::Ready::decode(&message)
+            .map_err(|malformed| format!("its first message does not read: {malformed}")),
         Ok(None) => Err("it closed its output".to_owned()),
         Err(error) => Err(error.to_string()),
     };

@@ -381,7 +381,10 @@ fn work(mut jobs: io::PipeReader, mut results: io::PipeWriter, hooks: &TestHooks
                 };
                 (job.id, outcome)
             }
-            Err(malformed) => (0, Outcome::FailedOtherwise(malformed)),
+            Err(malformed) => (
+                0,
+                Outcome::FailedOtherwise(format!("a job that does not read: {malformed}")),
+            ),
         };
         if wire::write_frame(&mut results, &wire::encode_outcome(id, &outcome)).is_err() {
             return 1;
