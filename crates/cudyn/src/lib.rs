@@ -126,6 +126,7 @@ pub mod sys;
 pub mod toolchain;
 pub mod version;
 mod warn;
+pub mod workers;
 
 pub use cache::Cache;
 pub use compile::{

@@ -12,8 +12,9 @@ use crate::error::{CallError, Error};
 use crate::sys::locate::{provider_of, Component};
 use crate::version::Version;
 
-/// The protocol's number: changed with any change to the greeting, the frames or the messages.
-pub(super) const PROTOCOL: u32 = 3;
+/// The number of the compile workers' protocol, which a compile server's greeting states: changed
+/// with any change to the greeting, the frames or the messages.
+pub const PROTOCOL: u32 = 3;
 
 /// The first word of the server's greeting.
 pub(super) const GREETING: &str = "cudyn-compile-server";

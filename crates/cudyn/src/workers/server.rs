@@ -280,7 +280,7 @@ impl Server {
     fn start_worker(&mut self) -> io::Result<()> {
         let mut command = std::process::Command::new(std::env::current_exe()?);
         command
-            .arg("__compile-worker")
+            .arg(super::WORKER_MODE)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped());
         if let Some(folders) = &self.library_path {
