@@ -508,15 +508,19 @@ mod tests {
             .allow_newer_ptx(true)
     }
 
-    #[test]
-    fn a_job_carries_every_input_of_a_compile() {
-        let job = Job {
+    fn job() -> Job {
+        Job {
             id: 7,
             arch: Arch::new(9, 0),
             defaults: vec![PathBuf::from("/cuda/include")],
             folder: PathBuf::from("/home/me/project"),
             program: every_option(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_job_carries_every_input_of_a_compile() {
+        let job = job();
         let decoded = Job::decode(&job.encode()).unwrap();
         let mut expected = job.program.clone().arch(Arch::new(9, 0)).cache(false);
         assert_eq!(decoded.program, expected);
@@ -560,14 +564,7 @@ mod tests {
 
     #[test]
     fn every_cut_or_extended_message_is_refused_and_says_why() {
-        let job = Job {
-            id: 7,
-            arch: Arch::new(9, 0),
-            defaults: vec![PathBuf::from("/cuda/include")],
-            folder: PathBuf::from("/home/me/project"),
-            program: every_option(),
-        }
-        .encode();
+        let job = job().encode();
         for len in 0..job.len() {
             assert!(Job::decode(&job[..len]).is_err(), "cut to {len}");
         }
