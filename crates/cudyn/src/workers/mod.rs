@@ -87,9 +87,10 @@
 //!    - `OUTCOME` (worker to server to batch, or the server's for a lost job): the job's id and
 //!      its result: the compiled code, NVRTC's failure, a missing header, another failure, or
 //!      the worker's death.
-//! 4. **Workers.** The server starts each worker from its own executable
-//!    ([`std::env::current_exe`]) with `__compile-worker`, so a worker is always of the server's
-//!    version; its standard input carries `JOB` frames and its output `OUTCOME` frames.
+//! 4. **Workers.** The server starts each worker from its own executable file
+//!    (`/proc/self/exe`, which stays that file even when an upgrade replaces it) with
+//!    `__compile-worker`, so a worker is always of the server's version; its standard input
+//!    carries `JOB` frames and its output `OUTCOME` frames.
 //!
 //! # Falling back, crashes and hangs
 //!
