@@ -3,8 +3,8 @@
 in new processes, one of each per round, in an order that rotates from round to round.
 
 The peers table takes each column's cold start from five processes that its program runs one
-after another (cudyn-bench for raw, cudyn and cudarc, then scripts/bench_peers.py for CuPy and
-cuda.core), minutes apart. A cold start is dominated by NVRTC's opening and first compile, whose
+after another (cudyn-bench for raw, cudyn and cudarc, then crates/cudyn-bench/peers/bench_peers.py
+for CuPy and cuda.core), minutes apart. A cold start is dominated by NVRTC's opening and first compile, whose
 time varies from process to process by a quarter and drifts with the machine's state, so columns
 measured at different times can swap places. Here every round writes a new source and runs the
 five measuring processes back to back, so each column sees the same moments of the machine.
@@ -33,6 +33,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 SOURCE = os.path.join(ROOT, "crates", "cudyn-bench", "kernels", "peers.cu")
+PEERS_SCRIPT = os.path.join(ROOT, "crates", "cudyn-bench", "peers", "bench_peers.py")
 COLUMNS = ["raw", "cudyn", "cudyn, no cache", "cudarc", "cuda.core", "cupy"]
 RESULTS = {"cudyn-bench": "cudyn-bench-result:", "peers": "bench-peers-result:"}
 
@@ -51,7 +52,7 @@ def measure(column, bench, source, cache, mode="cold"):
         command, marker = [bench], RESULTS["cudyn-bench"]
     else:
         env = dict(os.environ, CUPY_CACHE_DIR=cache)
-        command = [sys.executable, os.path.join(ROOT, "scripts", "bench_peers.py"), "--child",
+        command = [sys.executable, PEERS_SCRIPT, "--child",
                    column, mode, source, cache]
         marker = RESULTS["peers"]
     done = subprocess.run(command, env=env, capture_output=True, text=True)

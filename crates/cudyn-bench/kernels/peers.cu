@@ -1,5 +1,5 @@
 // The kernels every column of cudyn-bench's table runs (cudyn, the raw CUDA API, cudarc, and CuPy
-// and cuda.core through scripts/bench_peers.py): the same source, compiled the same way.
+// and cuda.core through peers/bench_peers.py): the same source, compiled the same way.
 
 // Host cost of a launch and nothing else.
 extern "C" __global__ void empty() {}

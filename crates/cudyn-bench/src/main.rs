@@ -21,9 +21,26 @@
 //!
 //! Usage: `cudyn-bench [--json FILE] [--images DIR] [--only GROUP,...] [--starts N]`. `--json`
 //! writes the table for scripts/bench-peers, `--images` writes the cubin, PTX and fatbin the
-//! `load` rows load (for scripts/bench_peers.py), `--starts` sets the number of new processes per
+//! `load` rows load (for peers/bench_peers.py), `--starts` sets the number of new processes per
 //! figure of the `start` and `parallel` rows. On a machine without a GPU the groups that need one
 //! say so; the program exits non-zero when any group did not run.
+//!
+//! This crate is cudyn's one home for benchmarks. Its other programs each measure one thing
+//! more closely (docs/BENCHMARKS.md gives their figures and commands):
+//!
+//! - `bench_cache`: a new process's warm start through the compile cache, against the least any
+//!   loader can do (needs a GPU);
+//! - `bench_compile`: NVRTC and nvJitLink through cudyn against the raw calls (the GPU parts say
+//!   why they are skipped without one);
+//! - `bench_launch_host`: cudyn's host cost per launch on a fake driver, no GPU needed;
+//! - `bench_load_host`: the host-side work of a load (detection, checks, hashes), no GPU needed;
+//! - `bench_parallel_compile`: `compile_all`'s worker processes against one compile after
+//!   another, no GPU needed;
+//! - `ptx_load_calls`: the driver calls a loader of PTX can make, timed raw (needs a GPU).
+//!
+//! The peers written in Python, CuPy and cuda.core, are measured by `peers/bench_peers.py` (the
+//! table's rows) and `peers/bench_cupy_cache.py` (CuPy's side of `bench_cache`);
+//! `scripts/bench-peers` runs this program and the peers and writes the table.
 
 #[macro_use]
 #[path = "../../cudyn/tests/batch_sources/mod.rs"]

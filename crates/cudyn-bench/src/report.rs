@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 /// One row of the table: the same work done by each implementation, lower is better.
 #[derive(Debug, Clone)]
 pub struct Row {
-    /// A stable key, shared with scripts/bench_peers.py (`launch.empty`, `load.cubin`, ...).
+    /// A stable key, shared with peers/bench_peers.py (`launch.empty`, `load.cubin`, ...).
     pub id: &'static str,
     /// What the row measures, for the table.
     pub label: String,

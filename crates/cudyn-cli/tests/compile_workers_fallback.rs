@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use cudyn::compile::{compile_batch, set_workers, BatchRun, WorkerSetting};
+use cudyn::workers::PROTOCOL;
 use worker_programs::{assert_same_as_here, programs};
 
 fn script(folder: &Path, name: &str, text: &str) -> PathBuf {
@@ -41,6 +42,24 @@ fn a_missing_or_mismatched_worker_falls_back_with_the_reason() {
     let why = fallback_reason(WorkerSetting::Executable(older));
     assert!(why.contains("it is cudyn 0.0.1"), "{why}");
     assert!(why.contains("cargo install cudyn-cli --version"), "{why}");
+
+    // The same version speaking another protocol (a build of other sources) is refused as well.
+    let version = env!("CARGO_PKG_VERSION");
+    let other_protocol = script(
+        folder.path(),
+        "other_protocol",
+        &format!(
+            "echo 'cudyn-compile-server {} {version} 1'; exec sleep 30",
+            PROTOCOL + 1
+        ),
+    );
+    let why = fallback_reason(WorkerSetting::Executable(other_protocol));
+    let expected = format!(
+        "it is cudyn {version} (worker protocol {}), but this program uses cudyn {version} \
+         (protocol {PROTOCOL})",
+        PROTOCOL + 1
+    );
+    assert!(why.contains(&expected), "{why}");
 
     let other = script(folder.path(), "other", "echo hello");
     let why = fallback_reason(WorkerSetting::Executable(other));

@@ -107,6 +107,7 @@ mod symbols;
 
 mod api;
 pub mod cache;
+mod codec;
 pub mod compile;
 pub mod context;
 #[cfg(feature = "cudarc-any-version")]
@@ -116,6 +117,7 @@ pub mod context;
 )]
 pub mod cudarc;
 pub mod device;
+mod digest;
 mod digits;
 pub mod error;
 pub mod image;
@@ -133,6 +135,7 @@ pub mod sys;
 pub mod toolchain;
 pub mod version;
 mod warn;
+pub mod workers;
 
 pub use cache::Cache;
 pub use compile::{
@@ -141,6 +144,7 @@ pub use compile::{
 };
 pub use context::{current_device, set_device, synchronize};
 pub use device::{Device, DeviceAttribute, DeviceLimits, MemoryInfo};
+pub use digest::Digest;
 pub use error::{CallError, Error, Result};
 pub use image::{Image, ImageKind};
 pub use inspect::{Inspection, ParseError};

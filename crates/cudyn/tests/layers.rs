@@ -32,7 +32,8 @@ fn layers() -> Vec<(String, Vec<String>)> {
     layers
 }
 
-/// Every source file of the library but the generated bindings, with its top-level module.
+/// Every source file of the library but the generated bindings, with its module path
+/// (`compile/batch.rs`: `compile::batch`; `compile/mod.rs`: `compile`).
 fn sources() -> Vec<(String, PathBuf)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found = Vec::new();
@@ -49,14 +50,15 @@ fn sources() -> Vec<(String, PathBuf)> {
             if path.extension() != Some("rs".as_ref()) || path == src.join("lib.rs") {
                 continue;
             }
-            let relative = path.strip_prefix(&src).unwrap();
-            let first = relative.components().next().unwrap();
-            let module = Path::new(first.as_os_str())
-                .file_stem()
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            found.push((module, path));
+            let relative = path.strip_prefix(&src).unwrap().with_extension("");
+            let mut segments: Vec<String> = relative
+                .components()
+                .map(|part| part.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if segments.last().is_some_and(|last| last == "mod") {
+                segments.pop();
+            }
+            found.push((segments.join("::"), path));
         }
     }
     found
@@ -120,16 +122,36 @@ fn code_of(text: &str) -> String {
     code
 }
 
-/// The top-level modules `code` names through `crate::`, grouped imports included
-/// (`use crate::{a::X, b::Y}`).
-fn imports_of(code: &str) -> BTreeSet<String> {
+/// The paths `code` names through `crate::` (`a::b::X`), grouped imports included
+/// (`use crate::{a::X, b::Y}`), each as far as it goes; `super::` paths resolved from `module`,
+/// the path of the module `code` is.
+fn imports_of(code: &str, module: &str) -> BTreeSet<String> {
     let mut imports = BTreeSet::new();
-    for (at, _) in code.match_indices("crate::") {
-        let rest = &code[at + "crate::".len()..];
+    let mut starts: Vec<(usize, String)> = code
+        .match_indices("crate::")
+        .filter(|(at, _)| !code[..*at].ends_with("pub(") && !code[..*at].ends_with("in "))
+        .map(|(at, _)| (at + "crate::".len(), String::new()))
+        .collect();
+    for (at, _) in code.match_indices("super::") {
+        // A chain `super::super::` counts once, from its first `super`.
+        if code[..at].ends_with("super::") {
+            continue;
+        }
+        let mut base: Vec<&str> = module.split("::").collect();
+        let mut end = at;
+        while code[end..].starts_with("super::") {
+            base.pop();
+            end += "super::".len();
+        }
+        let prefix = base.iter().map(|segment| format!("{segment}::")).collect();
+        starts.push((end, prefix));
+    }
+    for (start, prefix) in starts {
+        let rest = &code[start..];
         let names: Vec<&str> = match rest.strip_prefix('{') {
             Some(group) => {
                 let group = group.split('}').next().unwrap_or_default();
-                // Only the first segment of each item: `a::X, b::{Y, Z}` names a and b.
+                // Each item up to its own group: `a::X, b::{Y, Z}` names a::X and b.
                 let mut depth = 0;
                 let mut items = Vec::new();
                 let mut start = 0;
@@ -153,10 +175,11 @@ fn imports_of(code: &str) -> BTreeSet<String> {
             let name: String = name
                 .trim()
                 .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
                 .collect();
+            let name = name.trim_end_matches(':').to_owned();
             if !name.is_empty() {
-                imports.insert(name);
+                imports.insert(format!("{prefix}{name}"));
             }
         }
     }
@@ -171,9 +194,19 @@ fn every_module_imports_only_from_its_own_layer_and_below_and_no_circle_exists()
         .enumerate()
         .flat_map(|(index, (_, modules))| modules.iter().map(move |m| (m.as_str(), index)))
         .collect();
+    // The table's entry a module path falls under: the longest listed prefix (`compile::batch`
+    // may sit in another layer than the rest of `compile`).
+    let entry_of = |path: &str| -> Option<String> {
+        let segments: Vec<&str> = path.split("::").collect();
+        (1..=segments.len())
+            .rev()
+            .map(|n| segments[..n].join("::"))
+            .find(|prefix| layer_of.contains_key(prefix.as_str()))
+    };
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut problems = Vec::new();
-    for (module, path) in sources() {
+    for (file_module, path) in sources() {
+        let module = entry_of(&file_module).unwrap_or_else(|| file_module.clone());
         let Some(&own) = layer_of.get(module.as_str()) else {
             problems.push(format!(
                 "{}: module `{module}` is in no layer of docs/ARCHITECTURE.md",
@@ -185,15 +218,16 @@ fn every_module_imports_only_from_its_own_layer_and_below_and_no_circle_exists()
         // A module's tests may use any layer: they are not part of what the module needs.
         let text = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
         let code = code_of(text);
-        for imported in imports_of(&code) {
+        for path_named in imports_of(&code, &file_module) {
+            // Macros and items of the crate's root (`crate::Error` re-exports) count as the
+            // module they name only when that is a module of the table.
+            let Some(imported) = entry_of(&path_named) else {
+                continue;
+            };
             if imported == module {
                 continue;
             }
-            // Macros and items of the crate's root (`crate::Error` re-exports) count as the
-            // module they name only when that is a module of the table.
-            let Some(&theirs) = layer_of.get(imported.as_str()) else {
-                continue;
-            };
+            let theirs = layer_of[imported.as_str()];
             graph
                 .entry(module.clone())
                 .or_default()
@@ -237,6 +271,9 @@ fn imports_are_read_from_code_only() {
          let q = '\"'; let e = '\\''; crate::d::h();\n\
          let r = r#\"crate::raw \" still\"#; crate::e::i();\n",
     );
-    let found: Vec<String> = imports_of(&code).into_iter().collect();
-    assert_eq!(found, ["a", "b", "c", "d", "e"]);
+    let found: Vec<String> = imports_of(&code, "m::n").into_iter().collect();
+    assert_eq!(found, ["a::X", "b", "c::f", "d::h", "e::i"]);
+    let relative = code_of("use super::x::Y;\nuse super::super::z;\npub(super) fn f() {}\n");
+    let found: Vec<String> = imports_of(&relative, "m::n::o").into_iter().collect();
+    assert_eq!(found, ["m::n::x::Y", "m::z"]);
 }

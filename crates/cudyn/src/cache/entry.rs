@@ -1,7 +1,7 @@
 //! One cache entry, one file: a manifest and the device code, sealed by a checksum.
 //!
 //! Layout: the magic `CUDYNKC4`, the manifest's length (u64, little-endian), the manifest, the
-//! code's length, the code, then the checksum of everything before it ([`super::codec`]). A
+//! code's length, the code, then the checksum of everything before it ([`crate::codec`]). A
 //! file whose length, checksum or manifest does not check out is never loaded.
 //!
 //! The manifest of code that passed cudyn's check before a load holds the code's blake3 digest,
@@ -12,10 +12,11 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::codec::{self, Reader, Writer};
 use super::key::Key;
 use crate::arch::Arch;
-use crate::image::{Checked, Digest, Facts, ImageKind};
+use crate::codec::{self, Malformed, Reader, Writer};
+use crate::digest::Digest;
+use crate::image::{Checked, Facts, ImageKind};
 use crate::kinds::Output;
 use crate::param::ParamLayout;
 use crate::shared_bytes::SharedBytes;
@@ -59,20 +60,18 @@ impl Listing {
     /// The encoding of `listed`.
     pub fn of(listed: &Listed) -> Listing {
         let mut encoded = Writer::default();
-        encoded.text(&listed.name);
-        encoded.u64(listed.toolchain.len() as u64);
-        for tool in &listed.toolchain {
-            encoded.text(tool);
-        }
-        encoded.u64(listed.kernels.len() as u64);
-        for kernel in &listed.kernels {
-            encoded.text(&kernel.name);
-            encoded.u64(kernel.params.len() as u64);
-            for param in &kernel.params {
-                encoded.u64(param.offset as u64);
-                encoded.u64(param.size as u64);
-            }
-        }
+        encoded
+            .text(&listed.name)
+            .list(&listed.toolchain, |encoded, tool| {
+                encoded.text(tool);
+            })
+            .list(&listed.kernels, |encoded, kernel| {
+                encoded
+                    .text(&kernel.name)
+                    .list(&kernel.params, |encoded, param| {
+                        encoded.u64(param.offset as u64).u64(param.size as u64);
+                    });
+            });
         let created = listed
             .created
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -84,27 +83,32 @@ impl Listing {
     /// What the listing says, or `None` when its encoding does not read whole.
     pub fn read(&self) -> Option<Listed> {
         let mut encoded = Reader(&self.0);
-        let name = encoded.text()?;
-        let toolchain = encoded.list(Reader::text)?;
-        let kernels = encoded.list(|m| {
-            Some(KernelRecord {
-                name: m.text()?,
-                params: m.list(|m| {
-                    Some(ParamLayout {
-                        offset: usize::try_from(m.u64()?).ok()?,
-                        size: usize::try_from(m.u64()?).ok()?,
+        let listed = Listed {
+            name: encoded.text().ok()?,
+            toolchain: encoded.list(Reader::text).ok()?,
+            kernels: encoded
+                .list(|m| {
+                    Ok(KernelRecord {
+                        name: m.text()?,
+                        params: m.list(|m| {
+                            Ok(ParamLayout {
+                                offset: size(m.u64()?)?,
+                                size: size(m.u64()?)?,
+                            })
+                        })?,
                     })
-                })?,
-            })
-        })?;
-        let created = SystemTime::UNIX_EPOCH + Duration::from_secs(encoded.u64()?);
-        encoded.0.is_empty().then_some(Listed {
-            name,
-            toolchain,
-            kernels,
-            created,
-        })
+                })
+                .ok()?,
+            created: SystemTime::UNIX_EPOCH + Duration::from_secs(encoded.u64().ok()?),
+        };
+        encoded.end().ok()?;
+        Some(listed)
     }
+}
+
+/// A size read from a file, when this machine can hold it.
+fn size(value: u64) -> Result<usize, Malformed> {
+    usize::try_from(value).map_err(|_| Malformed::TooLong)
 }
 
 /// What a cache entry holds.
@@ -167,36 +171,30 @@ impl Entry {
     /// The file's bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut manifest = Writer::default();
-        manifest.bytes(&self.key.0);
-        manifest.text(self.output.extension());
-        manifest.u64(u64::from(self.arch.number()));
-        manifest.text(&self.log);
-        manifest.u64(self.lowered_names.len() as u64);
-        for (expression, lowered) in &self.lowered_names {
-            manifest.text(expression);
-            manifest.text(lowered);
-        }
-        manifest.bytes(&self.listing.0);
-        match self.checked {
-            Some(Checked { facts, digest }) => {
-                manifest.u64(1);
-                manifest.text(CHECKED_BY);
-                manifest.u64(u64::from(facts.defines_variables));
-                manifest.u64(
-                    facts
-                        .uninitialized_bytes
-                        .map_or(UNKNOWN_BYTES, |bytes| bytes as u64),
-                );
-                manifest.bytes(&digest);
-            }
-            None => manifest.u64(0),
-        }
-        manifest.bytes(&self.toolchain);
-        manifest.bytes(&self.inputs);
-        let mut file = Writer::default();
-        file.0.extend_from_slice(MAGIC);
-        file.bytes(&manifest.0);
-        file.bytes(&self.code);
+        manifest
+            .bytes(self.key.as_bytes())
+            .text(self.output.extension())
+            .u64(u64::from(self.arch.number()))
+            .text(&self.log)
+            .list(&self.lowered_names, |manifest, (expression, lowered)| {
+                manifest.text(expression).text(lowered);
+            })
+            .bytes(&self.listing.0)
+            .optional(self.checked, |manifest, Checked { facts, digest }| {
+                manifest
+                    .text(CHECKED_BY)
+                    .u64(u64::from(facts.defines_variables))
+                    .u64(
+                        facts
+                            .uninitialized_bytes
+                            .map_or(UNKNOWN_BYTES, |bytes| bytes as u64),
+                    )
+                    .bytes(digest.as_bytes());
+            })
+            .bytes(&self.toolchain)
+            .bytes(&self.inputs);
+        let mut file = Writer(MAGIC.to_vec());
+        file.bytes(&manifest.0).bytes(&self.code);
         codec::seal(file.0)
     }
 
@@ -232,47 +230,48 @@ impl Entry {
     /// the toolchain record stay in `bytes`, shared, not copied.
     pub fn decode(bytes: Vec<u8>) -> Option<Entry> {
         let buffer = Arc::new(bytes);
-        let shared = |part: &[u8]| SharedBytes::slice_of(&buffer, part);
-        let mut file = Reader(codec::unsealed(&buffer)?.strip_prefix(MAGIC)?);
+        let file = codec::unsealed(&buffer)?.strip_prefix(MAGIC)?;
+        Self::read(&buffer, Reader(file)).ok()
+    }
+
+    /// The entry in `file`, the part of `buffer` after the magic and before the checksum.
+    fn read(buffer: &Arc<Vec<u8>>, mut file: Reader) -> Result<Entry, Malformed> {
+        let shared = |part: &[u8]| {
+            SharedBytes::slice_of(buffer, part).ok_or(Malformed::Unknown("part of the file"))
+        };
         let mut manifest = Reader(file.bytes()?);
         let code = file.bytes()?;
-        if !file.0.is_empty() {
-            return None;
-        }
-        let key = Key(manifest.bytes()?.try_into().ok()?);
+        file.end()?;
+        let key = Key(manifest.array()?);
         let output = match manifest.bytes()? {
             b"cubin" => Output::Cubin,
             b"ptx" => Output::Ptx,
             b"ltoir" => Output::LtoIr,
-            _ => return None,
+            _ => return Err(Malformed::Unknown("output")),
         };
-        let number = u32::try_from(manifest.u64()?).ok()?;
+        let number = u32::try_from(manifest.u64()?).map_err(|_| Malformed::Unknown("arch"))?;
         let arch = Arch::new(number / 10, number % 10);
         let log = manifest.text()?;
-        let lowered_names = manifest.list(|m| Some((m.text()?, m.text()?)))?;
+        let lowered_names = manifest.list(|m| Ok((m.text()?, m.text()?)))?;
         let listing = Listing(manifest.bytes()?.to_vec());
-        let checked = match manifest.u64()? {
-            0 => None,
-            1 => {
+        let checked = manifest
+            .optional(|manifest| {
                 let checked_by = manifest.bytes()?;
                 let facts = Facts {
                     defines_variables: manifest.u64()? != 0,
                     uninitialized_bytes: match manifest.u64()? {
                         UNKNOWN_BYTES => None,
-                        bytes => Some(usize::try_from(bytes).ok()?),
+                        bytes => Some(size(bytes)?),
                     },
                 };
-                let digest: Digest = manifest.bytes()?.try_into().ok()?;
-                (checked_by == CHECKED_BY.as_bytes()).then_some(Checked { facts, digest })
-            }
-            _ => return None,
-        };
+                let digest = Digest(manifest.array()?);
+                Ok((checked_by == CHECKED_BY.as_bytes()).then_some(Checked { facts, digest }))
+            })?
+            .flatten();
         let toolchain = shared(manifest.bytes()?)?;
         let inputs = shared(manifest.bytes()?)?;
-        if !manifest.0.is_empty() {
-            return None;
-        }
-        Some(Entry {
+        manifest.end()?;
+        Ok(Entry {
             key,
             output,
             arch,
@@ -366,6 +365,22 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_file_format_changes_only_with_the_magic_and_the_schema() {
+        // The xxh3-128 of a sample entry's file (unchecked: what the check found is marked with
+        // cudyn's version). A change here is a change of format: give it a new MAGIC and
+        // key::SCHEMA, so that no cudyn misreads another's files, then update the figure.
+        let entry = sample(Key([7; 32]), 300);
+        assert_eq!(
+            xxhash_rust::xxh3::xxh3_128(&entry.encode()),
+            PINNED,
+            "{:#x}",
+            xxhash_rust::xxh3::xxh3_128(&entry.encode())
+        );
+    }
+
+    const PINNED: u128 = 0x7317_acd8_6cac_6478_1958_ccd6_b821_8b75;
+
+    #[test]
     fn an_entry_round_trips() {
         let entry = sample(Key([7; 32]), 300);
         assert_eq!(Entry::decode(entry.encode()), Some(entry));
@@ -417,8 +432,9 @@ pub(crate) mod tests {
         let entry = checked_sample(300);
         assert!(entry.digest_matches());
         let digest = entry.checked.unwrap().digest;
-        let read = Entry::decode(resealed(&entry, &digest, &[0; 32])).expect("a sealed entry");
-        assert_eq!(read.checked.unwrap().digest, [0; 32]);
+        let read =
+            Entry::decode(resealed(&entry, digest.as_bytes(), &[0; 32])).expect("a sealed entry");
+        assert_eq!(read.checked.unwrap().digest, Digest([0; 32]));
         assert!(!read.digest_matches());
         assert!(
             sample(Key([7; 32]), 300).digest_matches(),

@@ -2,54 +2,16 @@
 //! a program reads, and so keys on, is the include search's to say
 //! ([`Program::dependencies`](crate::compile::Program::dependencies)).
 
-use std::fmt;
 use std::time::SystemTime;
+
+use crate::digest::hex;
 
 /// The version of the key and entry format: entries of another schema are never found.
 pub(crate) const SCHEMA: &[u8] = b"cudyn-cache-6";
 
-/// A cache key: the blake3 hash of a compile's inputs.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Key(pub(crate) [u8; 32]);
-
-impl Key {
-    /// The key as 64 hexadecimal digits, the entry's file name.
-    pub fn hex(&self) -> String {
-        hex(&self.0)
-    }
-
-    /// The key of 64 hexadecimal digits.
-    pub fn from_hex(text: &str) -> Option<Key> {
-        Some(Key(from_hex(text)?.try_into().ok()?))
-    }
-}
-
-/// `bytes` as lower-case hexadecimal digits, two per byte.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(2 * bytes.len());
-    for byte in bytes {
-        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        text.push(char::from(DIGITS[usize::from(byte & 15)]));
-    }
-    text
-}
-
-/// The bytes of hexadecimal digits (either case); `None` for anything else.
-pub(crate) fn from_hex(text: &str) -> Option<Vec<u8>> {
-    let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
-    let text = text.as_bytes();
-    text.len().is_multiple_of(2).then_some(())?;
-    text.chunks_exact(2)
-        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
-        .collect()
-}
-
-impl fmt::Debug for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Key({})", self.hex())
-    }
-}
+/// A cache key: the blake3 hash of a compile's inputs, cudyn's one [`Digest`](crate::Digest)
+/// type under the name the cache gives it.
+pub use crate::digest::Digest as Key;
 
 /// Builds a key from fields, each length-prefixed so that no two lists of fields hash alike.
 ///
@@ -234,17 +196,5 @@ mod tests {
             // Finishing leaves the hasher as it was.
             assert_eq!(hasher.finish(), hasher.finish());
         }
-    }
-
-    #[test]
-    fn keys_round_trip_through_hex() {
-        let key = KeyHasher::new("test").field(b"x").finish();
-        assert_eq!(Key::from_hex(&key.hex()), Some(key));
-        assert_eq!(Key::from_hex("zz"), None);
-        assert_eq!(Key::from_hex(&key.hex()[2..]), None);
-        assert_eq!(hex(&[0, 0x9f, 0xa0]), "009fa0");
-        assert_eq!(from_hex("009FA0"), Some(vec![0, 0x9f, 0xa0]));
-        assert_eq!(from_hex("0g"), None);
-        assert_eq!(from_hex("abc"), None);
     }
 }

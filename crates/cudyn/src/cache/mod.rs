@@ -102,7 +102,6 @@ use crate::error::{Error, Result};
 use crate::image::ImageKind;
 use crate::version::Version;
 
-mod codec;
 pub(crate) mod entry;
 mod evict;
 mod folder;

@@ -33,9 +33,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::codec::{self, Reader, Writer};
 use super::key::{self, FieldSink, Fields, Key, KeyHasher};
 use super::store;
+use crate::codec::{self, Malformed, Reader, Writer};
 use crate::sys::locate::{CudaHeaders, HeaderFolder, Origin, SEARCH_ENV};
 use crate::sys::LibraryFile;
 use crate::version::Version;
@@ -207,12 +207,14 @@ type RecordHead<'a> = (Vec<(PathBuf, Stamp)>, Key, Key, Reader<'a>);
 
 fn read_head(record: &[u8]) -> Option<RecordHead<'_>> {
     let mut record = Reader(record.strip_prefix(MAGIC)?);
-    let stamped = record.list(|record| {
-        let (file, stamp) = stamped_file(record)?;
-        Some((path(file), stamp))
-    })?;
-    let identity = Key(record.bytes()?.try_into().ok()?);
-    let nvrtc_identity = Key(record.bytes()?.try_into().ok()?);
+    let stamped = record
+        .list(|record| {
+            let (file, stamp) = stamped_file(record)?;
+            Ok((path(file), stamp))
+        })
+        .ok()?;
+    let identity = Key(record.array().ok()?);
+    let nvrtc_identity = Key(record.array().ok()?);
     Some((stamped, identity, nvrtc_identity, record))
 }
 
@@ -230,20 +232,20 @@ pub(crate) fn identities_of(record: &[u8]) -> Option<[Key; 2]> {
 /// later compile of the process needs the compiler ([`from_record`]).
 pub(crate) fn check_in_place(record: &[u8], with_headers: bool) -> Option<Version> {
     let mut rest = Reader(record.strip_prefix(MAGIC)?);
-    let count = rest.u64()?;
-    let mut files = Reader(rest.0);
+    let count = rest.count().ok()?;
+    let mut files = rest.clone();
     for _ in 0..count {
-        stamped_file(&mut rest)?;
+        stamped_file(&mut rest).ok()?;
     }
     // The two identities and NVRTC's origin, then what is checked.
     for _ in 0..3 {
-        rest.bytes()?;
+        rest.bytes().ok()?;
     }
-    let version = read_version(&mut rest)?;
-    let nvrtc = rest.bytes()?;
+    let version = read_version(&mut rest).ok()?;
+    let nvrtc = rest.bytes().ok()?;
     let mut nvrtc_checked = false;
     for _ in 0..count {
-        let (file, expected) = stamped_file(&mut files)?;
+        let (file, expected) = stamped_file(&mut files).ok()?;
         let is_nvrtc = file == nvrtc;
         if is_nvrtc || with_headers {
             let metadata = std::fs::metadata(OsStr::from_bytes(file)).ok()?;
@@ -255,26 +257,26 @@ pub(crate) fn check_in_place(record: &[u8], with_headers: bool) -> Option<Versio
 }
 
 /// One of the files a [`record`] names, with its stamp.
-fn stamped_file<'a>(record: &mut Reader<'a>) -> Option<(&'a [u8], Stamp)> {
+fn stamped_file<'a>(record: &mut Reader<'a>) -> Result<(&'a [u8], Stamp), Malformed> {
     let file = record.bytes()?;
     let mut stamp: Stamp = [0; 7];
     for field in &mut stamp {
         *field = record.u64()?;
     }
-    Some((file, stamp))
+    Ok((file, stamp))
 }
 
 /// The toolchain a [`record`] describes, checked as [`recall`] checks it ([`check_in_place`]).
 pub(crate) fn from_record(record: &[u8], with_headers: bool) -> Option<ResolvedCompiler> {
     let version = check_in_place(record, with_headers)?;
     let (stamped, identity, nvrtc_identity, mut record) = read_head(record)?;
-    let origin = decode_origin(record.bytes()?)?;
-    read_version(&mut record)?;
-    let nvrtc_path = path(record.bytes()?);
-    let cuda = record.optional(read_folder)?;
-    let cccl = record.optional(read_folder)?;
-    let cccl_version = record.optional(Reader::text)?;
-    record.0.is_empty().then_some(())?;
+    let origin = decode_origin(record.bytes().ok()?).ok()?;
+    read_version(&mut record).ok()?;
+    let nvrtc_path = record.path().ok()?;
+    let cuda = record.optional(read_folder).ok()?;
+    let cccl = record.optional(read_folder).ok()?;
+    let cccl_version = record.optional(Reader::text).ok()?;
+    record.end().ok()?;
     let mut nvrtc = None;
     let mut unchecked = Vec::new();
     for (file, stamp) in stamped {
@@ -343,24 +345,31 @@ pub(crate) fn record(compiler: &ResolvedCompiler) -> Option<Vec<u8>> {
         let modified = metadata.modified().ok()?;
         let settled = now.duration_since(modified).is_ok_and(|age| age >= SETTLED);
         settled.then_some(())?;
-        record.bytes(file.as_os_str().as_bytes());
+        record.path(&file);
         for field in stamp(&metadata) {
             record.u64(field);
         }
     }
-    record.bytes(&compiler.identity.0);
-    record.bytes(&compiler.nvrtc_identity.0);
-    record.text(origin_name(compiler.file.origin));
+    record
+        .bytes(compiler.identity.as_bytes())
+        .bytes(compiler.nvrtc_identity.as_bytes())
+        .text(origin_name(compiler.file.origin));
     write_version(&mut record, compiler.version);
-    record.bytes(compiler.file.path.as_os_str().as_bytes());
+    record.path(&compiler.file.path);
     for folder in [&compiler.headers.cuda, &compiler.headers.cccl] {
         record.optional(folder.as_ref(), |record, found| {
-            record.text(origin_name(found.origin));
-            record.optional(found.cuda_version, write_version);
-            record.bytes(found.folder.as_os_str().as_bytes());
+            record
+                .text(origin_name(found.origin))
+                .optional(found.cuda_version, write_version)
+                .path(&found.folder);
         });
     }
-    record.optional(compiler.headers.cccl_version.as_deref(), Writer::text);
+    record.optional(
+        compiler.headers.cccl_version.as_deref(),
+        |record, version| {
+            record.text(version);
+        },
+    );
     Some(record.0)
 }
 
@@ -411,28 +420,30 @@ fn origin_name(origin: Origin) -> &'static str {
     }
 }
 
-fn decode_origin(name: &[u8]) -> Option<Origin> {
+fn decode_origin(name: &[u8]) -> Result<Origin, Malformed> {
     Origin::ALL
         .into_iter()
         .find(|&origin| origin_name(origin).as_bytes() == name)
+        .ok_or(Malformed::Unknown("origin"))
 }
 
 fn write_version(record: &mut Writer, version: Version) {
-    record.u64(u64::from(version.major));
-    record.u64(u64::from(version.minor));
+    record
+        .u64(u64::from(version.major))
+        .u64(u64::from(version.minor));
 }
 
-fn read_version(record: &mut Reader) -> Option<Version> {
-    let mut part = || u32::try_from(record.u64()?).ok();
-    Some(Version::new(part()?, part()?))
+fn read_version(record: &mut Reader) -> Result<Version, Malformed> {
+    let mut part = || u32::try_from(record.u64()?).map_err(|_| Malformed::Unknown("version"));
+    Ok(Version::new(part()?, part()?))
 }
 
 /// A header folder as [`record`] wrote it.
-fn read_folder(record: &mut Reader) -> Option<HeaderFolder> {
-    Some(HeaderFolder {
+fn read_folder(record: &mut Reader) -> Result<HeaderFolder, Malformed> {
+    Ok(HeaderFolder {
         origin: decode_origin(record.bytes()?)?,
         cuda_version: record.optional(read_version)?,
-        folder: path(record.bytes()?),
+        folder: record.path()?,
         note: None,
     })
 }

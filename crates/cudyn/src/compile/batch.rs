@@ -2,7 +2,7 @@
 //!
 //! A batch first looks every program up in the compile cache, in this process (a hit costs no
 //! compile and starts nothing). The programs left are compiled by worker processes
-//! ([`workers`](super::workers): a compile server of cudyn's own starts one worker per core),
+//! ([`workers`](crate::workers): a compile server of cudyn's own starts one worker per core),
 //! because NVRTC serializes much of its work inside one process: threads of one process
 //! stop scaling at a few times one core's speed. When workers cannot be had, or the batch is too
 //! small for them to pay off, the programs are compiled on this process's threads (rayon's
@@ -17,12 +17,16 @@ use rayon::prelude::*;
 use rayon::ThreadPool;
 
 use super::cached::{self, Lookup, Miss};
-use super::workers::{self, Connection, NvrtcIdentity, Outcome, MIN_PROGRAMS};
 use super::{Arch, Compiled, Program};
 use crate::cache::resolved::ResolvedCompiler;
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::sys::{self, locate::Component};
+use crate::workers::{Connection, NvrtcIdentity, Outcome, MIN_PROGRAMS};
+// The worker settings at the paths they have always had; the module itself is `crate::workers`.
+#[doc(hidden)]
+pub use crate::workers;
+pub use crate::workers::{set_job_time_limit, set_workers, WorkerSetting};
 
 /// Compiles every program, in worker processes when that pays off, else on rayon's global pool
 /// (a thread per core); see [`compile_batch`]. The results are in the programs' order; one failure
@@ -67,7 +71,7 @@ pub enum BatchRun {
         /// Why not in worker processes.
         why: String,
     },
-    /// In worker processes of a compile server ([`workers`](super::workers)).
+    /// In worker processes of a compile server ([`workers`](crate::workers)).
     Workers {
         /// How many programs were compiled.
         programs: usize,
@@ -81,7 +85,7 @@ pub enum BatchRun {
 }
 
 /// Compiles every program as [`compile_all`] does, and says where: cached programs come from the
-/// cache; the rest are compiled in worker processes ([`workers`](super::workers)) when there are
+/// cache; the rest are compiled in worker processes ([`workers`](crate::workers)) when there are
 /// at least [`MIN_PROGRAMS`] of them and a compile server can be had, else on this process's
 /// threads.
 pub fn compile_batch(programs: &[Program]) -> Batch {

@@ -31,11 +31,11 @@ pub enum CacheUse {
 /// Cloning it is cheap: the code is shared, with the compile cache's copy too.
 #[derive(Debug, Clone)]
 pub struct Compiled {
-    pub(super) name: String,
-    pub(super) output: Output,
-    pub(super) arch: Arch,
-    pub(super) code: SharedBytes,
-    pub(super) log: String,
+    pub(crate) name: String,
+    pub(crate) output: Output,
+    pub(crate) arch: Arch,
+    pub(crate) code: SharedBytes,
+    pub(crate) log: String,
     pub(crate) lowered_names: Vec<(String, String)>,
     /// What the check before a load found in the code, when it was checked as it was stored in
     /// (or read from) the compile cache: a load of it need not check or hash it again.

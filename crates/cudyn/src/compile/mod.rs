@@ -45,9 +45,11 @@ mod linker;
 mod nvrtc_program;
 mod program;
 pub mod target;
-pub mod workers;
 
+#[doc(hidden)]
+pub use batch::workers;
 pub use batch::{compile_all, compile_all_on, compile_batch, Batch, BatchRun};
+pub use batch::{set_job_time_limit, set_workers, WorkerSetting};
 pub use compiled::{CacheUse, Compiled, Output};
 pub use fatbin::FatbinBuilder;
 pub use includes::Dependencies;
@@ -55,7 +57,6 @@ pub use linker::{InputKind, LinkOptions, Linked, Linker};
 pub use nvrtc_program::supported_archs;
 pub use program::{CppStandard, Program};
 pub use target::{Arch, ArchVariant, PtxVerdict};
-pub use workers::{set_job_time_limit, set_workers, WorkerSetting};
 
 use std::ffi::CString;
 

@@ -67,27 +67,27 @@ impl CppStandard {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Program {
-    pub(super) source: String,
-    pub(super) name: String,
-    pub(super) arch: Option<Arch>,
-    pub(super) output: Output,
-    pub(super) standard: Option<CppStandard>,
-    pub(super) defines: Vec<(String, Option<String>)>,
-    pub(super) include_folders: Vec<PathBuf>,
-    pub(super) default_includes: bool,
-    pub(super) headers: Vec<(String, String)>,
-    pub(super) fast_math: bool,
-    pub(super) ftz: Option<bool>,
-    pub(super) prec_div: Option<bool>,
-    pub(super) prec_sqrt: Option<bool>,
-    pub(super) fmad: Option<bool>,
-    pub(super) debug: bool,
-    pub(super) line_info: bool,
-    pub(super) relocatable: bool,
-    pub(super) extra: Vec<String>,
-    pub(super) name_expressions: Vec<String>,
-    pub(super) allow_newer_ptx: bool,
-    pub(super) cache: bool,
+    pub(crate) source: String,
+    pub(crate) name: String,
+    pub(crate) arch: Option<Arch>,
+    pub(crate) output: Output,
+    pub(crate) standard: Option<CppStandard>,
+    pub(crate) defines: Vec<(String, Option<String>)>,
+    pub(crate) include_folders: Vec<PathBuf>,
+    pub(crate) default_includes: bool,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) fast_math: bool,
+    pub(crate) ftz: Option<bool>,
+    pub(crate) prec_div: Option<bool>,
+    pub(crate) prec_sqrt: Option<bool>,
+    pub(crate) fmad: Option<bool>,
+    pub(crate) debug: bool,
+    pub(crate) line_info: bool,
+    pub(crate) relocatable: bool,
+    pub(crate) extra: Vec<String>,
+    pub(crate) name_expressions: Vec<String>,
+    pub(crate) allow_newer_ptx: bool,
+    pub(crate) cache: bool,
 }
 
 impl Program {
@@ -464,7 +464,7 @@ impl Program {
 
     /// The compile, with NVRTC, for `arch` (or its error), CUDA's header folders `defaults`
     /// searched after the program's own.
-    pub(super) fn compile_uncached(
+    pub(crate) fn compile_uncached(
         &self,
         arch: Result<Arch>,
         defaults: &[PathBuf],

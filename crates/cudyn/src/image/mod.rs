@@ -181,11 +181,11 @@ impl Image<'static> {
 }
 
 /// The blake3 hash of an image's bytes: what the process-wide library registry knows a load by.
-pub(crate) type Digest = [u8; 32];
+pub(crate) type Digest = crate::Digest;
 
 /// The [`Digest`] of `bytes`.
 pub(crate) fn digest(bytes: &[u8]) -> Digest {
-    *blake3::hash(bytes).as_bytes()
+    Digest::of(bytes)
 }
 
 /// What the check before a load found in code cudyn made itself, with the code's digest.

@@ -21,11 +21,11 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::retention::{Retained, Retention};
 use super::{Backend, JitOptions, LibraryOptions};
-use crate::image::Digest;
+use crate::digest::Digest;
 
 /// What identifies a load: a blake3 hash of the image bytes and of every option that can change
 /// what the driver makes of them.
-pub(crate) type Key = [u8; 32];
+pub(crate) type Key = Digest;
 
 /// Everything that goes into a [`Key`].
 #[derive(Debug, Clone, Copy)]
@@ -69,7 +69,7 @@ impl KeyParts<'_> {
             at += bytes.len();
         };
         put(TAG);
-        put(&self.image);
+        put(self.image.as_bytes());
         // Destructured so that a new option cannot be forgotten here: it fails to compile.
         let JitOptions {
             optimization_level,
@@ -109,7 +109,7 @@ impl KeyParts<'_> {
                 hasher.update(text.as_bytes());
             }
         }
-        *hasher.finalize().as_bytes()
+        Digest(*hasher.finalize().as_bytes())
     }
 }
 
@@ -449,9 +449,9 @@ mod tests {
     fn users_share_one_load_which_is_unloaded_after_the_last_drop() {
         static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::OFF));
         static COUNTS: Counts = Counts::new();
-        let first = load(&REGISTRY, &COUNTS, [1; 32]);
-        let second = load(&REGISTRY, &COUNTS, [1; 32]);
-        let other = load(&REGISTRY, &COUNTS, [2; 32]);
+        let first = load(&REGISTRY, &COUNTS, Digest([1; 32]));
+        let second = load(&REGISTRY, &COUNTS, Digest([1; 32]));
+        let other = load(&REGISTRY, &COUNTS, Digest([2; 32]));
         assert!(Arc::ptr_eq(&first, &second));
         assert!(!Arc::ptr_eq(&first, &other));
         assert_eq!(COUNTS.loads(), 2);
@@ -461,9 +461,9 @@ mod tests {
         drop(second);
         assert_eq!(COUNTS.unloads(), 1);
         assert_eq!(REGISTRY.len(), (1, 0), "the unloaded entry is forgotten");
-        assert!(REGISTRY.find(&[1; 32]).is_none());
+        assert!(REGISTRY.find(&Digest([1; 32])).is_none());
         // A new load after the last drop loads again.
-        let again = load(&REGISTRY, &COUNTS, [1; 32]);
+        let again = load(&REGISTRY, &COUNTS, Digest([1; 32]));
         assert_eq!(COUNTS.loads(), 3);
         drop((again, other));
         assert_eq!(COUNTS.unloads(), 3);
@@ -475,12 +475,12 @@ mod tests {
         static REGISTRY: Registry<FakeLibrary> =
             Registry::with_limit(Some(Retention::new(2, 1 << 20)));
         static COUNTS: Counts = Counts::new();
-        let first = load(&REGISTRY, &COUNTS, [1; 32]);
+        let first = load(&REGISTRY, &COUNTS, Digest([1; 32]));
         let value: *const FakeLibrary = &**first;
         drop(first);
         assert_eq!(COUNTS.unloads(), 0, "kept loaded after its last user");
         assert_eq!(REGISTRY.len(), (0, 1));
-        let again = load(&REGISTRY, &COUNTS, [1; 32]);
+        let again = load(&REGISTRY, &COUNTS, Digest([1; 32]));
         assert!(
             std::ptr::eq(&**again, value),
             "the same library, taken back"
@@ -488,19 +488,25 @@ mod tests {
         assert_eq!(COUNTS.loads(), 1);
         assert_eq!(REGISTRY.len(), (1, 0), "live again, no longer retained");
         // While live it is shared as any live library.
-        assert!(Arc::ptr_eq(&again, &load(&REGISTRY, &COUNTS, [1; 32])));
+        assert!(Arc::ptr_eq(
+            &again,
+            &load(&REGISTRY, &COUNTS, Digest([1; 32]))
+        ));
         drop(again);
         // Two more released: the limit of 2 evicts the least recently released, the first.
-        for key in [[2; 32], [3; 32]] {
+        for key in [Digest([2; 32]), Digest([3; 32])] {
             drop(load(&REGISTRY, &COUNTS, key));
         }
         assert_eq!((COUNTS.loads(), COUNTS.unloads()), (3, 1));
-        assert!(REGISTRY.find(&[1; 32]).is_none(), "evicted and unloaded");
+        assert!(
+            REGISTRY.find(&Digest([1; 32])).is_none(),
+            "evicted and unloaded"
+        );
         // Released now: unloaded, and the next load loads afresh.
         assert_eq!(REGISTRY.release_retained(), 2);
         assert_eq!(COUNTS.unloads(), 3);
         assert_eq!(REGISTRY.len(), (0, 0));
-        drop(load(&REGISTRY, &COUNTS, [2; 32]));
+        drop(load(&REGISTRY, &COUNTS, Digest([2; 32])));
         assert_eq!(COUNTS.loads(), 4);
         // Turning retention off unloads what is kept.
         assert_eq!(
@@ -508,7 +514,7 @@ mod tests {
             Retention::new(2, 1 << 20)
         );
         assert_eq!((COUNTS.unloads(), REGISTRY.len()), (4, (0, 0)));
-        drop(load(&REGISTRY, &COUNTS, [2; 32]));
+        drop(load(&REGISTRY, &COUNTS, Digest([2; 32])));
         assert_eq!((COUNTS.loads(), COUNTS.unloads()), (5, 5));
     }
 
@@ -518,9 +524,12 @@ mod tests {
         static COUNTS: Counts = Counts::new();
         // Shared, but not retainable (code with variables).
         let shared = REGISTRY
-            .publish([1; 32], FakeLibrary::load(&COUNTS), None, None)
+            .publish(Digest([1; 32]), FakeLibrary::load(&COUNTS), None, None)
             .fresh();
-        assert!(Arc::ptr_eq(&REGISTRY.find(&[1; 32]).unwrap(), &shared));
+        assert!(Arc::ptr_eq(
+            &REGISTRY.find(&Digest([1; 32])).unwrap(),
+            &shared
+        ));
         drop(shared);
         assert_eq!(COUNTS.unloads(), 1);
         // Not shared at all (Sharing::Never).
@@ -529,7 +538,12 @@ mod tests {
         assert_eq!(REGISTRY.len(), (0, 0));
         // Larger than the byte budget.
         let large = REGISTRY
-            .publish([2; 32], FakeLibrary::load(&COUNTS), Some(65 << 20), None)
+            .publish(
+                Digest([2; 32]),
+                FakeLibrary::load(&COUNTS),
+                Some(65 << 20),
+                None,
+            )
             .fresh();
         drop(large);
         assert_eq!((COUNTS.unloads(), REGISTRY.len()), (3, (0, 0)));
@@ -540,7 +554,7 @@ mod tests {
         static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::DEFAULT));
         static COUNTS: Counts = Counts::new();
         static REPLACEMENT: Mutex<Option<Fake>> = Mutex::new(None);
-        let key = [3; 32];
+        let key = Digest([3; 32]);
         // The moment of the race: the last user is gone, so the old value is being released,
         // but the registry has not heard of it yet; another thread loads the same key then.
         fn load_while_dying(key: Key) {
@@ -574,7 +588,7 @@ mod tests {
     fn a_load_that_loses_the_race_to_publish_uses_the_winner_and_unloads_its_own() {
         static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::DEFAULT));
         static COUNTS: Counts = Counts::new();
-        let key = [4; 32];
+        let key = Digest([4; 32]);
         let winner = REGISTRY
             .publish(key, FakeLibrary::load(&COUNTS), Some(FAKE_BYTES), None)
             .fresh();
@@ -596,7 +610,7 @@ mod tests {
     fn a_value_found_unshareable_is_replaced_only_while_it_is_still_the_entry() {
         static REGISTRY: Registry<FakeLibrary> = Registry::with_limit(Some(Retention::OFF));
         static COUNTS: Counts = Counts::new();
-        let key = [6; 32];
+        let key = Digest([6; 32]);
         let publish =
             |replacing| REGISTRY.publish(key, FakeLibrary::load(&COUNTS), None, replacing);
         let found = publish(None).fresh();
@@ -621,7 +635,7 @@ mod tests {
         static COUNTS: Counts = Counts::new();
         const THREADS: usize = 8;
         const ROUNDS: usize = 2_000;
-        let key = [5; 32];
+        let key = Digest([5; 32]);
         let barrier = Barrier::new(THREADS);
         std::thread::scope(|scope| {
             for thread in 0..THREADS {

@@ -236,7 +236,7 @@ mod tests {
     use super::*;
 
     fn key(n: u8) -> Key {
-        [n; 32]
+        crate::Digest([n; 32])
     }
 
     fn keep(retained: &mut Retained<u8>, n: u8, bytes: usize) -> Vec<u8> {

@@ -9,8 +9,8 @@
 //! A kernel is made by [`kernel`]: a parameter layout that the fake `cuKernelGetParamInfo`
 //! reports and the fake `cuLaunchKernel` copies the arguments by, as the real driver packs them.
 //!
-//! Shared by tests/launch_driver_calls.rs, tests/load_driver_calls.rs and
-//! examples/bench_launch_host.rs (through `#[path]`).
+//! Shared by tests/launch_driver_calls.rs, tests/load_driver_calls.rs and cudyn-bench's
+//! `bench_launch_host` (through `#[path]`).
 //! A process installs it once, before any other cudyn call: the search path is fixed at the
 //! driver's first opening.
 #![allow(dead_code)]

@@ -1,7 +1,7 @@
 //! The arguments of the launch rows' kernels (`crates/cudyn-bench/kernels/peers.cu`) that are
 //! not buffers: the struct `scale` takes by value and the scalars of `args21`. Shared by the
-//! cudyn-bench program and the `bench_launch_host` example (through `#[path]`), so not every item
-//! is used by each.
+//! cudyn-bench program and its `bench_launch_host` (through `#[path]`), so not every item is
+//! used by each.
 
 use cudyn::DeviceRepr;
 

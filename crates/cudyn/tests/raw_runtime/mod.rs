@@ -3,8 +3,8 @@
 //! memory and timing for the compile tests and the compile benchmark.
 //!
 //! It stands in for cudyn's `Library` and `Kernel` until those are merged; it is also the "raw"
-//! side the benchmark compares cudyn with. Shared by tests/compile_gpu.rs and
-//! examples/bench_compile.rs (through `#[path]`), so not every item is used by each.
+//! side the benchmarks compare cudyn with. Shared by tests/compile_gpu.rs and the programs of
+//! `crates/cudyn-bench` (through `#[path]`), so not every item is used by each.
 #![allow(dead_code)]
 
 use std::ffi::{c_void, CString};

@@ -1,23 +1,20 @@
-//! The messages between a batch, the compile server and its workers, and their framing.
-//!
-//! The server first writes one line of text, `cudyn-compile-server <protocol> <version> <pid>`,
-//! so that any executable can be told apart from a compatible server before a byte of binary is
-//! exchanged. After it, every message is a frame: its length (4 bytes, little-endian), the
-//! message, and the message's blake3 hash (32 bytes), checked by every reader: a frame damaged
-//! or cut short anywhere between the worker and the batch is refused, never taken for a result.
-//! Inside a message, numbers are little-endian and text and bytes are length-prefixed.
+//! The messages between a batch, the compile server and its workers, and their framing: the
+//! protocol the [module documentation](super) describes. Fields are [`crate::codec`]'s; the tags,
+//! the order of fields and the frames are this protocol's own.
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+use crate::codec::{self, Malformed, Reader, Writer};
 use crate::compile::{Arch, CacheUse, Compiled, CppStandard, Output, Program};
 use crate::error::{CallError, Error};
 use crate::sys::locate::{provider_of, Component};
 use crate::version::Version;
 
-/// The protocol's number: changed with any change to the messages below.
-pub(super) const PROTOCOL: u32 = 2;
+/// The number of the compile workers' protocol, which a compile server's greeting states: changed
+/// with any change to the greeting, the frames or the messages.
+pub const PROTOCOL: u32 = 3;
 
 /// The first word of the server's greeting.
 pub(super) const GREETING: &str = "cudyn-compile-server";
@@ -25,7 +22,7 @@ pub(super) const GREETING: &str = "cudyn-compile-server";
 /// The largest message accepted: a cubin of a huge program is tens of MB.
 const MAX_FRAME: usize = 1 << 30;
 
-/// Writes `message` as one frame and flushes.
+/// Writes `message` as one frame (its length, the message, its checksum) and flushes.
 pub(super) fn write_frame(to: &mut impl Write, message: &[u8]) -> io::Result<()> {
     let length = u32::try_from(message.len())
         .ok()
@@ -33,11 +30,11 @@ pub(super) fn write_frame(to: &mut impl Write, message: &[u8]) -> io::Result<()>
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "message too long"))?;
     to.write_all(&length.to_le_bytes())?;
     to.write_all(message)?;
-    to.write_all(blake3::hash(message).as_bytes())?;
+    to.write_all(&codec::checksum(message))?;
     to.flush()
 }
 
-/// Reads one frame and checks its hash; `None` at a clean end of the stream.
+/// Reads one frame and checks its checksum; `None` at a clean end of the stream.
 pub(super) fn read_frame(from: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
     let mut length = [0; 4];
     match from.read(&mut length[..1])? {
@@ -48,187 +45,96 @@ pub(super) fn read_frame(from: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
     if length > MAX_FRAME {
         return Err(damaged(format!("a frame claims {length} bytes")));
     }
-    let mut message = vec![0; length];
-    from.read_exact(&mut message)?;
-    let mut hash = [0; 32];
-    from.read_exact(&mut hash)?;
-    if blake3::hash(&message) != blake3::Hash::from_bytes(hash) {
+    let mut sealed = vec![0; length + codec::CHECKSUM];
+    from.read_exact(&mut sealed)?;
+    if codec::unsealed(&sealed).is_none() {
         return Err(damaged(
             "a frame's checksum does not match its bytes".into(),
         ));
     }
-    Ok(Some(message))
+    sealed.truncate(length);
+    Ok(Some(sealed))
 }
 
 fn damaged(what: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what)
 }
 
-/// A message being written.
-#[derive(Debug, Default)]
-pub(super) struct Writer(pub(super) Vec<u8>);
+/// A message of kind `tag` being written.
+fn message(tag: u8) -> Writer {
+    Writer(vec![tag])
+}
 
-impl Writer {
-    pub(super) fn new(tag: u8) -> Self {
-        Writer(vec![tag])
+/// A reader of `message`'s fields, when it is of kind `tag`.
+fn tagged(message: &[u8], tag: u8) -> Result<Reader<'_>, Malformed> {
+    let mut reader = Reader(message);
+    match reader.u8()? {
+        found if found == tag => Ok(reader),
+        _ => Err(Malformed::Unknown("message tag")),
+    }
+}
+
+/// The protocol's own fields, on [`crate::codec`]'s.
+trait Fields {
+    fn texts<S: AsRef<str>>(&mut self, texts: &[S]) -> &mut Self;
+    fn paths(&mut self, paths: &[PathBuf]) -> &mut Self;
+    fn pairs(&mut self, pairs: &[(String, String)]) -> &mut Self;
+    /// An option that may be left unset.
+    fn flag(&mut self, value: Option<bool>) -> &mut Self;
+    fn output(&mut self, output: Output) -> &mut Self;
+}
+
+impl Fields for Writer {
+    fn texts<S: AsRef<str>>(&mut self, texts: &[S]) -> &mut Self {
+        self.list(texts, |writer, text| {
+            writer.text(text.as_ref());
+        })
     }
 
-    pub(super) fn u8(&mut self, value: u8) -> &mut Self {
-        self.0.push(value);
-        self
-    }
-
-    pub(super) fn u64(&mut self, value: u64) -> &mut Self {
-        self.0.extend_from_slice(&value.to_le_bytes());
-        self
-    }
-
-    pub(super) fn bytes(&mut self, bytes: &[u8]) -> &mut Self {
-        self.u64(bytes.len() as u64);
-        self.0.extend_from_slice(bytes);
-        self
-    }
-
-    pub(super) fn text(&mut self, text: &str) -> &mut Self {
-        self.bytes(text.as_bytes())
-    }
-
-    pub(super) fn texts<S: AsRef<str>>(&mut self, texts: &[S]) -> &mut Self {
-        self.u64(texts.len() as u64);
-        for text in texts {
-            self.text(text.as_ref());
-        }
-        self
-    }
-
-    pub(super) fn paths(&mut self, paths: &[PathBuf]) -> &mut Self {
-        self.u64(paths.len() as u64);
-        for path in paths {
-            self.bytes(path.as_os_str().as_encoded_bytes());
-        }
-        self
-    }
-
-    fn flag(&mut self, value: Option<bool>) -> &mut Self {
-        self.u8(match value {
-            None => 0,
-            Some(false) => 1,
-            Some(true) => 2,
+    fn paths(&mut self, paths: &[PathBuf]) -> &mut Self {
+        self.list(paths, |writer, path| {
+            writer.path(path);
         })
     }
 
     fn pairs(&mut self, pairs: &[(String, String)]) -> &mut Self {
-        self.u64(pairs.len() as u64);
-        for (first, second) in pairs {
-            self.text(first).text(second);
-        }
-        self
+        self.list(pairs, |writer, (first, second)| {
+            writer.text(first).text(second);
+        })
+    }
+
+    fn flag(&mut self, value: Option<bool>) -> &mut Self {
+        self.optional(value, |writer, value| {
+            writer.bool(value);
+        })
+    }
+
+    fn output(&mut self, output: Output) -> &mut Self {
+        let number = OUTPUTS.iter().position(|&known| known == output);
+        self.u8(number.unwrap_or(0) as u8)
     }
 }
 
-/// A message being read; every read fails on a message that ends early or holds nonsense.
-#[derive(Debug)]
-pub(super) struct Reader<'a>(&'a [u8]);
+fn read_flag(reader: &mut Reader) -> Result<Option<bool>, Malformed> {
+    reader.optional(Reader::bool)
+}
 
-/// What is wrong with a message that does not decode.
-pub(super) type Malformed = String;
+fn read_pairs(reader: &mut Reader) -> Result<Vec<(String, String)>, Malformed> {
+    reader.list(|reader| Ok((reader.text()?, reader.text()?)))
+}
 
-impl<'a> Reader<'a> {
-    pub(super) fn new(message: &'a [u8]) -> Self {
-        Reader(message)
-    }
+fn read_arch(reader: &mut Reader) -> Result<Arch, Malformed> {
+    reader
+        .str()?
+        .parse()
+        .map_err(|_| Malformed::Unknown("architecture"))
+}
 
-    fn take(&mut self, count: usize) -> Result<&'a [u8], Malformed> {
-        if count > self.0.len() {
-            return Err(format!(
-                "a message ends {} bytes early",
-                count - self.0.len()
-            ));
-        }
-        let (taken, rest) = self.0.split_at(count);
-        self.0 = rest;
-        Ok(taken)
-    }
-
-    pub(super) fn u8(&mut self) -> Result<u8, Malformed> {
-        Ok(self.take(1)?[0])
-    }
-
-    pub(super) fn u64(&mut self) -> Result<u64, Malformed> {
-        let bytes = self.take(8)?;
-        Ok(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
-    }
-
-    fn count(&mut self) -> Result<usize, Malformed> {
-        let count = self.u64()?;
-        usize::try_from(count)
-            .ok()
-            .filter(|&count| count <= self.0.len())
-            .ok_or_else(|| format!("a message claims {count} items or bytes"))
-    }
-
-    pub(super) fn bytes(&mut self) -> Result<Vec<u8>, Malformed> {
-        let count = self.count()?;
-        Ok(self.take(count)?.to_vec())
-    }
-
-    pub(super) fn text(&mut self) -> Result<String, Malformed> {
-        String::from_utf8(self.bytes()?)
-            .map_err(|_| "a message holds text that is not UTF-8".into())
-    }
-
-    pub(super) fn texts(&mut self) -> Result<Vec<String>, Malformed> {
-        (0..self.count()?).map(|_| self.text()).collect()
-    }
-
-    pub(super) fn paths(&mut self) -> Result<Vec<PathBuf>, Malformed> {
-        use std::os::unix::ffi::OsStringExt;
-        (0..self.count()?)
-            .map(|_| Ok(PathBuf::from(std::ffi::OsString::from_vec(self.bytes()?))))
-            .collect()
-    }
-
-    fn flag(&mut self) -> Result<Option<bool>, Malformed> {
-        match self.u8()? {
-            0 => Ok(None),
-            1 => Ok(Some(false)),
-            2 => Ok(Some(true)),
-            other => Err(format!("a message holds {other} for a switch")),
-        }
-    }
-
-    fn switch(&mut self) -> Result<bool, Malformed> {
-        self.flag()?
-            .ok_or_else(|| "a message leaves a switch unset".to_owned())
-    }
-
-    fn pairs(&mut self) -> Result<Vec<(String, String)>, Malformed> {
-        (0..self.count()?)
-            .map(|_| Ok((self.text()?, self.text()?)))
-            .collect()
-    }
-
-    fn arch(&mut self) -> Result<Arch, Malformed> {
-        let text = self.text()?;
-        text.parse()
-            .map_err(|_| format!("a message names `{text}` as the architecture"))
-    }
-
-    fn output(&mut self) -> Result<Output, Malformed> {
-        let output = self.u8()?;
-        OUTPUTS
-            .get(usize::from(output))
-            .copied()
-            .ok_or_else(|| format!("a message holds {output} for the output"))
-    }
-
-    /// Fails unless the whole message was read.
-    pub(super) fn end(&self) -> Result<(), Malformed> {
-        match self.0.len() {
-            0 => Ok(()),
-            extra => Err(format!("a message has {extra} bytes too many")),
-        }
-    }
+fn read_output(reader: &mut Reader) -> Result<Output, Malformed> {
+    OUTPUTS
+        .get(usize::from(reader.u8()?))
+        .copied()
+        .ok_or(Malformed::Unknown("output"))
 }
 
 const OUTPUTS: [Output; 3] = [Output::Cubin, Output::Ptx, Output::LtoIr];
@@ -238,13 +144,6 @@ const STANDARDS: [CppStandard; 4] = [
     CppStandard::Cpp17,
     CppStandard::Cpp20,
 ];
-
-fn output_number(output: Output) -> u8 {
-    OUTPUTS
-        .iter()
-        .position(|&known| known == output)
-        .unwrap_or(0) as u8
-}
 
 /// Message tags.
 pub(super) const START: u8 = 1;
@@ -264,13 +163,13 @@ pub(super) struct Start {
 
 impl Start {
     pub(super) fn encode(&self) -> Vec<u8> {
-        let mut writer = Writer::new(START);
-        writer.u64(self.workers);
-        match &self.library_path {
-            Some(folders) => writer.flag(Some(true)).paths(folders),
-            None => writer.flag(Some(false)),
-        };
-        writer.u64(self.job_time_limit.as_millis() as u64);
+        let mut writer = message(START);
+        writer
+            .u64(self.workers)
+            .optional(self.library_path.as_deref(), |writer, folders| {
+                writer.paths(folders);
+            })
+            .u64(self.job_time_limit.as_millis() as u64);
         writer.0
     }
 
@@ -278,24 +177,11 @@ impl Start {
         let mut reader = tagged(message, START)?;
         let start = Start {
             workers: reader.u64()?,
-            library_path: match reader.switch()? {
-                true => Some(reader.paths()?),
-                false => None,
-            },
+            library_path: reader.optional(|reader| reader.list(Reader::path))?,
             job_time_limit: Duration::from_millis(reader.u64()?),
         };
         reader.end()?;
         Ok(start)
-    }
-}
-
-fn tagged(message: &[u8], tag: u8) -> Result<Reader<'_>, Malformed> {
-    let mut reader = Reader::new(message);
-    match reader.u8()? {
-        found if found == tag => Ok(reader),
-        found => Err(format!(
-            "expected a message of kind {tag}, found kind {found}"
-        )),
     }
 }
 
@@ -316,7 +202,7 @@ pub(crate) struct NvrtcIdentity {
 
 impl Ready {
     pub(super) fn encode(&self) -> Vec<u8> {
-        let mut writer = Writer::new(READY);
+        let mut writer = message(READY);
         match &self.nvrtc {
             Ok(nvrtc) => {
                 let since = nvrtc
@@ -324,28 +210,36 @@ impl Ready {
                     .duration_since(SystemTime::UNIX_EPOCH)
                     .unwrap_or_default();
                 writer
-                    .flag(Some(true))
-                    .paths(std::slice::from_ref(&nvrtc.path))
+                    .bool(true)
+                    .path(&nvrtc.path)
                     .u64(nvrtc.size)
                     .u64(since.as_secs())
                     .u64(u64::from(since.subsec_nanos()))
                     .u64(u64::from(nvrtc.version.major))
                     .u64(u64::from(nvrtc.version.minor))
             }
-            Err(reason) => writer.flag(Some(false)).text(reason),
+            Err(reason) => writer.bool(false).text(reason),
         };
         writer.0
     }
 
     pub(super) fn decode(message: &[u8]) -> Result<Self, Malformed> {
         let mut reader = tagged(message, READY)?;
-        let nvrtc = match reader.switch()? {
+        let nvrtc = match reader.bool()? {
             true => {
-                let path = reader.paths()?.pop().ok_or("no NVRTC path")?;
+                let path = reader.path()?;
                 let size = reader.u64()?;
-                let modified =
-                    SystemTime::UNIX_EPOCH + Duration::new(reader.u64()?, reader.u64()? as u32);
-                let version = Version::new(reader.u64()? as u32, reader.u64()? as u32);
+                let (seconds, nanos) = (reader.u64()?, reader.u64()?);
+                let nanos = u32::try_from(nanos)
+                    .ok()
+                    .filter(|&nanos| nanos < 1_000_000_000)
+                    .ok_or(Malformed::Unknown("time"))?;
+                let modified = SystemTime::UNIX_EPOCH
+                    .checked_add(Duration::new(seconds, nanos))
+                    .ok_or(Malformed::Unknown("time"))?;
+                let mut part =
+                    || u32::try_from(reader.u64()?).map_err(|_| Malformed::Unknown("version"));
+                let version = Version::new(part()?, part()?);
                 Ok(NvrtcIdentity {
                     path,
                     size,
@@ -377,85 +271,78 @@ pub(super) struct Job {
 impl Job {
     pub(super) fn encode(&self) -> Vec<u8> {
         let program = &self.program;
-        let mut writer = Writer::new(JOB);
+        let mut writer = message(JOB);
         writer
             .u64(self.id)
             .text(&self.arch.sm())
             .paths(&self.defaults)
-            .paths(std::slice::from_ref(&self.folder))
+            .path(&self.folder)
             .text(&program.source)
             .text(&program.name)
-            .u8(output_number(program.output))
+            .output(program.output)
             .u8(match program.standard {
                 None => 0,
                 Some(standard) => {
                     1 + STANDARDS.iter().position(|&s| s == standard).unwrap_or(0) as u8
                 }
-            });
-        writer.u64(program.defines.len() as u64);
-        for (name, value) in &program.defines {
-            writer.text(name).flag(Some(value.is_some()));
-            if let Some(value) = value {
-                writer.text(value);
-            }
-        }
-        writer
+            })
+            .list(&program.defines, |writer, (name, value)| {
+                writer
+                    .text(name)
+                    .optional(value.as_deref(), |writer, value| {
+                        writer.text(value);
+                    });
+            })
             .paths(&program.include_folders)
-            .flag(Some(program.default_includes))
+            .bool(program.default_includes)
             .pairs(&program.headers)
-            .flag(Some(program.fast_math))
+            .bool(program.fast_math)
             .flag(program.ftz)
             .flag(program.prec_div)
             .flag(program.prec_sqrt)
             .flag(program.fmad)
-            .flag(Some(program.debug))
-            .flag(Some(program.line_info))
-            .flag(Some(program.relocatable))
+            .bool(program.debug)
+            .bool(program.line_info)
+            .bool(program.relocatable)
             .texts(&program.extra)
             .texts(&program.name_expressions)
-            .flag(Some(program.allow_newer_ptx));
+            .bool(program.allow_newer_ptx);
         writer.0
     }
 
     pub(super) fn decode(message: &[u8]) -> Result<Self, Malformed> {
         let mut reader = tagged(message, JOB)?;
         let id = reader.u64()?;
-        let arch = reader.arch()?;
-        let defaults = reader.paths()?;
-        let folder = reader
-            .paths()?
-            .pop()
-            .ok_or("a job names no working folder")?;
+        let arch = read_arch(&mut reader)?;
+        let defaults = reader.list(Reader::path)?;
+        let folder = reader.path()?;
         let mut program = Program::new(reader.text()?).name(reader.text()?);
         program.arch = Some(arch);
-        program.output = reader.output()?;
+        program.output = read_output(&mut reader)?;
         program.standard = match reader.u8()? {
             0 => None,
             n => Some(
                 *STANDARDS
                     .get(usize::from(n - 1))
-                    .ok_or_else(|| format!("a message holds {n} for the C++ standard"))?,
+                    .ok_or(Malformed::Unknown("C++ standard"))?,
             ),
         };
-        for _ in 0..reader.count()? {
-            let name = reader.text()?;
-            let value = reader.switch()?.then(|| reader.text()).transpose()?;
-            program.defines.push((name, value));
-        }
-        program.include_folders = reader.paths()?;
-        program.default_includes = reader.switch()?;
-        program.headers = reader.pairs()?;
-        program.fast_math = reader.switch()?;
-        program.ftz = reader.flag()?;
-        program.prec_div = reader.flag()?;
-        program.prec_sqrt = reader.flag()?;
-        program.fmad = reader.flag()?;
-        program.debug = reader.switch()?;
-        program.line_info = reader.switch()?;
-        program.relocatable = reader.switch()?;
-        program.extra = reader.texts()?;
-        program.name_expressions = reader.texts()?;
-        program.allow_newer_ptx = reader.switch()?;
+        program.defines =
+            reader.list(|reader| Ok((reader.text()?, reader.optional(Reader::text)?)))?;
+        program.include_folders = reader.list(Reader::path)?;
+        program.default_includes = reader.bool()?;
+        program.headers = read_pairs(&mut reader)?;
+        program.fast_math = reader.bool()?;
+        program.ftz = read_flag(&mut reader)?;
+        program.prec_div = read_flag(&mut reader)?;
+        program.prec_sqrt = read_flag(&mut reader)?;
+        program.fmad = read_flag(&mut reader)?;
+        program.debug = reader.bool()?;
+        program.line_info = reader.bool()?;
+        program.relocatable = reader.bool()?;
+        program.extra = reader.list(Reader::text)?;
+        program.name_expressions = reader.list(Reader::text)?;
+        program.allow_newer_ptx = reader.bool()?;
         program.cache = false;
         reader.end()?;
         Ok(Job {
@@ -500,14 +387,14 @@ const NVRTC_CALLS: [&str; 13] = [
 
 /// A job's outcome as a message.
 pub(super) fn encode_outcome(id: u64, outcome: &Outcome) -> Vec<u8> {
-    let mut writer = Writer::new(OUTCOME);
+    let mut writer = message(OUTCOME);
     writer.u64(id);
     match outcome {
         Outcome::Compiled(compiled) => {
             writer
                 .u8(0)
                 .text(&compiled.name)
-                .u8(output_number(compiled.output))
+                .output(compiled.output)
                 .text(&compiled.arch.sm())
                 .bytes(&compiled.code)
                 .text(&compiled.log)
@@ -521,11 +408,10 @@ pub(super) fn encode_outcome(id: u64, outcome: &Outcome) -> Vec<u8> {
                 .text(call.call)
                 .u64(call.code as u32 as u64)
                 .text(&call.name)
-                .text(&call.message);
-            writer.flag(Some(call.log.is_some()));
-            if let Some(log) = &call.log {
-                writer.text(log);
-            }
+                .text(&call.message)
+                .optional(call.log.as_deref(), |writer, log| {
+                    writer.text(log);
+                });
         }
         Outcome::Failed(Error::HeaderNotFound {
             header,
@@ -555,27 +441,27 @@ pub(super) fn decode_outcome(message: &[u8]) -> Result<(u64, Outcome), Malformed
     let outcome = match reader.u8()? {
         0 => Outcome::Compiled(Compiled {
             name: reader.text()?,
-            output: reader.output()?,
-            arch: reader.arch()?,
-            code: reader.bytes()?.into(),
+            output: read_output(&mut reader)?,
+            arch: read_arch(&mut reader)?,
+            code: reader.bytes()?.to_vec().into(),
             log: reader.text()?,
-            lowered_names: reader.pairs()?,
+            lowered_names: read_pairs(&mut reader)?,
             checked: None,
             cache_use: CacheUse::Off,
         }),
         1 => {
-            let call = reader.text()?;
+            let call = reader.str()?;
             let call = NVRTC_CALLS
                 .iter()
                 .find(|known| **known == call)
-                .ok_or_else(|| format!("a message names the unknown call `{call}`"))?;
+                .ok_or(Malformed::Unknown("NVRTC call"))?;
             Outcome::Failed(Error::Cuda(Box::new(CallError {
                 api: Component::Nvrtc,
                 call,
                 code: reader.u64()? as u32 as i32,
                 name: reader.text()?,
                 message: reader.text()?,
-                log: reader.switch()?.then(|| reader.text()).transpose()?,
+                log: reader.optional(Reader::text)?,
                 hint: None,
             })))
         }
@@ -584,13 +470,13 @@ pub(super) fn decode_outcome(message: &[u8]) -> Result<(u64, Outcome), Malformed
             Outcome::Failed(Error::HeaderNotFound {
                 provider: provider_of(&header),
                 header,
-                searched: reader.texts()?,
+                searched: reader.list(Reader::text)?,
                 log: reader.text()?,
             })
         }
         3 => Outcome::FailedOtherwise(reader.text()?),
         4 => Outcome::Lost(reader.text()?),
-        other => return Err(format!("a message holds {other} for an outcome")),
+        _ => return Err(Malformed::Unknown("outcome")),
     };
     reader.end()?;
     Ok((id, outcome))
@@ -622,15 +508,19 @@ mod tests {
             .allow_newer_ptx(true)
     }
 
-    #[test]
-    fn a_job_carries_every_input_of_a_compile() {
-        let job = Job {
+    fn job() -> Job {
+        Job {
             id: 7,
             arch: Arch::new(9, 0),
             defaults: vec![PathBuf::from("/cuda/include")],
             folder: PathBuf::from("/home/me/project"),
             program: every_option(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_job_carries_every_input_of_a_compile() {
+        let job = job();
         let decoded = Job::decode(&job.encode()).unwrap();
         let mut expected = job.program.clone().arch(Arch::new(9, 0)).cache(false);
         assert_eq!(decoded.program, expected);
@@ -673,6 +563,31 @@ mod tests {
     }
 
     #[test]
+    fn every_cut_or_extended_message_is_refused_and_says_why() {
+        let job = job().encode();
+        for len in 0..job.len() {
+            assert!(Job::decode(&job[..len]).is_err(), "cut to {len}");
+        }
+        let mut longer = job.clone();
+        longer.push(0);
+        assert_eq!(Job::decode(&longer), Err(Malformed::Trailing));
+        assert_eq!(
+            Ready::decode(&job).unwrap_err().to_string(),
+            "it holds an unknown message tag"
+        );
+        let lost = encode_outcome(1, &Outcome::Lost("gone".into()));
+        let mut unknown = lost.clone();
+        unknown[9] = 9;
+        assert_eq!(
+            decode_outcome(&unknown).unwrap_err(),
+            Malformed::Unknown("outcome")
+        );
+        for len in 0..lost.len() {
+            assert!(decode_outcome(&lost[..len]).is_err(), "cut to {len}");
+        }
+    }
+
+    #[test]
     fn frames_refuse_damage() {
         let mut bytes = Vec::new();
         write_frame(&mut bytes, b"hello").unwrap();
@@ -682,8 +597,14 @@ mod tests {
         flipped[5] ^= 1;
         let error = read_frame(&mut &flipped[..]).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{error}");
-        let cut = &bytes[..bytes.len() - 1];
-        assert!(read_frame(&mut &cut[..]).is_err());
+        for len in 1..bytes.len() {
+            assert!(read_frame(&mut &bytes[..len]).is_err(), "cut to {len}");
+        }
+        for bit in 0..bytes.len() * 8 {
+            let mut damaged = bytes.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            assert!(read_frame(&mut &damaged[..]).is_err(), "bit {bit}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ synchronize) and only then times source to kernel handle: cupy.RawModule(code=..
 get_function("saxpy"), which compiles or finds the module, loads it (cuModuleLoadData) and looks
 the kernel up (cuModuleGetFunction), with CUPY_CACHE_DIR holding the compiled module from an
 earlier start (warm) or empty (cold). Import and context creation are reported apart and left out,
-as crates/cudyn/examples/bench_cache.rs leaves them out.
+as cudyn-bench's bench_cache leaves them out.
 
 Nothing is compiled in the process before the clock starts (the process checks that CuPy's
 compiler has no per-process state yet), so a warm start counts what CuPy does once per process
@@ -22,7 +22,7 @@ in the same process (untimed), so that the one-time work above is already done; 
 with (a) is that work. A measurement that builds its buffers with cupy.ones or cupy.full (CuPy's
 fill kernel) before the clock measures (a2), not (a).
 
-Run on a machine with a GPU and CuPy: python3 scripts/bench_cupy_cache.py [--starts N]
+Run on a machine with a GPU and CuPy: python3 crates/cudyn-bench/peers/bench_cupy_cache.py [--starts N]
 The caches are temporary folders; the user's CuPy cache is never touched.
 """
 
@@ -37,7 +37,7 @@ import time
 RESULT = "cupy-bench-cache:"
 SAXPY = os.path.join(
     os.path.dirname(os.path.abspath(__file__)),
-    "..", "crates", "cudyn", "tests", "kernels", "saxpy.cu",
+    "..", "..", "cudyn", "tests", "kernels", "saxpy.cu",
 )
 # Compiled before the clock by the (a2) starts only.
 OTHER_KERNEL = 'extern "C" __global__ void bench_cupy_cache_other(float *p) { p[0] = 1.0f; }'

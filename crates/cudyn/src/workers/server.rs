@@ -278,9 +278,15 @@ impl Server {
     /// Starts `cudyn __compile-worker` (this executable), its standard input and output the job
     /// and result pipes.
     fn start_worker(&mut self) -> io::Result<()> {
-        let mut command = std::process::Command::new(std::env::current_exe()?);
+        // The server's own executable file, even when its path has been given to another file
+        // since (an upgrade installed meanwhile): a worker always speaks the server's protocol.
+        let mut command = std::process::Command::new("/proc/self/exe");
+        // Named as the server is, for whoever lists the processes.
+        let name: std::ffi::OsString =
+            std::env::current_exe().map_or_else(|_| "cudyn".into(), |path| path.into());
+        std::os::unix::process::CommandExt::arg0(&mut command, name);
         command
-            .arg("__compile-worker")
+            .arg(super::WORKER_MODE)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped());
         if let Some(folders) = &self.library_path {
@@ -381,7 +387,10 @@ fn work(mut jobs: io::PipeReader, mut results: io::PipeWriter, hooks: &TestHooks
                 };
                 (job.id, outcome)
             }
-            Err(malformed) => (0, Outcome::FailedOtherwise(malformed)),
+            Err(malformed) => (
+                0,
+                Outcome::FailedOtherwise(format!("a job that does not read: {malformed}")),
+            ),
         };
         if wire::write_frame(&mut results, &wire::encode_outcome(id, &outcome)).is_err() {
             return 1;

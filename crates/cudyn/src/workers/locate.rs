@@ -1,4 +1,5 @@
-//! Which executable runs the compile server.
+//! Which executable runs the compile server: the one named, else `cudyn` beside the running
+//! program; never one found on `PATH` (see [the module documentation](super)).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -6,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::{WorkerSetting, WORKER_ENV};
 
 /// The executable to start, or why there is none (`Err`). `setting` is the one given to
-/// [`super::set_workers`]; `var` reads the environment.
+/// [`super::set_workers`]; `var` reads the environment; `current_exe` is the running program.
 pub(super) fn worker_executable(
     setting: &WorkerSetting,
     var: impl Fn(&str) -> Option<OsString>,
@@ -26,8 +27,7 @@ pub(super) fn worker_executable(
         }
         return Ok(PathBuf::from(value));
     }
-    let mut searched = Vec::new();
-    let beside_exe = current_exe
+    let folders = current_exe
         .as_deref()
         .and_then(Path::parent)
         .map(|folder| {
@@ -42,25 +42,26 @@ pub(super) fn worker_executable(
             }
         })
         .unwrap_or_default();
-    let on_path = var("PATH")
-        .map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .unwrap_or_default();
-    let cargo_bin = var("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".cargo")))
-        .map(|home| home.join("bin"));
-    for folder in beside_exe.into_iter().chain(on_path).chain(cargo_bin) {
-        let candidate = folder.join("cudyn");
-        if is_executable(&candidate) {
-            return Ok(candidate);
-        }
-        searched.push(folder.display().to_string());
+    if let Some(found) = folders
+        .iter()
+        .map(|folder| folder.join("cudyn"))
+        .find(|candidate| is_executable(candidate))
+    {
+        return Ok(found);
     }
+    let searched: Vec<String> = folders
+        .iter()
+        .map(|folder| folder.display().to_string())
+        .collect();
+    let version = env!("CARGO_PKG_VERSION");
     Err(format!(
-        "no `cudyn` executable was found (searched {WORKER_ENV}, then {}); install it with \
-         `cargo install cudyn-cli` of the same version as the cudyn library, or name it with \
-         {WORKER_ENV} or cudyn::compile::set_workers",
-        searched.join(", ")
+        "no `cudyn` executable beside this program (looked in {}); name one with {WORKER_ENV} \
+         or cudyn::compile::set_workers, or put the `cudyn` of cudyn {version} beside the \
+         program (`cargo install cudyn-cli --version {version} --root DIR` puts it in DIR/bin)",
+        match searched.is_empty() {
+            true => "no folder: the running program's path is unknown".to_owned(),
+            false => searched.join(", "),
+        }
     ))
 }
 
@@ -92,7 +93,7 @@ mod tests {
     }
 
     #[test]
-    fn the_setting_then_the_variable_then_the_folders() {
+    fn the_setting_then_the_variable_then_beside_the_program() {
         let root = tempfile::tempdir().unwrap();
         let (beside, on_path) = (root.path().join("beside"), root.path().join("on_path"));
         std::fs::create_dir_all(beside.join("deps")).unwrap();
@@ -100,7 +101,6 @@ mod tests {
         let named = PathBuf::from("/opt/cudyn");
         let search = WorkerSetting::Search;
         let exe = Some(beside.join("deps/test-binary"));
-        let from_path = executable_in(&on_path);
         assert_eq!(
             worker_executable(&WorkerSetting::Executable(named.clone()), env(&[]), None),
             Ok(named.clone())
@@ -109,40 +109,75 @@ mod tests {
             worker_executable(
                 &search,
                 env(&[(WORKER_ENV, &named), ("PATH", &on_path)]),
-                None
+                exe.clone()
             ),
             Ok(named)
         );
-        assert_eq!(
-            worker_executable(&search, env(&[("PATH", &on_path)]), exe.clone()),
-            Ok(from_path)
-        );
         let cargo_built = executable_in(&beside);
         assert_eq!(
-            worker_executable(&search, env(&[("PATH", &on_path)]), exe),
+            worker_executable(&search, env(&[("PATH", &on_path)]), exe.clone()),
+            Ok(cargo_built.clone())
+        );
+        let in_deps = executable_in(&beside.join("deps"));
+        assert_eq!(
+            worker_executable(&search, env(&[]), exe),
+            Ok(in_deps),
+            "beside the program comes before the folder above"
+        );
+        assert_eq!(
+            worker_executable(&search, env(&[]), Some(beside.join("program"))),
             Ok(cargo_built)
         );
     }
 
     #[test]
-    fn off_and_not_found_say_why() {
-        let off = worker_executable(
-            &WorkerSetting::Search,
-            env(&[(WORKER_ENV, Path::new("off"))]),
-            None,
+    fn path_and_cargo_home_are_never_searched() {
+        let root = tempfile::tempdir().unwrap();
+        let (program, on_path, home) = (
+            root.path().join("program"),
+            root.path().join("on_path"),
+            root.path().join("home"),
         );
-        assert!(off.unwrap_err().contains("CUDYN_WORKER=off"));
-        let empty = tempfile::tempdir().unwrap();
+        for folder in [&program, &on_path, &home.join(".cargo/bin")] {
+            std::fs::create_dir_all(folder).unwrap();
+        }
+        executable_in(&on_path);
+        executable_in(&home.join(".cargo/bin"));
         let missing = worker_executable(
             &WorkerSetting::Search,
-            env(&[("PATH", empty.path()), ("CARGO_HOME", empty.path())]),
-            None,
+            env(&[("PATH", &on_path), ("HOME", &home), ("CARGO_HOME", &home)]),
+            Some(program.join("app")),
         )
         .unwrap_err();
-        assert!(missing.contains("cargo install cudyn-cli"), "{missing}");
         assert!(
-            missing.contains(&empty.path().display().to_string()),
+            missing.starts_with("no `cudyn` executable beside this program"),
             "{missing}"
         );
+        assert!(
+            missing.contains(&program.display().to_string()),
+            "{missing}"
+        );
+        assert!(missing.contains("CUDYN_WORKER"), "{missing}");
+        assert!(
+            missing.contains(&format!(
+                "cargo install cudyn-cli --version {}",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn off_says_why() {
+        for value in ["off", "0", "false"] {
+            let off = worker_executable(
+                &WorkerSetting::Search,
+                env(&[(WORKER_ENV, Path::new(value))]),
+                None,
+            );
+            assert_eq!(off, Err(format!("turned off by CUDYN_WORKER={value}")));
+        }
+        let off = worker_executable(&WorkerSetting::Off, env(&[]), None).unwrap_err();
+        assert!(off.contains("set_workers"), "{off}");
     }
 }

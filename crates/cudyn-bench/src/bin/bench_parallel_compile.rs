@@ -3,17 +3,18 @@
 //! each run in a fresh process, cold: NVRTC's start-up and the starts of the compile server and
 //! its workers are all counted. Needs no GPU.
 //!
-//! Run: `cargo build --release -p cudyn-cli --example bench_parallel_compile` (or build both with
-//! the same profile), `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (or have the CUDA toolkit),
-//! then `target/release/examples/bench_parallel_compile [ROUNDS] [SIZES...]` (defaults: 5 rounds,
-//! 8, 32 and 128 sources). The worker executable is `CUDYN_WORKER` when set, else the `cudyn`
-//! cargo built beside the example (see `cudyn::compile::workers`). Prints, per batch size, the
+//! Run: `cargo build --release -p cudyn-bench --bin bench_parallel_compile -p cudyn-cli` (both
+//! with the same profile, so that `cudyn` is beside it), `source
+//! ~/.cache/cudyn/venv-cu13.0/bin/activate` (or have the CUDA toolkit), then
+//! `target/release/bench_parallel_compile [ROUNDS] [SIZES...]` (defaults: 5 rounds, 8, 32 and 128
+//! sources). The worker executable is `CUDYN_WORKER` when set, else the `cudyn` cargo built
+//! beside this program (see `cudyn::workers`). Prints, per batch size, the
 //! median of each way and their ratio; the runs alternate, and the disk cache is off in them.
 //!
-//! The sources are `tests/batch_sources`': five template instantiations each, about 50-80 ms of
+//! The sources are the `cudyn` crate's `tests/batch_sources`: five template instantiations each, about 50-80 ms of
 //! NVRTC's time on a 16-core H200 host; `CUDYN_BENCH_LINKS` sizes them.
 
-#[path = "../tests/batch_sources/mod.rs"]
+#[path = "../../../cudyn/tests/batch_sources/mod.rs"]
 mod batch_sources;
 
 use std::process::Command;

@@ -10,7 +10,7 @@
 //!    bench_parallel_compile.rs measures fresh, cold processes)
 //!
 //! Run: `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (or have the CUDA toolkit), then
-//! `cargo run --release -p cudyn --example bench_compile`. The GPU parts say why they are skipped
+//! `cargo run --release -p cudyn-bench --bin bench_compile`. The GPU parts say why they are skipped
 //! where there is no GPU.
 //!
 //! NVRTC answers a program it has compiled before in the same process from a cache (measured with
@@ -18,7 +18,7 @@
 //! (a unique comment): the figures are of real compiles.
 
 #[macro_use]
-#[path = "../tests/raw_runtime/mod.rs"]
+#[path = "../../../cudyn/tests/raw_runtime/mod.rs"]
 mod raw_runtime;
 
 use std::ffi::c_void;
@@ -30,9 +30,9 @@ use cudyn::compile::{
 use cudyn::Result;
 use raw_runtime::{launch, raw_nvrtc_cubin, synchronize, DeviceBuffer, Event, RawLibrary};
 
-const SAXPY: &str = include_str!("../tests/kernels/saxpy.cu");
-const ITERATE_KERNEL: &str = include_str!("../tests/kernels/iterate_kernel.cu");
-const ITERATE_STEP: &str = include_str!("../tests/kernels/iterate_step.cu");
+const SAXPY: &str = include_str!("../../../cudyn/tests/kernels/saxpy.cu");
+const ITERATE_KERNEL: &str = include_str!("../../../cudyn/tests/kernels/iterate_kernel.cu");
+const ITERATE_STEP: &str = include_str!("../../../cudyn/tests/kernels/iterate_step.cu");
 
 fn main() {
     let gpu = match cudyn::Device::count() {

@@ -36,17 +36,17 @@
 //!   `cudaLibraryGetKernel` of the code (f) read, in parts like (a). (g)/(b) is what (a)/(b)
 //!   would be if cudyn's own code cost nothing; (a)/(g) is what it costs.
 //!
-//! Targets: (a) <= 1 ms and <= 2x (b); (d) <= 5 µs. scripts/bench_cupy_cache.py measures CuPy's
-//! warm disk-cache start on the same source, the same way.
+//! Targets: (a) <= 1 ms and <= 2x (b); (d) <= 5 µs. `peers/bench_cupy_cache.py` of this crate
+//! measures CuPy's warm disk-cache start on the same source, the same way.
 //!
 //! Run on a machine with a GPU: `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (or have the
-//! CUDA toolkit), then `cargo run --release -p cudyn --example bench_cache` (`-- --starts N` for
+//! CUDA toolkit), then `cargo run --release -p cudyn-bench --bin bench_cache` (`-- --starts N` for
 //! N process starts per measurement instead of 11). The caches it uses are temporary folders;
 //! the user's cache is never touched.
 
 mod cache_floor;
 #[macro_use]
-#[path = "../tests/raw_runtime/mod.rs"]
+#[path = "../../../../cudyn/tests/raw_runtime/mod.rs"]
 mod raw_runtime;
 
 use std::path::{Path, PathBuf};
@@ -76,7 +76,7 @@ const REPEATS: usize = 2000;
 /// Marks a measuring process's result line among anything else it prints.
 const RESULT: &str = "cudyn-bench-cache:";
 
-const SAXPY: &str = include_str!("../tests/kernels/saxpy.cu");
+const SAXPY: &str = include_str!("../../../../cudyn/tests/kernels/saxpy.cu");
 
 /// One measurement, each in a process of its own.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

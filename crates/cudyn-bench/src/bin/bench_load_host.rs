@@ -21,7 +21,7 @@
 //!   second load would share the library and must know whether it defines variables.
 //!
 //! Run: `source ~/.cache/cudyn/venv-cu13.0/bin/activate` (NVRTC and nvFatbin from the CUDA
-//! wheels, or a CUDA toolkit), then `cargo run --release -p cudyn --example bench_load_host`;
+//! wheels, or a CUDA toolkit), then `cargo run --release -p cudyn-bench --bin bench_load_host`;
 //! arguments (`cubin`, `ptx`, `fatbin`) time only those images, e.g. under a profiler, and
 //! arguments naming files time those files too (e.g. a bigger cubin from `cudyn compile`). It
 //! needs no GPU and no driver.
@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use cudyn::compile::{Arch, FatbinBuilder, Output, Program};
 use cudyn::{Image, Result};
 
-const SOURCE: &str = include_str!("../../cudyn-bench/kernels/peers.cu");
+const SOURCE: &str = include_str!("../../kernels/peers.cu");
 
 /// One piece of a load's host-side work, on an image.
 type Step = fn(&[u8]) -> Result<()>;

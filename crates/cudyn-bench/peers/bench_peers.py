@@ -38,8 +38,9 @@ The rows and their ids are those of crates/cudyn-bench (scripts/bench-peers merg
   cuModuleGetFunction and the launch; cuda.core keeps nothing in memory, so its repeat reads its
   disk cache and loads again.
 
-Run on a machine with a GPU:
-    python3 scripts/bench_peers.py --images DIR [--json FILE] [--starts N] [--groups G,...]
+Run on a machine with a GPU (scripts/bench-peers runs it so, after cudyn-bench):
+    python3 crates/cudyn-bench/peers/bench_peers.py --images DIR [--json FILE] [--starts N] \
+        [--groups G,...]
 --groups measures only those groups of rows: launch, load, start (default all three).
 A peer that cannot be imported, or a row it cannot do, is reported with the reason, not fatal.
 The JSON gives per peer its version, its rows, the reason for each row it lacks ("missing") and
@@ -57,7 +58,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-KERNELS = os.path.join(HERE, "..", "crates", "cudyn-bench", "kernels", "peers.cu")
+KERNELS = os.path.join(HERE, "..", "kernels", "peers.cu")
 ROUNDS, BURST = 200, 200
 LOADS = 51
 REPEATS = 21

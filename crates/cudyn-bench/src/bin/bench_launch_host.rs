@@ -1,11 +1,11 @@
 //! cudyn's own host cost per launch, measured without a GPU: every launch goes to a fake CUDA
-//! driver (tests/fake_driver: a `libcuda.so.1` compiled here from C, whose entry points answer
+//! driver (the `cudyn` crate's tests/fake_driver: a `libcuda.so.1` compiled here from C, whose entry points answer
 //! at once), so that what is left of a launch's time is the caller's work.
 //!
 //! ```text
-//! cargo build --release -p cudyn --example bench_launch_host
-//! target/release/examples/bench_launch_host                  # times, warm and cold caches
-//! target/release/examples/bench_launch_host --instructions   # instructions, with valgrind
+//! cargo build --release -p cudyn-bench --bin bench_launch_host
+//! target/release/bench_launch_host                  # times, warm and cold caches
+//! target/release/bench_launch_host --instructions   # instructions, with valgrind
 //! ```
 //!
 //! It needs a C compiler (`cc`, or `$CC`), and valgrind for `--instructions`. Options:
@@ -30,7 +30,7 @@
 //! paths do the same work but for cudyn's own.
 //!
 //! **Times** (the default): the paths in interleaved bursts timed on the host
-//! (tests/launch_timing, as cudyn-bench does on a GPU). Printed per kernel: each path's median
+//! (the `cudyn` crate's tests/launch_timing, as cudyn-bench does on a GPU). Printed per kernel: each path's median
 //! nanoseconds per launch, and its cost over direct as the median of the per-round differences
 //! (each burst against the direct burst next to it, so that drift of the machine cancels). With
 //! warm caches the fake launch does nothing more, so cudyn's code and data stay in the core's
@@ -44,12 +44,12 @@
 //! difference of the totals is divided by N. Exact and free of the machine's noise, where a
 //! shared machine's times move by more than the differences measured.
 
-#[path = "../tests/fake_driver/mod.rs"]
+#[path = "../../../cudyn/tests/fake_driver/mod.rs"]
 mod fake_driver;
-#[path = "../tests/launch_timing/mod.rs"]
+#[path = "../../../cudyn/tests/launch_timing/mod.rs"]
 mod launch_timing;
 #[allow(dead_code)]
-#[path = "../tests/peer_arguments/mod.rs"]
+#[path = "../../../cudyn/tests/peer_arguments/mod.rs"]
 mod peer_arguments;
 
 use std::ffi::c_void;
