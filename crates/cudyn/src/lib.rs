@@ -118,6 +118,7 @@ pub mod cudarc;
 pub mod device;
 mod digits;
 pub mod error;
+mod formats;
 pub mod image;
 pub mod inspect;
 pub mod launch;
