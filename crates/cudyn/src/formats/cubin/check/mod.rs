@@ -69,7 +69,7 @@ const KNOWN_LOW_FLAGS: u32 = 0x0e;
 const MAX_ALIGN: u64 = 4096;
 
 /// Whether `data` is an executable cubin, from its ELF header alone: all that output of NVRTC or
-/// nvJitLink needs checked before a load (see `validate::compiler_output`); and whether it
+/// nvJitLink needs checked before a load (see `crate::image`'s `compiler_output`); and whether it
 /// defines variables, from its symbol table (a table that cannot be read counts as defining
 /// some).
 pub(crate) fn compiler_output(data: &[u8]) -> Result<Facts, Refusal> {
