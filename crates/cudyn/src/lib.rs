@@ -120,6 +120,7 @@ pub mod device;
 mod digest;
 mod digits;
 pub mod error;
+mod formats;
 pub mod image;
 pub mod inspect;
 pub mod launch;

@@ -8,6 +8,12 @@
 //! like, damage an [`Error::MalformedImage`] that says where, never a driver fault. Detection
 //! reads only headers and is cheap; [`Image::inspect`] goes further (see [`crate::inspect`]).
 //!
+//! This is the front of the formats (`crate::formats`, one module per kind of device code, its
+//! structures, reader and checks together): it asks them which kind bytes are and whether they
+//! are whole, and hands the loader what the checks found. [`Image::inspect`],
+//! [`Image::param_layout`] and [`Image::kernel_list`], which present what the readers find, are
+//! defined by [`crate::inspect`].
+//!
 //! ```
 //! use cudyn::{Image, ImageKind};
 //! let ptx = b".version 9.0\n.target sm_90\n.address_size 64\n";
@@ -20,14 +26,17 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::inspect::{self, archive, fatbin, host, ltoir, ptx, Inspection};
+use crate::formats::host;
+pub(crate) use crate::formats::Facts;
 pub use crate::kinds::ImageKind;
-use crate::param::ParamLayout;
-use crate::symbols::KernelName;
 
+mod detect;
 mod validate;
 
-pub(crate) use validate::Facts;
+pub(crate) use detect::detect;
+pub(crate) use validate::{
+    is_executable_cubin, validate_compiler_output, validate_link_input, validate_loadable,
+};
 
 /// Device code as bytes, with its detected kind.
 ///
@@ -50,10 +59,7 @@ impl<'a> Image<'a> {
     /// The kind of `bytes`, from their headers alone; [`Error::NotDeviceCode`] when they are none
     /// of the kinds cudyn knows.
     pub fn detect(bytes: &[u8]) -> Result<ImageKind> {
-        detect(bytes).map_err(|reason| Error::NotDeviceCode {
-            what: bytes_given(bytes),
-            reason,
-        })
+        detected(bytes, &|| bytes_given(bytes))
     }
 
     /// Checks that the image is whole and loadable as it is, the check every load makes before
@@ -93,72 +99,12 @@ impl<'a> Image<'a> {
         &self.bytes
     }
 
-    /// Everything cudyn can tell about these bytes without a GPU: kernels, their parameter
-    /// layouts and resources, variables, fatbin entries.
-    pub fn inspect(&self) -> Result<Inspection> {
-        inspect::inspect_kind(&self.bytes, self.kind)
-    }
-
-    /// The parameter layout of `kernel` (its mangled name, as the driver knows it) from the
-    /// compiled code: the first cubin (or, failing that, PTX) that defines it.
-    ///
-    /// This is the layout the driver's `cuKernelGetParamInfo` reports, available offline. Only
-    /// what is needed is decoded: the modules up to the first that defines `kernel`, and of a
-    /// cubin only that kernel's `.nv.info` section (its symbol table when it has none).
-    /// [`Error::KernelNotInImage`] when no part of the image defines `kernel` with a known layout.
-    pub fn param_layout(&self, kernel: &str) -> Result<Vec<ParamLayout>> {
-        inspect::search::param_layout(&self.bytes, self.kind, kernel)
-            .map_err(|error| self.malformed(error))?
-            .ok_or_else(|| Error::KernelNotInImage {
-                kind: self.kind,
-                name: kernel.to_owned(),
-            })
-    }
-
-    /// Every kernel the image defines, with its symbol, C++ name and signature (see
-    /// [`KernelName`]), each once, sorted by C++ name, then signature, then symbol: the kernels
-    /// of every cubin and PTX module in it (a fatbin's SASS for several architectures and its PTX
-    /// define the same kernels), of every fatbin of a host binary, of every member of a static
-    /// library. Read offline, from the symbol tables and `.entry` declarations only.
-    ///
-    /// A module that cannot be read is [`Error::MalformedImage`] naming it, never a shorter
-    /// list; so is an image of LTO-IR alone, whose kernels cudyn cannot read (link it first).
-    /// A loaded library's [`Library::kernel_list`](crate::Library::kernel_list) gives the kernels
-    /// of the one module the driver chose.
-    ///
-    /// ```no_run
-    /// use cudyn::{Image, Library};
-    ///
-    /// let image = Image::from_file("kernels.fatbin")?;
-    /// let library = Library::load(image.bytes())?;
-    /// for listed in image.kernel_list()? {
-    ///     // `scale(float*, int)`, `axpy<double>(double, double const*, double*, int)`, `plain`
-    ///     let kernel = library.kernel(&listed.to_string())?;
-    ///     assert_eq!(kernel.name()?, listed.symbol);
-    /// }
-    /// # Ok::<(), cudyn::Error>(())
-    /// ```
-    pub fn kernel_list(&self) -> Result<Vec<KernelName>> {
-        let symbols = inspect::search::kernel_symbols(&self.bytes, self.kind)
-            .map_err(|error| self.malformed(error))?;
-        Ok(crate::symbols::kernel_list(symbols))
-    }
-
-    /// [`Error::MalformedImage`] for `error`, found in these bytes.
-    fn malformed(&self, error: inspect::ParseError) -> Error {
-        Error::MalformedImage {
-            what: bytes_given(&self.bytes),
-            kind: self.kind,
-            error,
-        }
-    }
-
     /// The fatbins embedded in a host binary, ready to load; the image itself when it is a
     /// fatbin; empty for other kinds.
     pub fn embedded_fatbins(&self) -> Result<Vec<&[u8]>> {
         match self.kind {
             ImageKind::Fatbin => Ok(vec![&self.bytes[..]]),
-            ImageKind::HostBinary => host::embedded_fatbins(&self.bytes),
+            ImageKind::HostBinary => embedded_fatbins(&self.bytes),
             _ => Ok(Vec::new()),
         }
     }
@@ -169,10 +115,7 @@ impl Image<'static> {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|error| Error::read_file(path, error))?;
-        let kind = detect(&bytes).map_err(|reason| Error::NotDeviceCode {
-            what: path.display().to_string(),
-            reason,
-        })?;
+        let kind = detected(&bytes, &|| path.display().to_string())?;
         Ok(Image {
             bytes: Cow::Owned(bytes),
             kind,
@@ -220,126 +163,21 @@ pub(crate) fn bytes_given(bytes: &[u8]) -> String {
     format!("the {}-byte image given", bytes.len())
 }
 
-/// What was found of `bytes`, of `kind` (from [`detected`]), once they are checked whole and
-/// loadable as they are (see [`Image::validate`]); `what` names them in errors (a file name, or
-/// "the N-byte image given").
-///
-/// Library loading calls this before any CUDA call: the driver trusts an image's own headers.
-pub(crate) fn validate_loadable(
-    bytes: &[u8],
-    kind: ImageKind,
-    what: &dyn Fn() -> String,
-) -> Result<Facts> {
-    require_loadable(kind, what)?;
-    validate::image(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))
-}
-
-/// Checks an input of kind `kind` before nvJitLink reads it (see `validate::link_input`).
-pub(crate) fn validate_link_input(
-    bytes: &[u8],
-    kind: ImageKind,
-    what: &dyn Fn() -> String,
-) -> Result<()> {
-    validate::link_input(bytes, kind).map_err(|error| Error::MalformedImage {
-        what: what(),
-        kind,
+/// The fatbins embedded in the host binary `bytes`, as byte slices ready to load.
+pub(crate) fn embedded_fatbins(bytes: &[u8]) -> Result<Vec<&[u8]>> {
+    host::fatbin_slices(bytes).map_err(|error| Error::MalformedImage {
+        what: bytes_given(bytes),
+        kind: ImageKind::HostBinary,
         error,
     })
 }
 
-/// Whether `bytes`, a cubin that passed its check, is an executable one (`ET_EXEC`) rather than
-/// relocatable code.
-pub(crate) fn is_executable_cubin(bytes: &[u8]) -> bool {
-    validate::cubin_is_executable(bytes)
-}
-
-/// [`validate_loadable`] for output of NVRTC or nvJitLink, which needs less checking (see
-/// `validate::compiler_output`).
-pub(crate) fn validate_compiler_output(
-    bytes: &[u8],
-    kind: ImageKind,
-    what: &dyn Fn() -> String,
-) -> Result<Facts> {
-    require_loadable(kind, what)?;
-    validate::compiler_output(bytes, kind).map_err(|refusal| refusal.into_error(what(), kind))
-}
-
-/// The kind of `bytes`, or [`Error::NotDeviceCode`].
+/// The kind of `bytes`, or [`Error::NotDeviceCode`]; `what` names them in the error.
 pub(crate) fn detected(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
     detect(bytes).map_err(|reason| Error::NotDeviceCode {
         what: what(),
-        reason,
+        reason: reason.to_string(),
     })
-}
-
-/// [`Error::NotLoadable`] for a kind the driver cannot load.
-fn require_loadable(kind: ImageKind, what: &dyn Fn() -> String) -> Result<()> {
-    match kind.unloadable_advice() {
-        Some(advice) => Err(Error::NotLoadable {
-            what: what(),
-            kind,
-            advice,
-        }),
-        None => Ok(()),
-    }
-}
-
-const ELF_MAGIC: &[u8] = b"\x7fELF";
-
-/// The kind of `bytes`, or why they are none.
-pub(crate) fn detect(bytes: &[u8]) -> std::result::Result<ImageKind, String> {
-    if bytes.is_empty() {
-        return Err("it is empty".into());
-    }
-    if bytes.starts_with(archive::MAGIC) {
-        return Ok(ImageKind::Archive);
-    }
-    if fatbin::has_magic(bytes) {
-        return Ok(ImageKind::Fatbin);
-    }
-    if bytes.starts_with(ELF_MAGIC) && elf_machine(bytes) == Some(object::elf::EM_CUDA) {
-        return Ok(ImageKind::Cubin);
-    }
-    if ltoir::format(bytes).is_some() {
-        return Ok(ImageKind::LtoIr);
-    }
-    if ptx::looks_like_ptx(bytes) {
-        return Ok(ImageKind::Ptx);
-    }
-    if let Some(found) = host::detect(bytes) {
-        return found.map(|()| ImageKind::HostBinary);
-    }
-    if let Some(nul) = nul_inside_ptx(bytes) {
-        return Err(format!(
-            "it is PTX text with a NUL byte inside it, at byte {nul}: the driver reads PTX only \
-             up to its first NUL, so the text after it would be lost"
-        ));
-    }
-    let head: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    Err(format!(
-        "it starts with the bytes {}, the header of none of the kinds cudyn knows (PTX, a \
-         cubin, a fatbin, LTO-IR, a host binary with embedded device code built by nvcc, or a \
-         static library)",
-        head.join(" ")
-    ))
-}
-
-/// Where the first NUL is in `bytes` when the text before it is PTX and other bytes than NULs
-/// follow it: PTX cut by a stray NUL rather than a file of no known kind.
-fn nul_inside_ptx(bytes: &[u8]) -> Option<usize> {
-    let nul = bytes.iter().position(|&b| b == 0)?;
-    let after = &bytes[nul..];
-    (after.iter().any(|&b| b != 0) && ptx::looks_like_ptx(&bytes[..nul])).then_some(nul)
-}
-
-/// `e_machine` of an ELF header, read with the file's own byte order.
-fn elf_machine(bytes: &[u8]) -> Option<u16> {
-    let raw: [u8; 2] = bytes.get(18..20)?.try_into().ok()?;
-    match bytes.get(5)? {
-        1 => Some(u16::from_le_bytes(raw)),
-        2 => Some(u16::from_be_bytes(raw)),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -1,15 +1,11 @@
 //! Static libraries (`ar` archives, `.a`), as nvcc and `ar` build them and as CUDA ships
 //! `libcudadevrt.a`: each member is device code (a cubin, a fatbin, ...) or a host object, which
-//! may embed device code.
+//! may embed device code, and is inspected as what it is.
 
-use object::read::archive::ArchiveFile;
-
-use super::{Inspection, ParseError};
+use super::{inspect_kind, Inspection};
+use crate::formats::archive::members;
 use crate::image::ImageKind;
-
-/// The bytes every `ar` archive starts with (thin archives, whose members live elsewhere, are
-/// not read).
-pub(crate) const MAGIC: &[u8] = b"!<arch>\n";
+use crate::parse_error::ParseError;
 
 /// A static library's members.
 #[derive(Debug, Clone)]
@@ -45,75 +41,6 @@ impl Archive {
     }
 }
 
-/// The size of a member's header, before its bytes.
-const HEADER: usize = 60;
-
-/// Checks that the archive's members, symbol and name tables included, each a header and the
-/// bytes it gives the size of (padded to an even offset), take up the file exactly: a file cut
-/// inside its symbol table would otherwise read as an archive of no members.
-fn check_extent(bytes: &[u8]) -> Result<(), ParseError> {
-    let mut at = MAGIC.len();
-    while at < bytes.len() {
-        let Some(header) = bytes.get(at..at + HEADER) else {
-            return Err(ParseError::new(
-                format!("the member header at byte {at}"),
-                format!(
-                    "it is cut short: {} of its {HEADER} bytes are there",
-                    bytes.len() - at
-                ),
-            ));
-        };
-        let place = || format!("{} (its header at byte {at})", member_name(header));
-        let size = std::str::from_utf8(&header[48..58])
-            .ok()
-            .and_then(|digits| digits.trim_end().parse::<usize>().ok())
-            .ok_or_else(|| ParseError::new(place(), "its size is not a number"))?;
-        let end = (at + HEADER)
-            .checked_add(size)
-            .filter(|&end| end <= bytes.len())
-            .ok_or_else(|| {
-                ParseError::new(
-                    place(),
-                    format!(
-                        "it gives {size} bytes, but only {} are left",
-                        bytes.len() - at - HEADER
-                    ),
-                )
-            })?;
-        // Members start at even offsets; the padding byte of the last may be missing.
-        at = end + end % 2;
-    }
-    Ok(())
-}
-
-/// What a member header's name field names, for an error: a member, or one of the tables.
-fn member_name(header: &[u8]) -> String {
-    let field = String::from_utf8_lossy(&header[..16]);
-    match field.trim_end() {
-        "/" | "/SYM64/" | "__.SYMDEF" | "__.SYMDEF SORTED" => "the symbol table".to_owned(),
-        "//" => "the table of long member names".to_owned(),
-        name => format!("member {}", name.strip_suffix('/').unwrap_or(name)),
-    }
-}
-
-/// The members of an archive with their bytes; an error for a damaged archive or member.
-pub(crate) fn members(bytes: &[u8]) -> Result<Vec<(String, &[u8])>, ParseError> {
-    check_extent(bytes)?;
-    let archive = ArchiveFile::parse(bytes)
-        .map_err(|error| ParseError::new("archive headers", error.to_string()))?;
-    let mut out = Vec::new();
-    for (index, member) in archive.members().enumerate() {
-        let member = member
-            .map_err(|error| ParseError::new(format!("member {index}"), error.to_string()))?;
-        let name = String::from_utf8_lossy(member.name()).into_owned();
-        let data = member
-            .data(bytes)
-            .map_err(|error| ParseError::new(name.clone(), error.to_string()))?;
-        out.push((name, data));
-    }
-    Ok(out)
-}
-
 /// Reads every member of a static library.
 pub fn parse(bytes: &[u8]) -> Result<Archive, ParseError> {
     let members = members(bytes)?
@@ -136,17 +63,21 @@ pub fn parse(bytes: &[u8]) -> Result<Archive, ParseError> {
 
 /// A member's inspection, or why there is none.
 fn inspect_member(data: &[u8]) -> Result<Inspection, String> {
-    match crate::image::detect(data)? {
+    match crate::image::detect(data).map_err(|reason| reason.to_string())? {
         ImageKind::Archive => Err("an archive inside the archive, not read".to_owned()),
-        kind => super::inspect_kind(data, kind).map_err(|error| error.to_string()),
+        kind => inspect_kind(data, kind).map_err(|error| error.to_string()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::archive::MAGIC;
     use crate::inspect::Contents;
     use crate::Image;
+
+    /// The size of a member's header, before its bytes.
+    const HEADER: usize = 60;
 
     /// An `ar` archive of `members` (GNU format, names up to 15 bytes).
     fn archive(members: &[(&str, &[u8])]) -> Vec<u8> {

@@ -5,10 +5,11 @@
 
 use std::ops::ControlFlow;
 
-use super::fatbin::{self, EntryKind, RawEntry};
-use super::{archive, cubin, host, ptx, ParseError};
+use crate::formats::fatbin::{self, CodeKind, EntryKind, RawEntry};
+use crate::formats::{archive, cubin, host, ptx};
 use crate::image::ImageKind;
 use crate::param::ParamLayout;
+use crate::parse_error::{Fault, ParseError, Problem};
 
 /// The code of one module of an image.
 #[derive(Debug, Clone, Copy)]
@@ -161,29 +162,31 @@ fn entry_module<B>(raw: &RawEntry<'_>, place: &str, visit: &mut Visitor<'_, B>) 
             code: Ok(Code::LtoIr),
         });
     }
-    let refused = |problem: String| Found {
+    let refused = |fault: Fault| Found {
         place,
-        code: Err(ParseError::new(place, problem)),
+        code: Err(fault.at(place)),
     };
     if raw.header.obfuscated() {
-        return visit(refused(
-            "its code is obfuscated; only NVIDIA's tools read it".into(),
-        ));
+        return visit(refused(Fault::new(
+            Problem::Unsupported,
+            "its code is obfuscated; only NVIDIA's tools read it",
+        )));
     }
     let code = match raw.code() {
         Ok(code) => code,
-        Err(problem) => return visit(refused(problem)),
+        Err(fault) => return visit(refused(fault)),
     };
-    let code = match kind {
-        EntryKind::Sass => Code::Cubin(&code),
-        EntryKind::Ptx => Code::Ptx(&code),
-        _ if code.starts_with(b"\x7fELF") => Code::Cubin(&code),
-        _ if ptx::looks_like_ptx(&code) => Code::Ptx(&code),
-        _ => {
-            return visit(refused(format!(
-                "its kind {} is none cudyn knows (1 PTX, 2 SASS, 8 LTO-IR) and it holds \
-                 neither a cubin nor PTX",
-                raw.header.kind.get(object::LittleEndian)
+    let code = match CodeKind::of(kind, &code) {
+        Some(CodeKind::Cubin) => Code::Cubin(&code),
+        Some(CodeKind::Ptx) => Code::Ptx(&code),
+        None => {
+            return visit(refused(Fault::new(
+                Problem::Unsupported,
+                format!(
+                    "its kind {} is none cudyn knows (1 PTX, 2 SASS, 8 LTO-IR) and it holds \
+                     neither a cubin nor PTX",
+                    raw.header.kind.get(object::LittleEndian)
+                ),
             )))
         }
     };
@@ -268,6 +271,7 @@ pub(crate) fn kernel_symbols(bytes: &[u8], kind: ImageKind) -> Result<Vec<String
     if modules_read == 0 && lto_ir {
         return Err(ParseError::new(
             "LTO-IR",
+            Problem::Unsupported,
             "cudyn cannot read the kernels of LTO-IR: link it (cudyn::Linker, `cudyn link`) and \
              list the kernels of the linked image",
         ));

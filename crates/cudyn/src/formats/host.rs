@@ -2,10 +2,13 @@
 //! nvcc keep their fatbins in a `.nv_fatbin` section (`__nv_relfatbin` for relocatable device
 //! code, `-rdc`), one after another when several objects were linked together.
 
+use std::fmt;
+
 use object::{Object, ObjectSection};
 
 use super::fatbin::{self, Fatbin};
-use super::ParseError;
+use super::object_error;
+use crate::parse_error::ParseError;
 
 /// Sections that hold fatbins: ELF, ELF with `-rdc`, PE (names cut to 8 bytes), Mach-O.
 const FATBIN_SECTIONS: [&str; 4] = [".nv_fatbin", "__nv_relfatbin", ".nv_fatb", "__nv_fatbin"];
@@ -41,10 +44,47 @@ pub struct FatbinSection {
     pub notes: Vec<String>,
 }
 
+/// Why a host object file is no image of device code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NoDeviceCode {
+    /// Its header says which object file it is (`format`: "an ELF file"), but it cannot be read.
+    Unreadable {
+        format: &'static str,
+        error: object::read::Error,
+    },
+    /// It reads, and has no section of embedded fatbins.
+    NoFatbins {
+        file_kind: &'static str,
+        format: &'static str,
+        architecture: String,
+    },
+}
+
+impl fmt::Display for NoDeviceCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NoDeviceCode::Unreadable { format, error } => write!(
+                f,
+                "it is {format} that cannot be read ({error}): is it cut short or damaged?"
+            ),
+            NoDeviceCode::NoFatbins {
+                file_kind,
+                format,
+                architecture,
+            } => write!(
+                f,
+                "it is a host {file_kind} ({format}, {architecture}) with no embedded device \
+                 code (no {} section)",
+                FATBIN_SECTIONS.join(" or ")
+            ),
+        }
+    }
+}
+
 /// For bytes that are a host object file: `Ok` when they embed device code, else why not.
 /// `None` when they are not an object file at all. A file whose header says what object file it
 /// is but which cannot be read (cut short, say) is one that cannot be read, not an unknown kind.
-pub(crate) fn detect(bytes: &[u8]) -> Option<Result<(), String>> {
+pub(crate) fn detect(bytes: &[u8]) -> Option<Result<(), NoDeviceCode>> {
     let file = match object::File::parse(bytes) {
         Ok(file) => file,
         Err(error) => {
@@ -55,22 +95,18 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<Result<(), String>> {
                 object::FileKind::Coff | object::FileKind::CoffBig => "a COFF object",
                 _ => return None,
             };
-            return Some(Err(format!(
-                "it is {format} that cannot be read ({error}): is it cut short or damaged?"
-            )));
+            return Some(Err(NoDeviceCode::Unreadable { format, error }));
         }
     };
     let found = fatbin_sections(&file).next().is_some();
     Some(if found {
         Ok(())
     } else {
-        Err(format!(
-            "it is a host {} ({}, {}) with no embedded device code (no {} section)",
-            file_kind_name(&file),
-            format_name(file.format()),
-            architecture_name(file.architecture()),
-            FATBIN_SECTIONS.join(" or ")
-        ))
+        Err(NoDeviceCode::NoFatbins {
+            file_kind: file_kind_name(&file),
+            format: format_name(file.format()),
+            architecture: architecture_name(file.architecture()),
+        })
     })
 }
 
@@ -86,8 +122,8 @@ fn fatbin_sections<'a, 'file>(
 
 /// Reads the embedded fatbins of a host binary.
 pub fn parse(bytes: &[u8]) -> Result<HostBinary, ParseError> {
-    let file = object::File::parse(bytes)
-        .map_err(|error| ParseError::new("object file headers", error.to_string()))?;
+    let file =
+        object::File::parse(bytes).map_err(|error| object_error("object file headers", error))?;
     // Section headers may all point at the same bytes; reading them over and over must not turn
     // a small file into hours of work.
     let mut budget = bytes.len().saturating_mul(2);
@@ -187,24 +223,15 @@ fn is_dynamic_executable(file: &object::File<'_>) -> bool {
     }
 }
 
-/// The fatbins embedded in a host binary, as byte slices ready to load.
-pub fn embedded_fatbins(bytes: &[u8]) -> crate::Result<Vec<&[u8]>> {
-    fatbin_slices(bytes).map_err(|error| crate::Error::MalformedImage {
-        what: crate::image::bytes_given(bytes),
-        kind: crate::ImageKind::HostBinary,
-        error,
-    })
-}
-
+/// The fatbins embedded in a host binary, as byte slices ready to load; an error for any part
+/// of a fatbin section that is no fatbin.
 pub(crate) fn fatbin_slices(bytes: &[u8]) -> Result<Vec<&[u8]>, ParseError> {
-    let file = object::File::parse(bytes)
-        .map_err(|error| ParseError::new("object file headers", error.to_string()))?;
+    let file =
+        object::File::parse(bytes).map_err(|error| object_error("object file headers", error))?;
     let mut out = Vec::new();
     for section in fatbin_sections(&file) {
         let name = section.name().unwrap_or_default().to_string();
-        let data = section
-            .data()
-            .map_err(|error| ParseError::new(name, error.to_string()))?;
+        let data = section.data().map_err(|error| object_error(name, error))?;
         for piece in split(data) {
             out.push(piece?);
         }
@@ -249,12 +276,16 @@ mod tests {
     fn a_host_file_cut_short_is_said_to_be_unreadable_not_of_an_unknown_kind() {
         // This test's own program: an object file with no device code.
         let program = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        let whole = detect(&program).expect("an object file").unwrap_err();
+        let whole = detect(&program)
+            .expect("an object file")
+            .unwrap_err()
+            .to_string();
         assert!(whole.contains("no embedded device code"), "{whole}");
         for cut in [64, 4096, program.len() / 2, program.len() - 1] {
             let reason = detect(&program[..cut])
                 .expect("still an object file by its header")
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
             assert!(
                 reason.contains("cannot be read") && reason.contains("cut short"),
                 "cut at {cut}: {reason}"

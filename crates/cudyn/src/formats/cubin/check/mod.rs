@@ -1,4 +1,5 @@
-//! Cubins: a 64-bit little-endian CUDA ELF executable whose program and section header tables,
+//! The check of a cubin before the driver or nvJitLink reads it: a 64-bit little-endian CUDA
+//! ELF executable whose program and section header tables,
 //! segments and sections (all but `SHT_NOBITS` ones) lie inside the bytes given; whose section
 //! names, symbol names, section links and symbol section indices all resolve; whose string
 //! tables end with a NUL; whose loadable segments fit in the memory they ask for; whose symbol
@@ -21,19 +22,20 @@
 use std::mem::size_of;
 
 use object::elf::{
-    FileHeader64, ProgramHeader64, SectionHeader64, ET_EXEC, ET_REL, EV_CURRENT, PN_XNUM, PT_LOAD,
-    PT_PHDR, SHN_LORESERVE, SHT_NOBITS,
+    ProgramHeader64, SectionHeader64, ET_EXEC, ET_REL, EV_CURRENT, PN_XNUM, PT_LOAD, PT_PHDR,
+    SHN_LORESERVE, SHT_NOBITS,
 };
 use object::read::elf::{FileHeader, ProgramHeader};
 use object::LittleEndian as LE;
 
-use super::{Facts, Purpose, Refusal};
-use crate::inspect::cubin::{self as inspect_cubin, elf_error, header};
-use crate::inspect::ParseError;
+use super::{elf_error, header, variables, Header};
+use crate::formats::{Facts, Purpose, Refusal};
+use crate::parse_error::{ParseError, Problem};
 
 mod layout;
 mod linkable;
 mod sections;
+mod symbols;
 
 /// The CUDA section types (`SHT_CUDA_*`, in the processor-specific range) the checks name.
 mod sht {
@@ -57,8 +59,6 @@ mod sht {
     pub(super) const CUDA_CONSTANT_BANKS: std::ops::RangeInclusive<u32> = 0x7000_0064..=0x7000_0075;
 }
 
-type Header = FileHeader64<LE>;
-
 /// The bits of `e_flags`' low byte that compilers set in cubins of ELF ABI 8 and later, where the
 /// architecture moved to the bytes above (CUDA 13.0's ptxas: 0x04 for sm_75 to sm_90a, 0x02 for
 /// sm_100 to sm_121). The H200's driver crashed on a cubin with bit 0 set, so the other bits are
@@ -69,17 +69,15 @@ const KNOWN_LOW_FLAGS: u32 = 0x0e;
 const MAX_ALIGN: u64 = 4096;
 
 /// Whether `data` is an executable cubin, from its ELF header alone: all that output of NVRTC or
-/// nvJitLink needs checked before a load (see `validate::compiler_output`); and whether it
+/// nvJitLink needs checked before a load (see `crate::image`'s `compiler_output`); and whether it
 /// defines variables, from its symbol table (a table that cannot be read counts as defining
 /// some).
-pub(super) fn compiler_output(data: &[u8]) -> Result<Facts, Refusal> {
+pub(crate) fn compiler_output(data: &[u8]) -> Result<Facts, Refusal> {
     executable_header(data)?;
-    Ok(
-        inspect_cubin::variables(data).map_or(Facts::UNKNOWN, |variables| Facts {
-            defines_variables: variables.defined,
-            uninitialized_bytes: Some(variables.uninitialized_bytes),
-        }),
-    )
+    Ok(variables(data).map_or(Facts::UNKNOWN, |variables| Facts {
+        defines_variables: variables.defined,
+        uninitialized_bytes: Some(variables.uninitialized_bytes),
+    }))
 }
 
 /// The ELF header of an executable cubin; a relocatable one needs linking first.
@@ -97,6 +95,7 @@ fn executable_header(data: &[u8]) -> Result<&Header, Refusal> {
         other => {
             return Err(ParseError::new(
                 "ELF header",
+                Problem::Damaged,
                 format!("ELF type {other} is not an executable cubin (ET_EXEC, 2)"),
             )
             .into())
@@ -106,7 +105,7 @@ fn executable_header(data: &[u8]) -> Result<&Header, Refusal> {
 }
 
 /// Whether `data` is an executable cubin (`ET_EXEC`); `false` for what has no cubin header.
-pub(super) fn is_executable(data: &[u8]) -> bool {
+pub(crate) fn is_executable(data: &[u8]) -> bool {
     header(data).is_ok_and(|header| header.e_type(LE) == ET_EXEC)
 }
 
@@ -117,12 +116,14 @@ fn linkable_header(data: &[u8]) -> Result<&Header, ParseError> {
         ET_EXEC | ET_REL => Ok(header),
         other => Err(ParseError::new(
             "ELF header",
+            Problem::Damaged,
             format!("ELF type {other} is not a cubin (ET_REL, 1, or ET_EXEC, 2)"),
         )),
     }
 }
 
-pub(super) fn validate(data: &[u8], purpose: Purpose) -> Result<Facts, Refusal> {
+/// Checks a cubin for `purpose` (see the module's documentation); what its variables are.
+pub(crate) fn validate(data: &[u8], purpose: Purpose) -> Result<Facts, Refusal> {
     let header = match purpose {
         Purpose::Load => executable_header(data)?,
         Purpose::Link => linkable_header(data)?,
@@ -131,6 +132,7 @@ pub(super) fn validate(data: &[u8], purpose: Purpose) -> Result<Facts, Refusal> 
     if usize::from(header_size) != size_of::<Header>() {
         return Err(ParseError::new(
             "ELF header",
+            Problem::Damaged,
             format!("its size field says {header_size} bytes, not 64"),
         )
         .into());
@@ -146,29 +148,30 @@ pub(super) fn validate(data: &[u8], purpose: Purpose) -> Result<Facts, Refusal> 
 /// The ELF header fields that have one value in every cubin.
 fn fixed_fields(header: &Header) -> Result<(), ParseError> {
     let ident = header.e_ident();
+    let damaged = |message: String| Some((Problem::Damaged, message));
     let problem = if ident.version != EV_CURRENT || header.e_version(LE) != u32::from(EV_CURRENT) {
-        Some("its ELF version is not 1".to_string())
+        damaged("its ELF version is not 1".into())
     } else if ident.padding.iter().any(|&byte| byte != 0) {
-        Some("the padding of its identification bytes is not zero".into())
+        damaged("the padding of its identification bytes is not zero".into())
     } else if header.e_entry(LE) != 0 {
-        Some(format!(
+        damaged(format!(
             "it has an entry address ({:#x}); cubins have none",
             header.e_entry(LE)
         ))
     } else if header.e_phnum(LE) != 0
         && usize::from(header.e_phentsize(LE)) != size_of::<ProgramHeader64<LE>>()
     {
-        Some(format!(
+        damaged(format!(
             "its program headers are {} bytes, not 56",
             header.e_phentsize(LE)
         ))
     } else if usize::from(header.e_shentsize(LE)) != size_of::<SectionHeader64<LE>>() {
-        Some(format!(
+        damaged(format!(
             "its section headers are {} bytes, not 64",
             header.e_shentsize(LE)
         ))
     } else if ident.abi_version >= 8 && header.e_flags(LE) & 0xff & !KNOWN_LOW_FLAGS != 0 {
-        Some(format!(
+        damaged(format!(
             "its flags {:#x} set bits no compiler sets",
             header.e_flags(LE)
         ))
@@ -178,12 +181,15 @@ fn fixed_fields(header: &Header) -> Result<(), ParseError> {
     {
         // Extended numbering keeps the real counts in section 0, which no compiler needs for a
         // cubin; the driver takes the header's fields as they are.
-        Some("it uses extended section or segment numbering, which no cubin needs".into())
+        Some((
+            Problem::Unsupported,
+            "it uses extended section or segment numbering, which no cubin needs".into(),
+        ))
     } else {
         None
     };
-    problem.map_or(Ok(()), |problem| {
-        Err(ParseError::new("ELF header", problem))
+    problem.map_or(Ok(()), |(problem, message)| {
+        Err(ParseError::new("ELF header", problem, message))
     })
 }
 
@@ -214,13 +220,17 @@ fn misaligned(align: u64) -> bool {
 fn alignment_error(place: String, align: u64) -> ParseError {
     ParseError::new(
         place,
+        Problem::Damaged,
         format!("its alignment {align} is not a power of two up to {MAX_ALIGN}"),
     )
 }
 
+/// The damage of a structure at `place` whose `size` bytes at `offset` are not all in the `len`
+/// bytes given.
 fn outside(place: String, offset: u64, size: u64, len: usize) -> ParseError {
     ParseError::new(
         place,
+        Problem::Truncated,
         format!("its {size} bytes at offset {offset} lie outside the {len} bytes given"),
     )
 }
@@ -234,6 +244,7 @@ fn segments(header: &Header, data: &[u8]) -> Result<(), ParseError> {
         if segment.p_vaddr(LE) != 0 || segment.p_paddr(LE) != 0 {
             return Err(ParseError::new(
                 place(),
+                Problem::Damaged,
                 "it has an address; a cubin's segments have none",
             ));
         }
@@ -247,6 +258,7 @@ fn segments(header: &Header, data: &[u8]) -> Result<(), ParseError> {
         {
             return Err(ParseError::new(
                 place(),
+                Problem::Damaged,
                 "it does not cover the program header table it describes",
             ));
         }
@@ -255,6 +267,7 @@ fn segments(header: &Header, data: &[u8]) -> Result<(), ParseError> {
         if segment.p_type(LE) == PT_LOAD && file_size > memory_size {
             return Err(ParseError::new(
                 place(),
+                Problem::Damaged,
                 format!("it loads {file_size} bytes into {memory_size}"),
             ));
         }

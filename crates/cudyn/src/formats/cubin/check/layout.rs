@@ -6,7 +6,7 @@ use object::elf::{ProgramHeader64, SectionHeader64, ET_REL};
 use object::read::elf::{FileHeader, SectionHeader};
 
 use super::{holds_bytes, Header, LE};
-use crate::inspect::ParseError;
+use crate::parse_error::{ParseError, Problem};
 
 /// A structure of the file that owns a byte range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -103,6 +103,7 @@ impl Sweep {
         };
         Err(ParseError::new(
             name(second.2),
+            Problem::Damaged,
             format!(
                 "its bytes {}..{} overlap {}",
                 second.0,
@@ -256,7 +257,7 @@ mod tests {
             (64, 16, Owner::Section(5)),
         ];
         let error = ranges(&third).check(name, shares).unwrap_err();
-        assert!(error.problem.contains("overlap Section(4)"), "{error}");
+        assert!(error.message.contains("overlap Section(4)"), "{error}");
     }
 
     #[test]
@@ -277,7 +278,7 @@ mod tests {
         covering.claim(500, 16, Owner::Section(3));
         let error = covering.check(name, never).unwrap_err();
         assert_eq!(error.place, "Section(3)");
-        assert_eq!(error.problem, "its bytes 500..516 overlap Section(1)");
+        assert_eq!(error.message, "its bytes 500..516 overlap Section(1)");
 
         // Claimed later but starting earlier: still the later owner is the one named.
         let mut earlier = Ranges::default();
@@ -285,6 +286,6 @@ mod tests {
         earlier.claim(90, 20, Owner::Section(4));
         let error = earlier.check(name, never).unwrap_err();
         assert_eq!(error.place, "Section(4)");
-        assert!(error.problem.contains("overlap SectionHeaders"), "{error}");
+        assert!(error.message.contains("overlap SectionHeaders"), "{error}");
     }
 }

@@ -1,4 +1,4 @@
-//! Cubins: CUDA ELF objects holding SASS for one GPU architecture.
+//! What a cubin holds, read for inspection: its architecture, kernels and variables.
 //!
 //! The architecture comes from the ELF header's flags; kernels are the function symbols marked as
 //! entries; each kernel's parameter layout and limits come from its `.nv.info.<kernel>` section,
@@ -10,19 +10,15 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 
-use object::elf::{
-    FileHeader64, SectionHeader64, Sym64, ELFCLASS64, ELFDATA2LSB, EM_CUDA, ET_REL, SHN_LORESERVE,
-    SHN_UNDEF, SHT_NOBITS, SHT_SYMTAB, STT_FUNC, STT_OBJECT,
-};
-use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym, SymbolTable};
+use object::elf::{ET_REL, SHN_LORESERVE, SHN_UNDEF, STT_FUNC, STT_OBJECT};
+use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::LittleEndian;
 
 use super::info::{attr, unreadable, Attribute, Attributes, Value};
-use super::{demangle, param_table, u32_at, ParseError};
+use super::{elf_error, header, is_kernel, param_table, suffixed, tables, variable_space};
 use crate::param::ParamLayout;
-
-/// `st_other` bit of a kernel entry point.
-const STO_CUDA_ENTRY: u8 = 0x10;
+use crate::parse_error::{ParseError, Problem};
+use crate::symbols::demangle;
 
 /// From this ELF ABI version on, the SM number sits in bits 8..16 of `e_flags`; before, in 0..8.
 const ABI_WITH_SHIFTED_SM: u8 = 8;
@@ -142,26 +138,6 @@ struct FunctionInfo {
     max_stack: HashMap<u32, u32>,
 }
 
-/// The ELF header of a 64-bit little-endian CUDA ELF.
-pub(crate) fn header(data: &[u8]) -> Result<&FileHeader64<LittleEndian>, ParseError> {
-    let place = "ELF header";
-    if data.get(4) != Some(&ELFCLASS64) || data.get(5) != Some(&ELFDATA2LSB) {
-        return Err(ParseError::new(
-            place,
-            "only 64-bit little-endian cubins exist (ELF class or byte order differs)",
-        ));
-    }
-    let header = FileHeader64::<LittleEndian>::parse(data).map_err(elf_error(place))?;
-    let machine = header.e_machine(LittleEndian);
-    if machine != EM_CUDA {
-        return Err(ParseError::new(
-            place,
-            format!("ELF machine is {machine}, not EM_CUDA ({EM_CUDA})"),
-        ));
-    }
-    Ok(header)
-}
-
 /// The parameter layouts of the kernel `name` (mangled), reading only its `.nv.info.<name>`
 /// section; `None` when the cubin does not define the kernel (read from its symbol table when
 /// there is no such section), an error when it does but its parameters cannot be read.
@@ -193,25 +169,6 @@ pub fn kernel_params(data: &[u8], name: &str) -> Result<Option<Vec<ParamLayout>>
     param_table::read(info, name).map(Some)
 }
 
-/// Whether `symbol` is a kernel: a function marked as an entry point.
-fn is_kernel(symbol: &Sym64<LittleEndian>) -> bool {
-    symbol.st_type() == STT_FUNC && symbol.st_other() & STO_CUDA_ENTRY != 0
-}
-
-type Sections<'data> = SectionTable<'data, FileHeader64<LittleEndian>>;
-type Symbols<'data> = SymbolTable<'data, FileHeader64<LittleEndian>>;
-
-/// The section table and the symbol table of the cubin `data`.
-fn tables(data: &[u8]) -> Result<(Sections<'_>, Symbols<'_>), ParseError> {
-    let sections = header(data)?
-        .sections(LittleEndian, data)
-        .map_err(elf_error("section headers"))?;
-    let symbols = sections
-        .symbols(LittleEndian, data, SHT_SYMTAB)
-        .map_err(elf_error("symbol table"))?;
-    Ok((sections, symbols))
-}
-
 /// The symbols of the cubin's kernels, in symbol-table order, reading only its section headers
 /// and symbol table; an error when a kernel's name cannot be read.
 pub(crate) fn kernel_symbols(data: &[u8]) -> Result<Vec<String>, ParseError> {
@@ -224,6 +181,7 @@ pub(crate) fn kernel_symbols(data: &[u8]) -> Result<Vec<String>, ParseError> {
         let name = symbols.symbol_name(LittleEndian, symbol).map_err(|error| {
             ParseError::new(
                 format!("symbol {index}"),
+                Problem::Damaged,
                 format!("the kernel's name cannot be read: {error}"),
             )
         })?;
@@ -298,11 +256,12 @@ pub fn parse(data: &[u8]) -> Result<Cubin, ParseError> {
                 attr::MAX_STACK_SIZE => &mut functions.max_stack,
                 _ => continue,
             };
-            if let Value::Bytes(bytes) = attribute.value {
-                // A symbol index, then the amount: checked to be there.
-                if let (Some(symbol), Some(amount)) = (u32_at(bytes, 0), u32_at(bytes, 4)) {
-                    map.insert(symbol, amount);
-                }
+            // A symbol index, then the amount: checked to be there.
+            if let Some(value) = attribute.value.function() {
+                map.insert(
+                    value.symbol.get(LittleEndian),
+                    value.amount.get(LittleEndian),
+                );
             }
         }
     }
@@ -441,6 +400,7 @@ fn read_kernel_info(kernel: &mut CubinKernel, info: &[u8], notes: &mut Vec<Strin
 fn missing_info(kernel: &str) -> ParseError {
     ParseError::new(
         format!(".nv.info.{kernel}"),
+        Problem::Missing,
         "the kernel's attribute section is missing or cannot be read, so its parameters are not \
          known",
     )
@@ -493,85 +453,6 @@ fn note_damage(attributes: &Attributes<'_>, section: &str, notes: &mut Vec<Strin
             "section {section} is damaged at byte {offset}; attributes after it were skipped"
         ));
     }
-}
-
-/// Whether `symbol` is a device variable: an object in a `.nv.global` section or a constant bank
-/// other than 0 (`__device__`, `__managed__`, `__constant__`), as [`parse`] lists them.
-pub(crate) fn is_variable(
-    sections: &SectionTable<'_, FileHeader64<LittleEndian>>,
-    symbol: &Sym64<LittleEndian>,
-) -> bool {
-    symbol.st_type() == STT_OBJECT
-        && sections
-            .section(object::SectionIndex(usize::from(
-                symbol.st_shndx(LittleEndian),
-            )))
-            .ok()
-            .and_then(|section| sections.section_name(LittleEndian, section).ok())
-            .is_some_and(|name| variable_space(name).is_some())
-}
-
-/// What a cubin's variables are, read from its section and symbol tables only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Variables {
-    /// Whether it defines any (see [`is_variable`]).
-    pub(crate) defined: bool,
-    /// The device memory of those the image holds no bytes for (uninitialized ones, in
-    /// `SHT_NOBITS` sections): what a loaded library takes beyond its image's size.
-    pub(crate) uninitialized_bytes: usize,
-}
-
-/// What the cubin's variables are (see [`Variables`]).
-pub(crate) fn variables(data: &[u8]) -> Result<Variables, ParseError> {
-    let (sections, symbols) = tables(data)?;
-    Ok(Variables {
-        defined: symbols
-            .symbols()
-            .iter()
-            .any(|symbol| is_variable(&sections, symbol)),
-        uninitialized_bytes: uninitialized_variable_bytes(&sections),
-    })
-}
-
-/// The sizes of the `SHT_NOBITS` sections that hold variables, added up.
-fn uninitialized_variable_bytes(sections: &Sections<'_>) -> usize {
-    sections
-        .iter()
-        .filter_map(|section| {
-            uninitialized_bytes(section, || {
-                sections.section_name(LittleEndian, section).ok()
-            })
-        })
-        .fold(0, usize::saturating_add)
-}
-
-/// The device memory `section` takes beyond the image's bytes: its size when it is an
-/// `SHT_NOBITS` section of variables (`name` says its name, asked only then).
-pub(crate) fn uninitialized_bytes<'a>(
-    section: &SectionHeader64<LittleEndian>,
-    name: impl FnOnce() -> Option<&'a [u8]>,
-) -> Option<usize> {
-    (section.sh_type(LittleEndian) == SHT_NOBITS
-        && name().is_some_and(|name| variable_space(name).is_some()))
-    .then(|| usize::try_from(section.sh_size(LittleEndian)).unwrap_or(usize::MAX))
-}
-
-pub(crate) fn variable_space(section: &[u8]) -> Option<Space> {
-    if section.starts_with(b".nv.global") {
-        return Some(Space::Global);
-    }
-    let bank = section.strip_prefix(b".nv.constant")?;
-    let bank: u32 = std::str::from_utf8(bank).ok()?.parse().ok()?;
-    // Bank 0 holds kernel parameters, not variables.
-    (bank != 0).then_some(Space::Constant(bank))
-}
-
-fn suffixed(prefix: &[u8], name: &[u8]) -> Vec<u8> {
-    [prefix, name].concat()
-}
-
-pub(crate) fn elf_error(place: &'static str) -> impl Fn(object::read::Error) -> ParseError {
-    move |error| ParseError::new(place, error.to_string())
 }
 
 #[cfg(test)]

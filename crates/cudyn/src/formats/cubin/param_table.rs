@@ -18,9 +18,62 @@
 //! the highest, parameters that overlap or end past the buffer, or a buffer with bytes but no
 //! record describing them (a format this version of cudyn does not know).
 
+use object::pod::{self, Pod};
+use object::{LittleEndian as LE, U16, U32};
+
 use super::info::{attr, Attribute, Attributes, Value};
-use super::{u16_at, u32_at, ParseError};
 use crate::param::ParamLayout;
+use crate::parse_error::{Fault, ParseError, Problem};
+
+/// A parameter record of `EIATTR_KPARAM_INFO`.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+#[allow(
+    dead_code,
+    reason = "the fields cudyn does not read are named for the layout"
+)]
+struct KparamInfo {
+    /// 0 in every compiler's output.
+    index: U32<LE>,
+    /// The parameter's place in the declaration.
+    ordinal: U16<LE>,
+    /// Its byte offset in the parameter buffer.
+    offset: U16<LE>,
+    /// Bits 18..32: its size; 8..12: a pointer's space; 0..8: its pointee's log2 alignment.
+    info: U32<LE>,
+}
+
+/// A parameter record of `EIATTR_KPARAM_INFO_V2`.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+#[allow(
+    dead_code,
+    reason = "the fields cudyn does not read are named for the layout"
+)]
+struct KparamInfoV2 {
+    /// 0 in every compiler's output.
+    index: U32<LE>,
+    /// The parameter's place in the declaration.
+    ordinal: U16<LE>,
+    /// Its byte offset in the parameter buffer.
+    offset: U16<LE>,
+    /// Its size in bytes.
+    size: U16<LE>,
+    /// A pointer's pointee's log2 alignment.
+    log2_align: u8,
+    /// A pointer's space.
+    space: u8,
+}
+
+// SAFETY: both are `repr(C)` structs of bytes and of object's byte-array integers (alignment 1,
+// the `unaligned` feature), so they have no padding and every bit pattern is a valid value.
+unsafe impl Pod for KparamInfo {}
+// SAFETY: as above.
+unsafe impl Pod for KparamInfoV2 {}
+
+/// A parameter record is 12 bytes, in either form.
+const RECORD_LEN: usize = std::mem::size_of::<KparamInfo>();
+const _: () = assert!(std::mem::size_of::<KparamInfoV2>() == RECORD_LEN);
 
 /// Whether the attribute `code` is one the parameter table reads, whose problems
 /// [`read`] reports.
@@ -56,14 +109,15 @@ impl Record {
 /// cannot be read whole. A kernel without parameter records whose buffer is empty or not
 /// declared takes no parameters.
 pub(crate) fn read(info: &[u8], kernel: &str) -> Result<Vec<ParamLayout>, ParseError> {
-    let error = |problem: String| ParseError::new(format!(".nv.info.{kernel}"), problem);
+    let place = || format!(".nv.info.{kernel}");
+    let error = |message: String| ParseError::new(place(), Problem::Damaged, message);
     let mut records = Vec::new();
     let mut buffer = None;
     let mut attributes = Attributes::new(info);
     for attribute in attributes.by_ref() {
         match attribute.code {
             attr::KPARAM_INFO | attr::KPARAM_INFO_V2 => {
-                records.push(record(&attribute).map_err(error)?);
+                records.push(record(&attribute).map_err(|fault| fault.at(place()))?);
             }
             attr::CBANK_PARAM_SIZE => {
                 let size = attribute.value.number().ok_or_else(|| {
@@ -83,59 +137,68 @@ pub(crate) fn read(info: &[u8], kernel: &str) -> Result<Vec<ParamLayout>, ParseE
              parameter records after it cannot be read"
         )));
     }
-    check(&mut records, buffer).map_err(error)?;
+    check(&mut records, buffer).map_err(|fault| fault.at(place()))?;
     Ok(records.into_iter().map(|record| record.layout).collect())
 }
 
 /// Decodes one parameter record.
-fn record(attribute: &Attribute<'_>) -> Result<Record, String> {
-    const LEN: usize = 12;
-    let bytes = match attribute.value {
-        Value::Bytes(bytes) if bytes.len() >= LEN => bytes,
-        Value::Bytes(bytes) => {
-            return Err(format!(
-                "{} holds {} bytes; a parameter record is {LEN}",
+fn record(attribute: &Attribute<'_>) -> Result<Record, Fault> {
+    let Value::Bytes(bytes) = attribute.value else {
+        return Err(Fault::new(
+            Problem::Damaged,
+            format!(
+                "{} holds no bytes; a parameter record is {RECORD_LEN}",
+                attribute.describe()
+            ),
+        ));
+    };
+    let too_short = |()| {
+        Fault::new(
+            Problem::Damaged,
+            format!(
+                "{} holds {} bytes; a parameter record is {RECORD_LEN}",
                 attribute.describe(),
                 bytes.len()
-            ))
-        }
-        _ => {
-            return Err(format!(
-                "{} holds no bytes; a parameter record is {LEN}",
-                attribute.describe()
-            ))
-        }
+            ),
+        )
     };
-    // Every field lies inside the 12 bytes just checked.
-    let size = if attribute.code == attr::KPARAM_INFO_V2 {
-        u16_at(bytes, 8).map(u32::from)
+    let (ordinal, offset, size) = if attribute.code == attr::KPARAM_INFO_V2 {
+        let (record, _) = pod::from_bytes::<KparamInfoV2>(bytes).map_err(too_short)?;
+        (
+            record.ordinal,
+            record.offset,
+            u32::from(record.size.get(LE)),
+        )
     } else {
-        u32_at(bytes, 8).map(|word| word >> 18)
+        let (record, _) = pod::from_bytes::<KparamInfo>(bytes).map_err(too_short)?;
+        (record.ordinal, record.offset, record.info.get(LE) >> 18)
     };
     Ok(Record {
         code: attribute.code,
-        ordinal: u16_at(bytes, 4).unwrap_or_default(),
+        ordinal: ordinal.get(LE),
         layout: ParamLayout {
-            offset: u16_at(bytes, 6).map_or(0, usize::from),
-            size: size
-                .and_then(|size| usize::try_from(size).ok())
-                .unwrap_or_default(),
+            offset: usize::from(offset.get(LE)),
+            size: usize::try_from(size).unwrap_or_default(),
         },
     })
 }
 
 /// Puts `records` in declaration order and checks that they describe one parameter list that
 /// fits a buffer of `buffer` bytes (when declared).
-fn check(records: &mut [Record], buffer: Option<u32>) -> Result<(), String> {
+fn check(records: &mut [Record], buffer: Option<u32>) -> Result<(), Fault> {
+    let damaged = |message: String| Fault::new(Problem::Damaged, message);
     if records.is_empty() {
         return match buffer {
-            Some(bytes) if bytes > 0 => Err(format!(
-                "{} declares {bytes} bytes of parameters, but no {} or {} record describes \
+            Some(bytes) if bytes > 0 => Err(Fault::new(
+                Problem::Unsupported,
+                format!(
+                    "{} declares {bytes} bytes of parameters, but no {} or {} record describes \
                  them: the kernel's parameters are recorded in a form this version of cudyn \
                  does not read",
-                attr::name(attr::CBANK_PARAM_SIZE),
-                attr::name(attr::KPARAM_INFO),
-                attr::name(attr::KPARAM_INFO_V2),
+                    attr::name(attr::CBANK_PARAM_SIZE),
+                    attr::name(attr::KPARAM_INFO),
+                    attr::name(attr::KPARAM_INFO_V2),
+                ),
             )),
             _ => Ok(()),
         };
@@ -148,7 +211,7 @@ fn check(records: &mut [Record], buffer: Option<u32>) -> Result<(), String> {
         // The records before are ordinals 0 to index - 1: this one repeats the last of them,
         // or comes after a missing one.
         let before = index.checked_sub(1).and_then(|before| records.get(before));
-        return Err(match before {
+        return Err(damaged(match before {
             Some(before) if before.ordinal == record.ordinal => format!(
                 "{}: two records give this ordinal (bytes {} and {})",
                 record.describe(),
@@ -159,20 +222,20 @@ fn check(records: &mut [Record], buffer: Option<u32>) -> Result<(), String> {
                 "{}: no record gives ordinal {index}, so a parameter before it is not described",
                 record.describe()
             ),
-        });
+        }));
     }
     let mut by_offset: Vec<&Record> = records.iter().filter(|r| r.layout.size > 0).collect();
     by_offset.sort_by_key(|record| record.layout.offset);
     for pair in by_offset.windows(2) {
         let [before, record] = pair else { continue };
         if record.layout.offset < before.layout.end() {
-            return Err(format!(
+            return Err(damaged(format!(
                 "{}: its bytes {} overlap those of ordinal {} ({})",
                 record.describe(),
                 record.span(),
                 before.ordinal,
                 before.span()
-            ));
+            )));
         }
     }
     if let Some(bytes) = buffer {
@@ -180,12 +243,12 @@ fn check(records: &mut [Record], buffer: Option<u32>) -> Result<(), String> {
             .iter()
             .find(|record| record.layout.end() > bytes as usize)
         {
-            return Err(format!(
+            return Err(damaged(format!(
                 "{}: its bytes {} end past the {bytes}-byte parameter buffer {} declares",
                 past.describe(),
                 past.span(),
                 attr::name(attr::CBANK_PARAM_SIZE)
-            ));
+            )));
         }
     }
     Ok(())
@@ -255,7 +318,7 @@ mod tests {
         assert_eq!(read(&list(&[], Some(0)), "k").unwrap(), []);
         let error = read(&list(&[], Some(16)), "k").unwrap_err();
         assert_eq!(error.place, ".nv.info.k");
-        assert!(error.problem.contains("declares 16 bytes"), "{error}");
+        assert!(error.message.contains("declares 16 bytes"), "{error}");
     }
 
     #[test]
@@ -290,7 +353,7 @@ mod tests {
         for (info, expected) in cases {
             let error = read(&info, "k").unwrap_err();
             assert!(error.to_string().starts_with(".nv.info.k: "), "{error}");
-            assert!(error.problem.contains(expected), "{error}");
+            assert!(error.message.contains(expected), "{error}");
         }
     }
 
@@ -314,7 +377,7 @@ mod tests {
             ),
         ] {
             let error = read(&list(records, Some(buffer)), "k").unwrap_err();
-            assert!(error.problem.contains(expected), "{error}");
+            assert!(error.message.contains(expected), "{error}");
         }
         // A 1-byte parameter, padding, then an 8-byte one: as compilers lay them out.
         let padded = list(

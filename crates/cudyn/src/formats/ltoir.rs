@@ -3,6 +3,11 @@
 //! Current toolkits wrap it in an NVVM container whose header records the target architecture;
 //! older ones wrote plain LLVM bitcode, possibly in the bitcode wrapper.
 
+use object::pod::{self, Pod};
+use object::{LittleEndian as LE, U16, U32};
+
+use crate::parse_error::{ParseError, Problem};
+
 /// How the LTO-IR is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -32,12 +37,45 @@ const NVVM_CONTAINER: &[u8] = &[0xed, 0x43, 0x4e, 0x7f];
 const BITCODE: &[u8] = b"BC\xc0\xde";
 const BITCODE_WRAPPER: &[u8] = &[0xde, 0xc0, 0x17, 0x0b];
 
-/// Where the NVVM container keeps the architecture, as ten times the SM number (900 for sm_90).
-const NVVM_ARCH_OFFSET: usize = 26;
+/// The start of an NVVM container's header, up to the size of the whole header.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+#[allow(
+    dead_code,
+    reason = "the fields cudyn does not read are named for the layout"
+)]
+struct NvvmHeader {
+    /// `NVVM_CONTAINER`.
+    magic: [u8; 4],
+    /// Versions of the container and its IR, which cudyn does not read.
+    versions: [u8; 12],
+    /// The size of the whole header, after which the IR begins (40 in CUDA 12 and 13).
+    header_size: U32<LE>,
+}
 
-/// Where the NVVM container keeps the size of its header, after which its IR begins (40 in
-/// CUDA 12 and 13).
-const NVVM_HEADER_SIZE_OFFSET: usize = 16;
+/// The NVVM container header's fields after [`NvvmHeader`], up to the architecture.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+#[allow(
+    dead_code,
+    reason = "the fields cudyn does not read are named for the layout"
+)]
+struct NvvmTarget {
+    /// Fields cudyn does not read.
+    reserved: [u8; 6],
+    /// The architecture, as ten times the SM number (900 for sm_90).
+    arch: U16<LE>,
+}
+
+// SAFETY: both are `repr(C)` structs of bytes and of object's byte-array integers (alignment 1,
+// the `unaligned` feature), so they have no padding and every bit pattern is a valid value.
+unsafe impl Pod for NvvmHeader {}
+// SAFETY: as above.
+unsafe impl Pod for NvvmTarget {}
+
+/// The bytes of an NVVM container's header up to its architecture: the least a header is.
+const NVVM_HEADER_MIN: usize =
+    std::mem::size_of::<NvvmHeader>() + std::mem::size_of::<NvvmTarget>();
 
 /// The LTO-IR format of `bytes`, if they are LTO-IR.
 pub(crate) fn format(bytes: &[u8]) -> Option<LtoIrFormat> {
@@ -53,18 +91,26 @@ pub(crate) fn format(bytes: &[u8]) -> Option<LtoIrFormat> {
 /// Reads an LTO-IR header. An NVVM container must hold its whole header and some IR after it;
 /// the IR itself is NVIDIA's own encoding, which nothing but nvJitLink reads, so damage inside
 /// it is found only by a link.
-pub fn parse(bytes: &[u8]) -> Result<LtoIr, super::ParseError> {
-    let format = format(bytes)
-        .ok_or_else(|| super::ParseError::new("LTO-IR header", "no LTO-IR magic number"))?;
+pub fn parse(bytes: &[u8]) -> Result<LtoIr, ParseError> {
+    let format = format(bytes).ok_or_else(|| {
+        ParseError::new(
+            "LTO-IR header",
+            Problem::WrongFormat,
+            "no LTO-IR magic number",
+        )
+    })?;
+    let mut arch = None;
     if format == LtoIrFormat::NvvmContainer {
-        let header = super::u32_at(bytes, NVVM_HEADER_SIZE_OFFSET)
-            .and_then(|size| usize::try_from(size).ok())
-            .filter(|&size| size > NVVM_ARCH_OFFSET + 1);
+        let read = pod::from_bytes::<NvvmHeader>(bytes).ok();
+        let header = read
+            .and_then(|(header, _)| usize::try_from(header.header_size.get(LE)).ok())
+            .filter(|&size| size >= NVVM_HEADER_MIN);
         match header {
             Some(size) if bytes.len() > size => {}
             Some(size) => {
-                return Err(super::ParseError::new(
+                return Err(ParseError::new(
                     "NVVM container",
+                    Problem::Truncated,
                     format!(
                         "its header is {size} bytes, with the IR after it, and only {} bytes \
                          are given: it is cut short",
@@ -73,8 +119,9 @@ pub fn parse(bytes: &[u8]) -> Result<LtoIr, super::ParseError> {
                 ))
             }
             None => {
-                return Err(super::ParseError::new(
+                return Err(ParseError::new(
                     "NVVM container header",
+                    Problem::Truncated,
                     format!(
                         "{} bytes are too few for the header, or its size field is damaged: it \
                          is cut short or damaged",
@@ -83,12 +130,12 @@ pub fn parse(bytes: &[u8]) -> Result<LtoIr, super::ParseError> {
                 ))
             }
         }
-    }
-    let arch = match format {
-        LtoIrFormat::NvvmContainer => super::u16_at(bytes, NVVM_ARCH_OFFSET)
+        // The header is whole, so its target is there.
+        arch = read
+            .and_then(|(_, rest)| pod::from_bytes::<NvvmTarget>(rest).ok())
+            .map(|(target, _)| target.arch.get(LE))
             .filter(|tenfold| *tenfold >= 100 && tenfold % 10 == 0)
-            .map(|tenfold| u32::from(tenfold / 10)),
-        LtoIrFormat::Bitcode | LtoIrFormat::BitcodeWrapper => None,
-    };
+            .map(|tenfold| u32::from(tenfold / 10));
+    }
     Ok(LtoIr { format, arch })
 }

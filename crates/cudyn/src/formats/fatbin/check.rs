@@ -1,4 +1,4 @@
-//! Fatbins: the header, then every entry inside the declared length, the entries tiling it
+//! The check of a fatbin before a load or link: the header, then every entry inside the declared length, the entries tiling it
 //! exactly, and every cubin and PTX entry (decompressed when compressed) valid in turn.
 //!
 //! Identifiers and ptxas options must lie inside their entry header, and PTX must end with a NUL
@@ -16,10 +16,11 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::{cubin, ptx, Facts, Purpose, Refusal};
-use crate::inspect::fatbin::{self, Compression, EntryKind, RawEntry};
-use crate::inspect::ParseError;
 use object::LittleEndian as LE;
+
+use super::{entries, CodeKind, Compression, EntryKind, RawEntry};
+use crate::formats::{cubin, ptx, Facts, Purpose, Refusal};
+use crate::parse_error::{Fault, ParseError, Problem};
 
 /// Compressed entries found whole, by [`entry_key`]; emptied when it reaches
 /// [`MAX_REMEMBERED`].
@@ -36,34 +37,40 @@ thread_local! {
 
 /// Checks a fatbin for `purpose`: for a link, its cubins may be relocatable. Only entries found
 /// whole for a load are remembered, so that a relocatable one is never recalled by a load.
-pub(super) fn validate(bytes: &[u8], purpose: Purpose) -> Result<Facts, Refusal> {
+pub(crate) fn validate(bytes: &[u8], purpose: Purpose) -> Result<Facts, Refusal> {
     let mut count = 0;
     let mut facts: Option<Facts> = None;
-    for (index, raw) in fatbin::entries(bytes)?.enumerate() {
+    for (index, raw) in entries(bytes)?.enumerate() {
         let raw = raw?;
         count += 1;
         let place = || raw.place(index);
-        let refuse = |problem: String| Refusal::Malformed(ParseError::new(place(), problem));
+        let refuse = |fault: Fault| Refusal::Malformed(fault.at(place()));
         // The identifier's offset is followed even when its length is 0: it must lie inside
         // the header whatever the length says.
         let header = &raw.header;
         if header.identifier_offset.get(LE) > header.header_size.get(LE)
-            || (header.identifier_len.get(LE) != 0 && fatbin::identifier_bytes(&raw).is_none())
+            || (header.identifier_len.get(LE) != 0 && raw.identifier().is_none())
         {
-            return Err(refuse("its identifier lies outside its header".into()));
+            return Err(refuse(Fault::new(
+                Problem::Damaged,
+                "its identifier lies outside its header",
+            )));
         }
-        fatbin::options_bytes(&raw).map_err(refuse)?;
+        raw.options().map_err(refuse)?;
         let kind = raw.header.entry_kind();
-        let compression = raw.header.compression().map_err(refuse)?;
+        let compression = raw
+            .header
+            .compression()
+            .map_err(|error| refuse(error.into()))?;
         if kind == EntryKind::LtoIr {
             // The driver does not load LTO-IR; it only has to lie inside the fatbin.
             continue;
         }
         if raw.header.obfuscated() {
-            return Err(refuse(
-                "its code is obfuscated, so cudyn cannot check it before the driver reads it"
-                    .into(),
-            ));
+            return Err(refuse(Fault::new(
+                Problem::Unsupported,
+                "its code is obfuscated, so cudyn cannot check it before the driver reads it",
+            )));
         }
         let key = (compression != Compression::None).then(|| entry_key(&raw));
         if let Some(known) = key.as_ref().and_then(recall) {
@@ -74,20 +81,22 @@ pub(super) fn validate(bytes: &[u8], purpose: Purpose) -> Result<Facts, Refusal>
         if key.is_some() {
             DECOMPRESSED.set(DECOMPRESSED.get() + 1);
         }
-        let code = raw
-            .code()
-            .map_err(|problem| refuse(format!("{compression:?} payload: {problem}")))?;
-        let checked = match kind {
-            EntryKind::Sass => cubin::validate(&code, purpose),
-            EntryKind::Ptx => validate_ptx(&code),
-            // A kind newer than cudyn: checked by what it holds, refused when that is unknown.
-            _ if code.starts_with(b"\x7fELF") => cubin::validate(&code, purpose),
-            _ if ptx::looks_like(&code) => validate_ptx(&code),
-            _ => {
-                return Err(refuse(format!(
-                    "its kind {} is none cudyn knows (1 PTX, 2 SASS, 8 LTO-IR) and it holds \
-                     neither a cubin nor PTX, so it cannot be checked",
-                    raw.header.kind.get(LE)
+        let code = raw.code().map_err(|fault| {
+            let message = format!("{compression:?} payload: {}", fault.message);
+            refuse(Fault::new(fault.problem, message))
+        })?;
+        // A kind newer than cudyn is checked by what it holds, refused when that is unknown.
+        let checked = match CodeKind::of(kind, &code) {
+            Some(CodeKind::Cubin) => cubin::validate(&code, purpose),
+            Some(CodeKind::Ptx) => validate_ptx(&code),
+            None => {
+                return Err(refuse(Fault::new(
+                    Problem::Unsupported,
+                    format!(
+                        "its kind {} is none cudyn knows (1 PTX, 2 SASS, 8 LTO-IR) and it holds \
+                         neither a cubin nor PTX, so it cannot be checked",
+                        raw.header.kind.get(LE)
+                    ),
                 )))
             }
         };
@@ -98,7 +107,9 @@ pub(super) fn validate(bytes: &[u8], purpose: Purpose) -> Result<Facts, Refusal>
         facts = Some(facts.map_or(checked, |facts| facts.either(checked)));
     }
     if count == 0 {
-        return Err(ParseError::new("fatbin header", "it holds no entries").into());
+        return Err(
+            ParseError::new("fatbin header", Problem::Missing, "it holds no entries").into(),
+        );
     }
     // Only LTO-IR entries, which the driver does not load: no code, no variables.
     Ok(facts.unwrap_or(Facts::NO_VARIABLES))
@@ -141,7 +152,9 @@ fn remember(key: [u8; 32], facts: Facts) {
 /// An entry's PTX: the driver reads it as a C string, so it must end with a NUL.
 fn validate_ptx(code: &[u8]) -> Result<Facts, Refusal> {
     if code.last() != Some(&0) {
-        return Err(ParseError::new("PTX text", "it does not end with a NUL").into());
+        return Err(
+            ParseError::new("PTX text", Problem::Damaged, "it does not end with a NUL").into(),
+        );
     }
     ptx::validate(code).map_err(Refusal::Malformed)
 }
@@ -172,10 +185,10 @@ mod tests {
             .add_ptx(compile(Output::Ptx).code(), arch, "k.cu")
             .unwrap();
         let fatbin = fatbin.finish().unwrap();
-        let compressed = fatbin::entries(&fatbin)
+        let compressed = entries(&fatbin)
             .unwrap()
             .map(Result::unwrap)
-            .find(|raw| raw.header.compression() != Ok(Compression::None))
+            .find(|raw| raw.header.compression().ok() != Some(Compression::None))
             .expect("nvFatbin compresses the PTX entry")
             .offset;
         (fatbin, compressed)
@@ -216,7 +229,8 @@ mod tests {
             1
         );
         assert!(
-            matches!(&refusal, Some(Refusal::Malformed(error)) if error.to_string().contains("decompressed")),
+            matches!(&refusal, Some(Refusal::Malformed(error))
+                if error.to_string().contains("decompressed") && error.problem == Problem::Compression),
             "{refusal:?}"
         );
         // And the whole fatbin still is remembered as it was.

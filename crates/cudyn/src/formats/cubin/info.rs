@@ -1,9 +1,12 @@
-//! The attribute lists of a cubin's `.nv.info`, `.nv.info.<kernel>` and `.nv.compat` sections.
+//! The attribute lists of a cubin's `.nv.info`, `.nv.info.<kernel>` and `.nv.compat` sections,
+//! which the inspection of a cubin and its check before a load both read.
 //!
-//! Each attribute is a format byte, an attribute code, then two bytes that are the value (none,
-//! a byte, a 16-bit value) or the length of the value bytes that follow.
+//! Each attribute is an [`AttributeHeader`]: a format byte, an attribute code, then two bytes
+//! that are the value (none, a byte, a 16-bit value) or the length of the value bytes that
+//! follow.
 
-use super::u16_at;
+use object::pod::{self, Pod};
+use object::{LittleEndian as LE, U32};
 
 /// Attribute codes cudyn reads (NVIDIA's `EIATTR_*` numbering, as `cuobjdump -elf` names them).
 pub(crate) mod attr {
@@ -50,6 +53,43 @@ const EIFMT_BVAL: u8 = 0x02;
 const EIFMT_HVAL: u8 = 0x03;
 const EIFMT_SVAL: u8 = 0x04;
 
+/// The four bytes that start every attribute.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+struct AttributeHeader {
+    /// How the value is stored: `EIFMT_*`.
+    format: u8,
+    /// What the attribute is: `EIATTR_*` ([`attr`]).
+    code: u8,
+    /// The value of a byte (the first of the two) or 16-bit value, or the length of the value
+    /// bytes that follow (little-endian).
+    value: [u8; 2],
+}
+
+impl AttributeHeader {
+    /// The two value bytes as a 16-bit number: a 16-bit value, or the length of value bytes.
+    fn half(&self) -> u16 {
+        u16::from_le_bytes(self.value)
+    }
+}
+
+/// The value of an attribute about one function (`EIATTR_REGCOUNT`, the stack and frame sizes):
+/// its symbol index, then an amount.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+pub(super) struct FunctionValue {
+    /// The function's index in the symbol table.
+    pub(super) symbol: U32<LE>,
+    /// Registers or bytes.
+    pub(super) amount: U32<LE>,
+}
+
+// SAFETY: both are `repr(C)` structs of bytes and of object's byte-array integers (alignment 1,
+// the `unaligned` feature), so they have no padding and every bit pattern is a valid value.
+unsafe impl Pod for AttributeHeader {}
+// SAFETY: as above.
+unsafe impl Pod for FunctionValue {}
+
 /// One attribute's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Value<'a> {
@@ -58,12 +98,13 @@ pub(crate) enum Value<'a> {
     Bytes(&'a [u8]),
 }
 
-impl Value<'_> {
-    /// The value as a number, whichever of the short formats holds it.
+impl<'a> Value<'a> {
+    /// The value as a number, whichever of the short formats holds it: of value bytes, the
+    /// first 32-bit word.
     pub(crate) fn number(self) -> Option<u32> {
         match self {
             Value::Half(v) => Some(v.into()),
-            Value::Bytes(bytes) => super::u32_at(bytes, 0),
+            Value::Bytes(bytes) => first_word(bytes),
             Value::None => None,
         }
     }
@@ -71,13 +112,29 @@ impl Value<'_> {
     /// The value as consecutive little-endian 32-bit words.
     pub(crate) fn words(self) -> Vec<u32> {
         match self {
-            Value::Bytes(bytes) => bytes
-                .chunks_exact(4)
-                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-                .collect(),
+            Value::Bytes(bytes) => {
+                let words = pod::slice_from_bytes::<U32<LE>>(bytes, bytes.len() / 4)
+                    .map_or(&[][..], |(words, _)| words);
+                words.iter().map(|word| word.get(LE)).collect()
+            }
             _ => Vec::new(),
         }
     }
+
+    /// The value as a function's symbol index and an amount, when it holds those bytes.
+    pub(crate) fn function(self) -> Option<&'a FunctionValue> {
+        match self {
+            Value::Bytes(bytes) => pod::from_bytes(bytes).ok().map(|(value, _)| value),
+            _ => None,
+        }
+    }
+}
+
+/// The first little-endian 32-bit word of `bytes`, when they hold one.
+fn first_word(bytes: &[u8]) -> Option<u32> {
+    pod::from_bytes::<U32<LE>>(bytes)
+        .ok()
+        .map(|(word, _)| word.get(LE))
 }
 
 /// Where the attribute list `data` is damaged, as [`Attributes::damaged_at`] says after reading
@@ -85,10 +142,10 @@ impl Value<'_> {
 pub(crate) fn first_damage(data: &[u8]) -> Option<usize> {
     let mut rest = data;
     let damage = |rest: &[u8]| Some(data.len() - rest.len());
-    while let Some((&[format, _, low, high], values)) = rest.split_first_chunk() {
-        rest = match format {
+    while let Ok((header, values)) = pod::from_bytes::<AttributeHeader>(rest) {
+        rest = match header.format {
             EIFMT_NVAL | EIFMT_BVAL | EIFMT_HVAL => values,
-            EIFMT_SVAL => match values.get(usize::from(u16::from_le_bytes([low, high]))..) {
+            EIFMT_SVAL => match values.get(usize::from(header.half())..) {
                 Some(after) => after,
                 None => return damage(rest),
             },
@@ -161,7 +218,7 @@ pub(crate) fn unreadable(attribute: &Attribute<'_>, symbols: Option<usize>) -> O
         {
             Some(too_short(len))
         }
-        (Shape::Symbol { .. }, Value::Bytes(bytes)) => past(super::u32_at(bytes, 0)?),
+        (Shape::Symbol { .. }, Value::Bytes(bytes)) => past(first_word(bytes)?),
         (Shape::Bytes { .. }, Value::Bytes(_)) => None,
         (Shape::Symbols, Value::Bytes(bytes)) if bytes.len() % 4 != 0 => Some(format!(
             "holds {what}, not a whole number of 4-byte symbol indices"
@@ -219,18 +276,30 @@ impl<'a> Attributes<'a> {
     }
 
     fn read(&self) -> Option<(Attribute<'a>, usize)> {
-        let format = *self.data.get(self.offset)?;
-        let code = *self.data.get(self.offset + 1)?;
-        let (value, len) = match format {
-            EIFMT_NVAL => (Value::None, 4),
-            EIFMT_BVAL => (Value::Half(u16::from(*self.data.get(self.offset + 2)?)), 4),
-            EIFMT_HVAL => (Value::Half(u16_at(self.data, self.offset + 2)?), 4),
-            EIFMT_SVAL => {
-                let size = usize::from(u16_at(self.data, self.offset + 2)?);
-                let start = self.offset + 4;
-                (Value::Bytes(self.data.get(start..start + size)?), 4 + size)
+        let rest = self.data.get(self.offset..)?;
+        let header_len = std::mem::size_of::<AttributeHeader>();
+        let (code, value, len) = match pod::from_bytes::<AttributeHeader>(rest) {
+            Ok((header, values)) => {
+                let value = match header.format {
+                    EIFMT_NVAL => Value::None,
+                    EIFMT_BVAL => Value::Half(u16::from(header.value[0])),
+                    EIFMT_HVAL => Value::Half(header.half()),
+                    EIFMT_SVAL => Value::Bytes(values.get(..usize::from(header.half()))?),
+                    _ => return None,
+                };
+                let len = match value {
+                    Value::Bytes(bytes) => header_len + bytes.len(),
+                    _ => header_len,
+                };
+                (header.code, value, len)
             }
-            _ => return None,
+            // The last attribute may end early where its format reads no more: without a
+            // value, or after its byte value.
+            Err(()) => match *rest {
+                [EIFMT_NVAL, code, ..] => (code, Value::None, header_len),
+                [EIFMT_BVAL, code, byte] => (code, Value::Half(u16::from(byte)), header_len),
+                _ => return None,
+            },
         };
         let attribute = Attribute {
             offset: self.offset,

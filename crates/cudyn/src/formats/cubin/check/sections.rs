@@ -4,20 +4,20 @@
 use std::mem::size_of;
 
 use object::elf::{
-    Rel64, Rela64, SectionHeader64, Sym64, ET_REL, SHF_EXECINSTR, SHF_INFO_LINK, SHN_LORESERVE,
-    SHN_UNDEF, SHT_DYNSYM, SHT_NOBITS, SHT_NOTE, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA,
-    SHT_STRTAB, SHT_SYMTAB, SHT_SYMTAB_SHNDX, STT_FUNC, STT_OBJECT,
+    Rel64, Rela64, SectionHeader64, Sym64, ET_REL, SHF_EXECINSTR, SHF_INFO_LINK, SHT_DYNSYM,
+    SHT_NOBITS, SHT_NOTE, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
 };
 use object::pod::slice_from_all_bytes;
-use object::read::elf::{FileHeader, NoteIterator, Rel, Rela, SectionHeader, Sym};
-use object::U32;
+use object::read::elf::{FileHeader, NoteIterator, Rel, Rela, SectionHeader};
 
 use super::layout::{check_layout, InOrder, Owner};
+use super::symbols::SymbolTable;
 use super::{alignment_error, holds_bytes, linkable, misaligned, outside, sht, Header, LE};
-use crate::image::validate::{Facts, Purpose};
-use crate::inspect::cubin::{elf_error, variable_space};
-use crate::inspect::info::{first_damage, first_unreadable};
-use crate::inspect::ParseError;
+use crate::formats::cubin::info::{first_damage, first_unreadable};
+use crate::formats::cubin::{elf_error, variable_space};
+use crate::formats::object_problem;
+use crate::formats::{Facts, Purpose};
+use crate::parse_error::{ParseError, Problem};
 
 /// How many times over the image's size the sections read may add up to.
 const READ_BUDGET_FACTOR: usize = 4;
@@ -51,6 +51,7 @@ pub(super) fn check(header: &Header, data: &[u8], purpose: Purpose) -> Result<Fa
     let Some(null) = headers.first() else {
         return Err(ParseError::new(
             "section header table",
+            Problem::Missing,
             "it has no sections",
         ));
     };
@@ -68,6 +69,7 @@ pub(super) fn check(header: &Header, data: &[u8], purpose: Purpose) -> Result<Fa
     {
         return Err(ParseError::new(
             "section header 0",
+            Problem::Damaged,
             "it is not the all-zero null section",
         ));
     }
@@ -94,7 +96,7 @@ pub(super) fn check(header: &Header, data: &[u8], purpose: Purpose) -> Result<Fa
     for (index, section) in headers.iter().enumerate().skip(1) {
         let read = walk
             .header(index, section, budget)
-            .map_err(|problem| walk.damage(index, section, problem))?;
+            .map_err(|flaw| walk.damage(index, section, flaw))?;
         // Within the budget, so within a `usize`.
         budget -= read as usize;
         let kind = section.sh_type(LE);
@@ -122,7 +124,7 @@ pub(super) fn check(header: &Header, data: &[u8], purpose: Purpose) -> Result<Fa
             let contents = bytes(data, section.sh_offset(LE), section.sh_size(LE));
             let strings = headers.get(symbols.strings).map_or(0, |s| s.sh_size(LE));
             linkable::cuda_table(kind, contents.unwrap_or_default(), symbols.symbols, strings)
-                .map_err(|problem| ParseError::new(section_place(index, named), problem))?;
+                .map_err(|fault| fault.at(section_place(index, named)))?;
         }
     }
     let section = |owner: Owner| match owner {
@@ -172,7 +174,7 @@ fn section_names<'data>(header: &Header, headers: &[Section], data: &'data [u8])
 
 /// The names in `names` from `section`'s on: its name and those after it, empty when its name
 /// lies outside the table.
-fn named<'data>(names: &'data [u8], section: &Section) -> &'data [u8] {
+pub(super) fn named<'data>(names: &'data [u8], section: &Section) -> &'data [u8] {
     usize::try_from(section.sh_name(LE))
         .ok()
         .and_then(|start| names.get(start..))
@@ -180,7 +182,7 @@ fn named<'data>(names: &'data [u8], section: &Section) -> &'data [u8] {
 }
 
 /// The first of `named`: a section's name.
-fn first_name(named: &[u8]) -> &[u8] {
+pub(super) fn first_name(named: &[u8]) -> &[u8] {
     named.split(|&byte| byte == 0).next().unwrap_or_default()
 }
 
@@ -196,6 +198,7 @@ fn section_place(index: usize, named: &[u8]) -> String {
 fn unnamed(index: usize) -> ParseError {
     ParseError::new(
         format!("section header {index}"),
+        Problem::Damaged,
         "its name lies outside the section-name string table (e_shstrndx)",
     )
 }
@@ -213,7 +216,7 @@ fn bytes(data: &[u8], offset: u64, size: u64) -> Option<&[u8]> {
 
 /// What can be wrong with a section's header, in the order the walk checks it.
 #[derive(Debug, Clone, Copy)]
-enum Problem {
+enum Flaw {
     /// Its name lies outside the section-name table.
     Unnamed,
     /// Its bytes lie outside the image.
@@ -268,9 +271,9 @@ impl Walk<'_> {
     /// A failed check returns at once: branches never taken cost less than computing every
     /// answer, and the message is made only then, out of line (see [`Walk::damage`]).
     #[inline(always)]
-    fn header(&self, index: usize, section: &Section, budget: usize) -> Result<u64, Problem> {
+    fn header(&self, index: usize, section: &Section, budget: usize) -> Result<u64, Flaw> {
         if named(self.names, section).is_empty() {
-            return Err(Problem::Unnamed);
+            return Err(Flaw::Unnamed);
         }
         let kind = section.sh_type(LE);
         let (offset, size) = (section.sh_offset(LE), section.sh_size(LE));
@@ -280,42 +283,42 @@ impl Walk<'_> {
         let read = if has_bytes && size != 0 {
             match offset.checked_add(size) {
                 Some(end) if end <= len => size,
-                _ => return Err(Problem::Outside),
+                _ => return Err(Flaw::Outside),
             }
         } else {
             0
         };
         if offset > len {
             // Even an empty section's offset is read by the driver.
-            return Err(Problem::OffsetPastEnd);
+            return Err(Flaw::OffsetPastEnd);
         }
         if index == self.names_table && kind != SHT_STRTAB {
-            return Err(Problem::NamesNotStrings);
+            return Err(Flaw::NamesNotStrings);
         }
         if self.purpose == Purpose::Link {
             let name = first_name(named(self.names, section));
             if let Some(reason) = linkable::refusal(name, kind) {
-                return Err(Problem::NotLinkable(reason));
+                return Err(Flaw::NotLinkable(reason));
             }
             if !linkable::info_agrees(name, section.sh_info(LE), |index| self.section_name(index)) {
-                return Err(Problem::InfoTarget);
+                return Err(Flaw::InfoTarget);
             }
         }
         if section.sh_addr(LE) != 0 {
-            return Err(Problem::Address);
+            return Err(Flaw::Address);
         }
         let align = section.sh_addralign(LE);
         // nvJitLink divides by the alignment (a 0 raised SIGFPE); no compiler writes 0.
         if misaligned(align) || (align == 0 && self.purpose == Purpose::Link) {
-            return Err(Problem::Alignment);
+            return Err(Flaw::Alignment);
         }
         // A power of two by now: a mask rather than a division.
         if has_bytes && offset & (align.max(1) - 1) != 0 {
-            return Err(Problem::Unaligned);
+            return Err(Flaw::Unaligned);
         }
         self.links(section, kind)?;
         if read > budget as u64 {
-            return Err(Problem::Budget);
+            return Err(Flaw::Budget);
         }
         Ok(read)
     }
@@ -332,7 +335,7 @@ impl Walk<'_> {
     /// section, and a code section's holds its function's symbol index in its low 24 bits (the
     /// register count above).
     #[inline(always)]
-    fn links(&self, section: &Section, kind: u32) -> Result<(), Problem> {
+    fn links(&self, section: &Section, kind: u32) -> Result<(), Flaw> {
         let count = self.headers.len();
         let exists = |index: u32| usize::try_from(index).is_ok_and(|index| index < count);
         let kind_of = |index: u32| {
@@ -349,7 +352,7 @@ impl Walk<'_> {
             _ => link == 0 || exists(link),
         };
         if !link_ok {
-            return Err(Problem::Link);
+            return Err(Flaw::Link);
         }
         let info = section.sh_info(LE);
         let flags = section.sh_flags(LE);
@@ -366,62 +369,46 @@ impl Walk<'_> {
                 || usize::try_from(info).is_ok_and(|info| info < count.max(self.symbol_count))
         };
         if !info_ok {
-            return Err(Problem::Info);
+            return Err(Flaw::Info);
         }
         Ok(())
     }
 
-    /// The damage of section `index`, whose header has `problem`.
+    /// The damage of section `index`, whose header has `flaw`.
     #[cold]
     #[inline(never)]
-    fn damage(&self, index: usize, section: &Section, problem: Problem) -> ParseError {
+    fn damage(&self, index: usize, section: &Section, flaw: Flaw) -> ParseError {
         let place = section_place(index, named(self.names, section));
         let (offset, size) = (section.sh_offset(LE), section.sh_size(LE));
-        match problem {
-            Problem::Unnamed => unnamed(index),
-            Problem::Outside => outside(place, offset, size, self.data.len()),
-            Problem::OffsetPastEnd => outside(place, offset, 0, self.data.len()),
-            Problem::NamesNotStrings => ParseError::new(
-                place,
-                "it holds the section names (e_shstrndx) but is not a string table",
-            ),
-            Problem::Address => {
-                ParseError::new(place, "it has an address; a cubin's sections have none")
+        let damaged = |message: String| ParseError::new(place.clone(), Problem::Damaged, message);
+        match flaw {
+            Flaw::Unnamed => unnamed(index),
+            Flaw::Outside => outside(place, offset, size, self.data.len()),
+            Flaw::OffsetPastEnd => outside(place, offset, 0, self.data.len()),
+            Flaw::NamesNotStrings => {
+                damaged("it holds the section names (e_shstrndx) but is not a string table".into())
             }
-            Problem::Alignment => alignment_error(place, section.sh_addralign(LE)),
-            Problem::Unaligned => ParseError::new(
-                place,
-                format!(
-                    "its offset {offset} is not {}-byte aligned",
-                    section.sh_addralign(LE)
-                ),
-            ),
-            Problem::Link => ParseError::new(
-                place,
-                format!(
-                    "its sh_link names section {}, which is missing or of the wrong kind",
-                    section.sh_link(LE)
-                ),
-            ),
-            Problem::Info => ParseError::new(
-                place,
-                format!(
-                    "its sh_info ({:#x}) names no section or symbol that exists",
-                    section.sh_info(LE)
-                ),
-            ),
-            Problem::InfoTarget => ParseError::new(
-                place,
-                format!(
-                    "its sh_info ({}) does not name the section its name says it describes",
-                    section.sh_info(LE)
-                ),
-            ),
-            Problem::Budget => {
-                ParseError::new(place, "the sections overlap each other many times over")
-            }
-            Problem::NotLinkable(reason) => {
-                ParseError::new(place, format!("{reason} (type {:#x})", section.sh_type(LE)))
+            Flaw::Address => damaged("it has an address; a cubin's sections have none".into()),
+            Flaw::Alignment => alignment_error(place, section.sh_addralign(LE)),
+            Flaw::Unaligned => damaged(format!(
+                "its offset {offset} is not {}-byte aligned",
+                section.sh_addralign(LE)
+            )),
+            Flaw::Link => damaged(format!(
+                "its sh_link names section {}, which is missing or of the wrong kind",
+                section.sh_link(LE)
+            )),
+            Flaw::Info => damaged(format!(
+                "its sh_info ({:#x}) names no section or symbol that exists",
+                section.sh_info(LE)
+            )),
+            Flaw::InfoTarget => damaged(format!(
+                "its sh_info ({}) does not name the section its name says it describes",
+                section.sh_info(LE)
+            )),
+            Flaw::Budget => damaged("the sections overlap each other many times over".into()),
+            Flaw::NotLinkable(reason) => {
+                damaged(format!("{reason} (type {:#x})", section.sh_type(LE)))
             }
         }
     }
@@ -447,6 +434,7 @@ impl Walk<'_> {
                 if u64::from(first_global) > size / size_of::<Sym64<LE>>() as u64 {
                     return Err(ParseError::new(
                         place(),
+                        Problem::Damaged,
                         format!("its first global symbol, {first_global}, is past its end"),
                     ));
                 }
@@ -471,6 +459,7 @@ impl Walk<'_> {
             SHT_STRTAB if contents.last().is_some_and(|&last| last != 0) => {
                 return Err(ParseError::new(
                     place(),
+                    Problem::Damaged,
                     "its last string is not NUL-terminated",
                 ));
             }
@@ -497,6 +486,7 @@ impl Walk<'_> {
         if let Some(offset) = first_damage(contents) {
             return Err(ParseError::new(
                 section_place(index, named),
+                Problem::Damaged,
                 format!("its attribute at byte {offset} is damaged or runs past its end"),
             ));
         }
@@ -506,6 +496,7 @@ impl Walk<'_> {
         if let Some((attribute, problem)) = first_unreadable(contents, self.symbol_count) {
             return Err(ParseError::new(
                 section_place(index, named),
+                Problem::Damaged,
                 format!("its attribute {} {problem}", attribute.describe()),
             ));
         }
@@ -530,6 +521,7 @@ impl Walk<'_> {
         else {
             return Err(ParseError::new(
                 place(),
+                Problem::Damaged,
                 format!("it applies to section {target}, which does not exist"),
             ));
         };
@@ -538,18 +530,21 @@ impl Walk<'_> {
             if self.purpose == Purpose::Link && kind > u32::from(u8::MAX) {
                 return Err(ParseError::new(
                     format!("{}, relocation {index}", place()),
+                    Problem::Damaged,
                     format!("its type {kind} is none a compiler writes (they are below 256)"),
                 ));
             }
             if usize::try_from(symbol).map_or(true, |symbol| symbol >= self.symbol_count.max(1)) {
                 return Err(ParseError::new(
                     format!("{}, relocation {index}", place()),
+                    Problem::Damaged,
                     format!("it names symbol {symbol} of {}", self.symbol_count),
                 ));
             }
             if offset >= target_size {
                 return Err(ParseError::new(
                     format!("{}, relocation {index}", place()),
+                    Problem::Damaged,
                     format!("it patches byte {offset} of a section of {target_size} bytes"),
                 ));
             }
@@ -576,6 +571,7 @@ fn check_table(
     if entry_size != expected as u64 || !section.sh_size(LE).is_multiple_of(expected as u64) {
         return Err(ParseError::new(
             place(),
+            Problem::Damaged,
             format!(
                 "its entries are {entry_size} bytes and it holds {} bytes; a table of this type \
                  has entries of {expected} bytes",
@@ -588,155 +584,12 @@ fn check_table(
 
 /// The notes of a note section, `contents`, read to their end.
 fn notes(section: &Section, contents: &[u8], place: impl Fn() -> String) -> Result<(), ParseError> {
-    let error = |error: object::read::Error| ParseError::new(place(), error.to_string());
+    let error = |error: object::read::Error| {
+        let message = error.to_string();
+        ParseError::new(place(), object_problem(&message), message)
+    };
     let mut notes =
         NoteIterator::<Header>::new(LE, section.sh_addralign(LE), contents).map_err(error)?;
     while notes.next().map_err(error)?.is_some() {}
     Ok(())
-}
-
-/// The symbol table (the first `SHT_SYMTAB` section), found and read as
-/// `SectionTable::symbols` finds and reads it, with its errors.
-struct SymbolTable<'data> {
-    symbols: &'data [Sym64<LE>],
-    /// The index of its string table (`sh_link`); 0 for none.
-    strings: usize,
-}
-
-impl<'data> SymbolTable<'data> {
-    fn find(headers: &[Section], data: &'data [u8]) -> Result<Self, ParseError> {
-        let error = |problem| ParseError::new("symbol table", problem);
-        let Some(index) = headers
-            .iter()
-            .position(|section| section.sh_type(LE) == SHT_SYMTAB)
-        else {
-            return Ok(SymbolTable {
-                symbols: &[],
-                strings: 0,
-            });
-        };
-        let table = &headers[index];
-        let symbols = table
-            .data(LE, data)
-            .ok()
-            .and_then(|bytes| slice_from_all_bytes(bytes).ok())
-            .ok_or_else(|| error("Invalid ELF symbol table data"))?;
-        let strings = usize::try_from(table.sh_link(LE)).unwrap_or(usize::MAX);
-        if strings != 0 {
-            let table = headers
-                .get(strings)
-                .ok_or_else(|| error("Invalid ELF section index"))?;
-            if table.sh_type(LE) != SHT_STRTAB {
-                return Err(error("Invalid ELF string section type"));
-            }
-            if table.sh_offset(LE).checked_add(table.sh_size(LE)).is_none() {
-                return Err(error("Invalid ELF string section offset or size"));
-            }
-        }
-        // Extended section indices, which no cubin has, are read only to refuse what
-        // `SymbolTable::parse` refuses.
-        let bad_indices = |section: &Section| {
-            section.sh_type(LE) == SHT_SYMTAB_SHNDX
-                && usize::try_from(section.sh_link(LE)).is_ok_and(|link| link == index)
-                && section
-                    .data(LE, data)
-                    .ok()
-                    .and_then(|bytes| slice_from_all_bytes::<U32<LE>>(bytes).ok())
-                    .is_none()
-        };
-        if headers.iter().any(bad_indices) {
-            return Err(error("Invalid ELF symtab_shndx data"));
-        }
-        Ok(SymbolTable { symbols, strings })
-    }
-
-    /// Checks every symbol's name and place, given the section headers that passed the walk and
-    /// their names; whether any is a variable.
-    fn check(
-        &self,
-        headers: &[Section],
-        names: &[u8],
-        relocatable: bool,
-        purpose: Purpose,
-    ) -> Result<bool, ParseError> {
-        let count = headers.len();
-        // The string table ends with a NUL (checked in the walk, as every string table, and
-        // `links` made sure the symbol table's is one): every name starting inside it ends inside
-        // it, so a name's offset is all there is to check.
-        let strings = headers
-            .get(self.strings)
-            .filter(|_| self.strings != 0)
-            .map_or(0, |strings| strings.sh_size(LE));
-        let mut defines_variables = false;
-        for (index, symbol) in self.symbols.iter().enumerate() {
-            let place = || format!("symbol {index}");
-            if u64::from(symbol.st_name(LE)) >= strings {
-                return Err(ParseError::new(
-                    place(),
-                    "its name lies outside the symbol string table",
-                ));
-            }
-            let shndx = symbol.st_shndx(LE);
-            // No compiler gives a cubin's symbols a reserved section index (absolute, common),
-            // which nvJitLink read as an index.
-            if shndx >= SHN_LORESERVE && purpose == Purpose::Link {
-                return Err(ParseError::new(
-                    place(),
-                    format!("it lies in the reserved section index {shndx:#x}"),
-                ));
-            }
-            if purpose == Purpose::Link && !linkable::symbol_type(symbol.st_type()) {
-                return Err(ParseError::new(
-                    place(),
-                    format!(
-                        "its type {} is none that compilers write in a cubin",
-                        symbol.st_type()
-                    ),
-                ));
-            }
-            if shndx == SHN_UNDEF || shndx >= SHN_LORESERVE {
-                continue;
-            }
-            let Some(section) = headers.get(usize::from(shndx)) else {
-                return Err(ParseError::new(
-                    place(),
-                    format!("it lies in section {shndx} of {count}"),
-                ));
-            };
-            if symbol.st_type() == STT_FUNC && section.sh_flags(LE) & u64::from(SHF_EXECINSTR) == 0
-            {
-                return Err(ParseError::new(
-                    place(),
-                    format!("it is a function in section {shndx}, which holds no code"),
-                ));
-            }
-            // In a relocatable cubin, a variable of a section without bytes is placed by the
-            // link: like an ELF common symbol, its value may be its alignment (a `__shared__`
-            // array of 128 bytes in a section of 128 has the value 4), never above the
-            // section's, and its size is never above the section's. No bytes are read there,
-            // but nvJitLink places it: with that value's byte 3 flipped, it ran for minutes.
-            let placed_by_link = relocatable && !holds_bytes(section.sh_type(LE), true);
-            let (start, size) = (symbol.st_value(LE), symbol.st_size(LE));
-            let section_size = section.sh_size(LE);
-            let outside = if placed_by_link {
-                size > section_size || start > section.sh_addralign(LE).max(section_size)
-            } else {
-                start.checked_add(size).is_none_or(|end| end > section_size)
-            };
-            if outside {
-                return Err(ParseError::new(
-                    place(),
-                    format!(
-                        "its {size} bytes at {start} run past the end of section {shndx} \
-                         ({section_size} bytes)"
-                    ),
-                ));
-            }
-            // A device variable, as `inspect::cubin::is_variable` tells one.
-            defines_variables = defines_variables
-                || symbol.st_type() == STT_OBJECT
-                    && variable_space(first_name(named(names, section))).is_some();
-        }
-        Ok(defines_variables)
-    }
 }

@@ -10,11 +10,12 @@
 mod check;
 mod tokens;
 
-pub(crate) use check::check;
+pub(crate) use check::validate;
 use tokens::tokenize;
 
-use super::{demangle, ParseError};
 use crate::param::ParamLayout;
+use crate::parse_error::{ParseError, Problem};
+use crate::symbols::demangle;
 
 /// What a PTX module declares.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -101,19 +102,22 @@ impl PtxEntry {
         let mut offset: u64 = 0;
         let mut out = Vec::with_capacity(self.params.len());
         for (index, param) in self.params.iter().enumerate() {
-            let error = |problem: String| {
+            let error = |problem: Problem, message: String| {
                 let place = format!(
                     "PTX entry {}, parameter {index} ({})",
                     self.name, param.name
                 );
-                ParseError::new(place, problem)
+                ParseError::new(place, problem, message)
             };
             let unknown = || {
-                error(format!(
-                    "the size of its type `{}` is not known, so neither is the layout of the \
+                error(
+                    Problem::Unsupported,
+                    format!(
+                        "the size of its type `{}` is not known, so neither is the layout of the \
                      parameters",
-                    param.ty
-                ))
+                        param.ty
+                    ),
+                )
             };
             let size = param.size.ok_or_else(unknown)?;
             let align =
@@ -128,8 +132,12 @@ impl PtxEntry {
                     };
                     Some((layout, end))
                 });
-            let (layout, end) = placed
-                .ok_or_else(|| error("its offset or size does not fit in memory".to_owned()))?;
+            let (layout, end) = placed.ok_or_else(|| {
+                error(
+                    Problem::Damaged,
+                    "its offset or size does not fit in memory".to_owned(),
+                )
+            })?;
             out.push(layout);
             offset = end;
         }
@@ -199,12 +207,7 @@ fn has_nul(bytes: &[u8]) -> bool {
 
 /// Reads a PTX module.
 pub fn parse(bytes: &[u8]) -> Result<PtxModule, ParseError> {
-    let text = text(bytes).ok_or_else(|| {
-        ParseError::new(
-            "PTX text",
-            "it must be UTF-8 text with no NUL before its end",
-        )
-    })?;
+    let text = text(bytes).ok_or_else(not_text)?;
     let tokens = tokenize(text)?;
     check_brackets(text, &tokens)?;
     let mut module = PtxModule::default();
@@ -243,11 +246,13 @@ pub fn parse(bytes: &[u8]) -> Result<PtxModule, ParseError> {
                 let end = statement_end(&tokens, at).ok_or_else(|| {
                     ParseError::new(
                         format!("PTX line {}", line_of(text, tokens[at])),
-                        "the text ends inside this statement (is the file cut short?)",
+                        Problem::Truncated,
+                        ENDS_INSIDE_STATEMENT,
                     )
                 })?;
                 read_statement(&tokens[at..end], &mut module).map_err(|problem| {
-                    ParseError::new(format!("PTX line {}", line_of(text, tokens[at])), problem)
+                    let place = format!("PTX line {}", line_of(text, tokens[at]));
+                    ParseError::new(place, Problem::Damaged, problem)
                 })?;
                 at = end;
             }
@@ -284,6 +289,7 @@ fn check_brackets(text: &str, tokens: &[&str]) -> Result<(), ParseError> {
         if open.pop() != Some(expected) {
             return Err(ParseError::new(
                 format!("PTX line {}", line_of(text, token)),
+                Problem::Damaged,
                 format!("`{token}` closes nothing"),
             ));
         }
@@ -291,6 +297,7 @@ fn check_brackets(text: &str, tokens: &[&str]) -> Result<(), ParseError> {
     match open.first() {
         Some(first) => Err(ParseError::new(
             format!("PTX line {}", line_of(text, first)),
+            Problem::Truncated,
             format!("`{first}` is never closed: the text ends inside it (is the file cut short?)"),
         )),
         None => Ok(()),
@@ -324,7 +331,19 @@ fn statement_end(tokens: &[&str], mut at: usize) -> Option<usize> {
     None
 }
 
-/// Why an `.entry` declaration cannot be read, as [`parse`] and [`check`] say it.
+/// Why text cannot be PTX, as [`parse`] and the check say it.
+fn not_text() -> ParseError {
+    ParseError::new(
+        "PTX text",
+        Problem::Damaged,
+        "it must be UTF-8 text with no NUL before its end",
+    )
+}
+
+/// Where the text ends, as [`parse`] and the check say it, when that is inside a statement.
+const ENDS_INSIDE_STATEMENT: &str = "the text ends inside this statement (is the file cut short?)";
+
+/// Why an `.entry` declaration cannot be read, as [`parse`] and the check say it.
 const ENTRY_WITHOUT_NAME: &str = ".entry is not followed by the kernel's name";
 const ENTRY_PARAMS_OPEN: &str =
     "the parameter list of this .entry does not close before the statement ends";
@@ -566,6 +585,7 @@ fn type_size(ty: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::check::check;
     use super::*;
 
     const PTX: &str = "//\n// a comment with .entry fake(\n.version 8.5\n.target sm_80, debug\n\
@@ -646,7 +666,7 @@ mod tests {
         assert_eq!(module.entries[0].layout(), None);
         let error = module.entries[0].param_layout().unwrap_err();
         assert_eq!(error.place, "PTX entry sample, parameter 0 (tex)");
-        assert!(error.problem.contains("`.texref` is not known"), "{error}");
+        assert!(error.message.contains("`.texref` is not known"), "{error}");
         // The same for module-scope variables.
         assert_eq!(module.variables.len(), 1, "{module:?}");
         assert_eq!(module.variables[0].size, None);
@@ -672,13 +692,13 @@ mod tests {
     fn ptx_cut_inside_an_entry_is_an_error() {
         let cut = &PTX[..PTX.find("ret;").unwrap()];
         let error = parse(cut.as_bytes()).unwrap_err();
-        assert!(error.problem.contains("never closed"), "{error}");
+        assert!(error.message.contains("never closed"), "{error}");
         assert_eq!(error.place, "PTX line 13", "{error}");
         let cut = &PTX[..PTX.find("k_param_1").unwrap()];
         assert!(parse(cut.as_bytes()).is_err());
         let cut = &PTX[..PTX.find("scale;").unwrap()];
         let error = parse(cut.as_bytes()).unwrap_err();
-        assert!(error.problem.contains("inside this statement"), "{error}");
+        assert!(error.message.contains("inside this statement"), "{error}");
     }
 
     #[test]
@@ -695,7 +715,7 @@ mod tests {
         ] {
             let error = parse(ptx.as_bytes()).unwrap_err();
             assert_eq!(error.place, expected.0, "{error}");
-            assert!(error.problem.contains(expected.1), "{error}");
+            assert!(error.message.contains(expected.1), "{error}");
             // The check before a load says the same.
             assert_eq!(check(ptx.as_bytes()).unwrap_err(), error);
         }
@@ -725,7 +745,7 @@ mod tests {
     #[test]
     fn ptx_ending_inside_a_comment_is_an_error() {
         let error = parse(b".version 9.0\n.target sm_90\n/* cut").unwrap_err();
-        assert!(error.problem.contains("comment"), "{error}");
+        assert!(error.message.contains("comment"), "{error}");
     }
 
     /// `check` reads as `parse` does: the same verdict and error on every prefix of `text`, and

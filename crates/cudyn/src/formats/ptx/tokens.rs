@@ -3,7 +3,8 @@
 
 use std::ops::Range;
 
-use super::{line_of, ParseError};
+use super::line_of;
+use crate::parse_error::{ParseError, Problem};
 
 /// Splits PTX into tokens: words (directives, names, numbers) and single punctuation characters;
 /// comments and string literals are dropped. An error when the text ends inside one of them.
@@ -137,6 +138,7 @@ impl<'a> Tokens<'a> {
                     "PTX line {}",
                     line_of(self.text, &self.text.as_bytes()[at..])
                 ),
+                Problem::Truncated,
                 format!("the text ends inside this {what} (is the file cut short?)"),
             )),
         }

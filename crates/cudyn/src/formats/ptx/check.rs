@@ -1,8 +1,32 @@
-//! The check of PTX text before a load: [`parse`](super::parse)'s verdicts in one pass over the
-//! tokens, without building the module.
+//! The check of PTX text before a load: text that reads to its end (no comment, string, bracket
+//! or statement left open), as [`parse`](super::parse) reads it but in one pass over the tokens
+//! without building the module, and that declares its `.version` and `.target`.
 
 use super::tokens::Tokens;
-use super::{is_identifier, line_of, text, ParseError, ENTRY_PARAMS_OPEN, ENTRY_WITHOUT_NAME};
+use super::{
+    is_identifier, line_of, not_text, text, ENDS_INSIDE_STATEMENT, ENTRY_PARAMS_OPEN,
+    ENTRY_WITHOUT_NAME,
+};
+use crate::formats::Facts;
+use crate::parse_error::{ParseError, Problem};
+
+/// Checks PTX text before a load (see the module's documentation); what its variables are.
+pub(crate) fn validate(bytes: &[u8]) -> Result<Facts, ParseError> {
+    let outline = check(bytes)?;
+    let missing = |message| ParseError::new("PTX text", Problem::Missing, message);
+    if !outline.version {
+        return Err(missing("it has no `.version` directive"));
+    }
+    if !outline.target {
+        return Err(missing("it has no `.target` directive"));
+    }
+    // The size of PTX variables is not read here: unknown when there are some.
+    Ok(if outline.variables {
+        Facts::UNKNOWN
+    } else {
+        Facts::NO_VARIABLES
+    })
+}
 
 /// What [`check`] found in PTX text.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -73,12 +97,7 @@ struct Statement<'a> {
 /// first, else the first bracket that does not pair up, else the first statement the text ends
 /// inside.
 pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
-    let text = text(bytes).ok_or_else(|| {
-        ParseError::new(
-            "PTX text",
-            "it must be UTF-8 text with no NUL before its end",
-        )
-    })?;
+    let text = text(bytes).ok_or_else(not_text)?;
     let place = |token: &[u8]| format!("PTX line {}", line_of(text, token));
     let mut outline = Outline::default();
     let mut brackets = Brackets::default();
@@ -108,12 +127,14 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
     if let Some(closing) = brackets.error {
         return Err(ParseError::new(
             place(closing),
+            Problem::Damaged,
             format!("`{}` closes nothing", closing.escape_ascii()),
         ));
     }
     if let Some(first) = brackets.open.first() {
         return Err(ParseError::new(
             place(first),
+            Problem::Truncated,
             format!(
                 "`{}` is never closed: the text ends inside it (is the file cut short?)",
                 first.escape_ascii()
@@ -121,12 +142,13 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
         ));
     }
     if let Some((start, reason)) = unreadable_entry {
-        return Err(ParseError::new(place(start), reason));
+        return Err(ParseError::new(place(start), Problem::Damaged, reason));
     }
     match at {
         At::Statement(statement) => Err(ParseError::new(
             place(statement.start),
-            "the text ends inside this statement (is the file cut short?)",
+            Problem::Truncated,
+            ENDS_INSIDE_STATEMENT,
         )),
         At::Value { version: true } => {
             // `.version` last, with no value: as `parse` reads it, the module has none.

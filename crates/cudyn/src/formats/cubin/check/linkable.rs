@@ -13,11 +13,13 @@ use object::elf::{
     Sym64, SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB, STT_FILE,
     STT_FUNC, STT_HIPROC, STT_LOPROC, STT_NOTYPE, STT_OBJECT, STT_SECTION,
 };
+use object::pod::{self, Pod};
 use object::read::elf::FileHeader;
+use object::U32;
 
 use super::sht::{CUDA_CALLGRAPH, CUDA_INFO, CUDA_PROTOTYPE};
 use super::{Header, LE};
-use crate::inspect::ParseError;
+use crate::parse_error::{Fault, ParseError, Problem};
 
 /// The values of the top byte of `e_flags` that nvJitLink reads safely in cubins of ELF ABI 8
 /// and later: CUDA 13.0's compilers write 6 (every architecture, executable or relocatable);
@@ -40,6 +42,7 @@ pub(super) fn header(header: &Header) -> Result<(), ParseError> {
     if !known_abi(ident.os_abi, ident.abi_version) {
         return Err(ParseError::new(
             "ELF header",
+            Problem::Damaged,
             format!(
                 "its OS/ABI {:#x} and ABI version {} are a pair no compiler writes (0x33 with \
                  versions up to 7, 0x41 with 8)",
@@ -53,6 +56,7 @@ pub(super) fn header(header: &Header) -> Result<(), ParseError> {
     }
     Err(ParseError::new(
         "ELF header",
+        Problem::Damaged,
         format!(
             "its flags {flags:#x} end in a byte ({:#x}) that no compiler nvJitLink reads writes \
              ({})",
@@ -172,6 +176,20 @@ pub(super) fn info_agrees<'a>(
     })
 }
 
+/// An entry of the call graph (`.nv.callgraph`: a caller's and a callee's symbol index) or of
+/// the prototype table (`.nv.prototype`: a function's symbol index and the offset of its
+/// prototype in the symbol string table).
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+struct TableEntry {
+    first: U32<LE>,
+    second: U32<LE>,
+}
+
+// SAFETY: a `repr(C)` struct of object's byte-array integers (alignment 1, the `unaligned`
+// feature), so it has no padding and every bit pattern is a valid value.
+unsafe impl Pod for TableEntry {}
+
 /// Checks the call graph or the prototype table (`kind`) `contents`: 8-byte entries that nvJitLink
 /// reads the symbol and string tables at, unchecked. A call is a caller and a callee: the caller
 /// the null symbol (with a marker for callee) or a function; the callee a function, the null
@@ -185,14 +203,17 @@ pub(super) fn cuda_table(
     contents: &[u8],
     symbols: &[Sym64<LE>],
     strings: u64,
-) -> Result<(), String> {
+) -> Result<(), Fault> {
     const MARKERS: u32 = 0xffff_fffc;
-    if !contents.len().is_multiple_of(8) {
-        return Err(format!(
-            "its {} bytes are not a whole number of 8-byte entries",
-            contents.len()
+    let Ok(entries) = pod::slice_from_all_bytes::<TableEntry>(contents) else {
+        return Err(Fault::new(
+            Problem::Damaged,
+            format!(
+                "its {} bytes are not a whole number of 8-byte entries",
+                contents.len()
+            ),
         ));
-    }
+    };
     let symbol = |index: u32| {
         usize::try_from(index)
             .ok()
@@ -204,9 +225,8 @@ pub(super) fn cuda_table(
             || index >= MARKERS
             || symbol(index).is_some_and(|s| matches!(s.st_type(), STT_FUNC | STT_SECTION))
     };
-    for (at, entry) in contents.chunks_exact(8).enumerate() {
-        let first = u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]);
-        let second = u32::from_le_bytes([entry[4], entry[5], entry[6], entry[7]]);
+    for (at, entry) in entries.iter().enumerate() {
+        let (first, second) = (entry.first.get(LE), entry.second.get(LE));
         let problem = if kind == CUDA_CALLGRAPH && !caller(first) {
             Some("names as its caller a symbol that is not a function")
         } else if kind == CUDA_CALLGRAPH {
@@ -216,10 +236,13 @@ pub(super) fn cuda_table(
                 .then_some("names a symbol or string that does not exist")
         };
         if let Some(problem) = problem {
-            return Err(format!(
-                "its entry {at} ({first}, {second}) {problem} ({} symbols, {strings} bytes of \
-                 names)",
-                symbols.len()
+            return Err(Fault::new(
+                Problem::Damaged,
+                format!(
+                    "its entry {at} ({first}, {second}) {problem} ({} symbols, {strings} bytes \
+                     of names)",
+                    symbols.len()
+                ),
             ));
         }
     }
