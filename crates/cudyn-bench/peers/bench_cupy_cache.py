@@ -29,10 +29,11 @@ The caches are temporary folders; the user's CuPy cache is never touched.
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from fresh_process import run_fresh
 
 RESULT = "cupy-bench-cache:"
 SAXPY = os.path.join(
@@ -79,24 +80,14 @@ def child(source_path, mode):
 
 
 def run_child(source_path, cache_dir, mode, warm):
-    env = dict(os.environ, CUPY_CACHE_DIR=cache_dir)
-    for name in ("CUPY_CACHE_IN_MEMORY", "CUPY_CACHE_SAVE_CUDA_SOURCE"):
-        env.pop(name, None)
-    done = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--child", source_path, mode],
-        env=env, capture_output=True, text=True,
-    )
-    for line in done.stdout.splitlines():
-        if done.returncode == 0 and line.startswith(RESULT):
-            *figures, written = (int(n) for n in line[len(RESULT):].split())
-            if warm == bool(written):
-                sys.exit(f"bench_cupy_cache: a {'warm' if warm else 'cold'} start "
-                         f"{'wrote to' if written else 'wrote nothing to'} its cache")
-            return figures
-    sys.exit(
-        f"bench_cupy_cache: a start failed (exit status {done.returncode}):\n"
-        f"{done.stdout}{done.stderr}"
-    )
+    words, failure = run_fresh(__file__, [source_path, mode], cache_dir, RESULT)
+    if words is None:
+        sys.exit(f"bench_cupy_cache: a start failed ({failure})")
+    *figures, written = (int(n) for n in words)
+    if warm == bool(written):
+        sys.exit(f"bench_cupy_cache: a {'warm' if warm else 'cold'} start "
+                 f"{'wrote to' if written else 'wrote nothing to'} its cache")
+    return figures
 
 
 def ms(nanos):

@@ -52,10 +52,11 @@ import ctypes
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from fresh_process import run_fresh
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(HERE, "..", "kernels", "peers.cu")
@@ -461,22 +462,12 @@ def child(peer_name, mode, source_path, cache_folder):
 
 def run_child(peer_name, mode, source_path, cache_folder):
     """(figure, whether NVRTC was mapped before the clock) of one new process."""
-    env = dict(os.environ, CUPY_CACHE_DIR=cache_folder)
-    for name in ("CUPY_CACHE_IN_MEMORY", "CUPY_CACHE_SAVE_CUDA_SOURCE"):
-        env.pop(name, None)
-    done = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--child", peer_name, mode, source_path,
-         cache_folder],
-        env=env, capture_output=True, text=True,
-    )
-    for line in done.stdout.splitlines():
-        if done.returncode == 0 and line.startswith(RESULT):
-            figure, nvrtc_before = line[len(RESULT):].split()
-            return float(figure), nvrtc_before == "1"
-    raise RuntimeError(
-        f"the {peer_name} {mode} start failed (exit status {done.returncode}): "
-        f"{(done.stdout + done.stderr).strip()[-2000:]}"
-    )
+    words, failure = run_fresh(__file__, [peer_name, mode, source_path, cache_folder],
+                               cache_folder, RESULT)
+    if words is None:
+        raise RuntimeError(f"the {peer_name} {mode} start failed ({failure})")
+    figure, nvrtc_before = words
+    return float(figure), nvrtc_before == "1"
 
 
 GROUPS = ("launch", "load", "start")
