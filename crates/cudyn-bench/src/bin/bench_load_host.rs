@@ -175,8 +175,11 @@ fn write_images(folder: &str) -> Result<()> {
 
 /// `--repeat N STEP FILE...`: the step N times on each file, untimed (for an instruction count).
 fn repeat(arguments: &[String]) -> Result<()> {
-    let usage = "usage: bench_load_host --repeat N STEP FILE... (STEP: detect, check, key, inspect)";
-    let count = arguments.first().and_then(|count| count.parse::<usize>().ok());
+    let usage =
+        "usage: bench_load_host --repeat N STEP FILE... (STEP: detect, check, key, inspect)";
+    let count = arguments
+        .first()
+        .and_then(|count| count.parse::<usize>().ok());
     let step = arguments
         .get(1)
         .and_then(|name| STEPS.iter().find(|(step, _)| step == name));
