@@ -5,10 +5,9 @@
 use std::ffi::OsStr;
 use std::time::Instant;
 
-use cudyn::compile::{self, compile_all};
+use cudyn::compile;
 use cudyn::{Arch, Event, LaunchConfig, Library, Output, Program};
 
-use crate::batch_sources;
 use crate::child::{self, ARCH_ENV};
 use crate::raw_runtime::raw_nvrtc_cubin;
 use crate::report::{median, ms, Row};
@@ -136,39 +135,7 @@ pub fn compile_child(how: &str, count: usize) -> Result<Vec<f64>, String> {
     let arch: Arch = child::env(ARCH_ENV)?
         .parse()
         .map_err(|e: cudyn::Error| e.to_string())?;
-    let tag = format!(
-        "process {} at {:?}",
-        std::process::id(),
-        std::time::SystemTime::now()
-    );
-    let links = batch_sources::links();
-    let sources: Vec<String> = (0..count)
-        .map(|k| batch_sources::batch_source(k, &tag, links))
-        .collect();
-    let elapsed = match how {
-        "sequential" => {
-            let start = Instant::now();
-            for source in &sources {
-                raw_nvrtc_cubin(source, &arch.sm()).map_err(|e| e.to_string())?;
-            }
-            start.elapsed()
-        }
-        "batch" => {
-            let programs: Vec<Program> = sources
-                .into_iter()
-                .enumerate()
-                .map(|(k, source)| Program::new(source).name(format!("poly_{k}.cu")).arch(arch))
-                .collect();
-            let start = Instant::now();
-            let results = compile_all(&programs);
-            let elapsed = start.elapsed();
-            for result in results {
-                result.map_err(|e| e.to_string())?;
-            }
-            elapsed
-        }
-        _ => return Err(format!("no way to compile called {how}")),
-    };
+    let elapsed = crate::new_sources::compile(how, count, arch)?;
     Ok(vec![ms(elapsed)])
 }
 
@@ -221,6 +188,7 @@ pub fn parallel_rows(bench: &Bench) -> Result<Vec<Row>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch_sources;
 
     /// The batch is what the rows claim: different sources, each compiled by raw NVRTC and by
     /// cudyn alike into five kernels.

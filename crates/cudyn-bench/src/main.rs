@@ -61,8 +61,10 @@ mod child;
 mod compile_rows;
 mod launch;
 mod load;
+mod new_sources;
 mod report;
 mod sharing;
+mod spawn;
 mod start;
 
 use std::path::PathBuf;

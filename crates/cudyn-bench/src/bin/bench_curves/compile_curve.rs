@@ -3,15 +3,12 @@
 //! empty cache (this program again), everything counted: the workers' start-up, NVRTC's opening.
 
 use std::ffi::OsStr;
-use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use cudyn::compile::compile_all;
-use cudyn::{Arch, Program};
+use cudyn::Arch;
 
 use crate::batch_sources;
-use crate::raw_runtime::raw_nvrtc_cubin;
 use crate::Run;
 
 /// The architecture the measuring process compiles for.
@@ -36,28 +33,22 @@ pub fn curves(run: &Run) -> Result<Value, String> {
     // the reference for every count (measured for the smaller counts too, as a check).
     let sample = if run.quick { 2 } else { 16 };
     let per_source = measure(run, "sequential", sample, cores, "sample")? / sample as f64;
-    let mut by_sources = Vec::new();
-    for &count in &sources {
-        let batch_ms = measure(run, "batch", count, cores, "sources")?;
-        let sequential_ms = per_source * count as f64;
-        by_sources.push(json!({
-            "sources": count,
+    let point = |key: &str, value: usize, sources: usize, cores: usize, what| {
+        let batch_ms = measure(run, "batch", sources, cores, what)?;
+        let sequential_ms = per_source * sources as f64;
+        Ok::<_, String>(json!({
+            key: value,
             "sequential_ms": sequential_ms,
             "batch_ms": batch_ms,
             "speed_up": sequential_ms / batch_ms,
-        }));
-    }
-    let mut by_cores = Vec::new();
-    for &count in &core_counts {
-        let batch_ms = measure(run, "batch", batch, count, "cores")?;
-        let sequential_ms = per_source * batch as f64;
-        by_cores.push(json!({
-            "cores": count,
-            "sequential_ms": sequential_ms,
-            "batch_ms": batch_ms,
-            "speed_up": sequential_ms / batch_ms,
-        }));
-    }
+        }))
+    };
+    let by_sources = (sources.iter())
+        .map(|&count| point("sources", count, count, cores, "sources"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let by_cores = (core_counts.iter())
+        .map(|&count| point("cores", count, batch, count, "cores"))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(json!({
         "what": "compile_all against NVRTC one after another; each figure one new process with \
                  an empty cache, everything counted",
@@ -104,35 +95,8 @@ pub fn child(mode: &str) -> Result<Vec<f64>, String> {
         .parse()
         .map_err(|_| format!("{CORES_ENV} is not a number"))?;
     limit_cores(cores)?;
-    let tag = format!(
-        "process {} at {:?}",
-        std::process::id(),
-        std::time::SystemTime::now()
-    );
-    let links = batch_sources::links();
-    let sources: Vec<String> = (0..count)
-        .map(|k| batch_sources::batch_source(k, &tag, links))
-        .collect();
-    let start = Instant::now();
-    match how {
-        "sequential" => {
-            for source in &sources {
-                raw_nvrtc_cubin(source, &arch.sm()).map_err(|e| e.to_string())?;
-            }
-        }
-        "batch" => {
-            let programs: Vec<Program> = sources
-                .into_iter()
-                .enumerate()
-                .map(|(k, source)| Program::new(source).name(format!("poly_{k}.cu")).arch(arch))
-                .collect();
-            for result in compile_all(&programs) {
-                result.map_err(|e| e.to_string())?;
-            }
-        }
-        _ => return Err(format!("no way to compile called {how}")),
-    }
-    Ok(vec![start.elapsed().as_secs_f64() * 1e3])
+    let elapsed = crate::new_sources::compile(how, count, arch)?;
+    Ok(vec![elapsed.as_secs_f64() * 1e3])
 }
 
 /// Restricts this process, and the processes it starts, to its first `cores` allowed cores.

@@ -31,6 +31,11 @@ mod footprint;
 #[path = "../../../../cudyn/tests/raw_runtime/mod.rs"]
 mod raw_runtime;
 
+#[path = "../../new_sources.rs"]
+mod new_sources;
+#[path = "../../spawn.rs"]
+mod spawn;
+
 mod cache_curve;
 mod compile_curve;
 mod load_curves;
@@ -91,26 +96,7 @@ fn child(mode: &str) -> Result<(), String> {
 
 /// Runs this program in `mode` with `envs` set; the numbers of its result line.
 pub fn spawn(mode: &str, envs: &[(&str, &std::ffi::OsStr)]) -> Result<Vec<f64>, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
-    let output = std::process::Command::new(exe)
-        .env(MODE_ENV, mode)
-        .envs(envs.iter().copied())
-        .env_remove(cudyn::cache::SWITCH_ENV)
-        .output()
-        .map_err(|e| format!("cannot start the {mode} measurement: {e}"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().find_map(|line| line.strip_prefix(RESULT));
-    match (output.status.success(), line) {
-        (true, Some(line)) => line
-            .split_whitespace()
-            .map(|n| n.parse().map_err(|e| format!("{mode}: {n}: {e}")))
-            .collect(),
-        _ => Err(format!(
-            "the {mode} measurement failed ({}):\n{stdout}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        )),
-    }
+    spawn::spawn(MODE_ENV, RESULT, mode, envs)
 }
 
 fn gpu() -> Result<(String, cudyn::Arch), String> {
