@@ -33,6 +33,9 @@
 //!
 //! - `bench_cache`: a new process's warm start through the compile cache, against the least any
 //!   loader can do (needs a GPU);
+//! - `bench_curves`: how costs grow (load against image size, lookup and memory against kernels
+//!   per library, parallel compile against sources and cores, a cache hit against cache size),
+//!   as JSON that `scripts/bench-plots` draws into docs/;
 //! - `bench_compile`: NVRTC and nvJitLink through cudyn against the raw calls (the GPU parts say
 //!   why they are skipped without one);
 //! - `bench_launch_host`: cudyn's host cost per launch on a fake driver, no GPU needed;
