@@ -8,12 +8,14 @@
 //! clock's own cost does not count), the kinds interleaved:
 //!
 //! - **detect**: `Image::detect`, the kind from the headers;
-//! - **check**: `Image::new` + `Image::validate`, the whole check every load of bytes from outside
-//!   makes before the driver sees them (`validate_loadable` inside the loader: the same calls);
-//!   **first check** is the first of them in the process, timed once (cold caches included): a
+//! - **check**: `Image::check`, the whole check every load of bytes from outside makes before the
+//!   driver sees them (the loader's detection and `validate_loadable`: the same calls, PTX read as
+//!   text once); **first check** is the first of them in the process, timed once (cold caches included): a
 //!   fatbin's compressed entries are decompressed then, and remembered as checked for later loads
 //!   of the same bytes, so a last line times the check of fatbins new to the process (each with
 //!   PTX of its own, told apart by an empty kernel);
+//! - **detect+validate**: `Image::new` + `Image::validate`, the same check in two public calls (PTX
+//!   read as text by each);
 //! - **key**: blake3 of the image, the bulk of the key under which a load that may share
 //!   (`Sharing::Auto` or `Always`) looks for a library loaded already; a load with
 //!   `Sharing::Never` does not hash;
@@ -29,7 +31,7 @@
 //! For an instruction count per step (repeatable where times are not, e.g. under
 //! `valgrind --tool=callgrind`): `bench_load_host --write DIR` writes the three images to
 //! `DIR/peers.{cubin,ptx,fatbin}`, and `bench_load_host --repeat N STEP FILE...` runs one step
-//! (`detect`, `check`, `key`, `inspect`) N times on each file and prints nothing; the count of
+//! (`detect`, `check`, `detect+validate`, `key`, `inspect`) N times on each file and prints nothing; the count of
 //! N + 1 rounds less that of 1 round, over N, is the step's cost per call.
 
 use std::hint::black_box;
@@ -45,9 +47,10 @@ const SOURCE: &str = include_str!("../../kernels/peers.cu");
 type Step = fn(&[u8]) -> Result<()>;
 
 /// The steps timed, by name.
-const STEPS: [(&str, Step); 4] = [
+const STEPS: [(&str, Step); 5] = [
     ("detect", |image| Image::detect(image).map(drop)),
-    ("check", |image| Image::new(image)?.validate()),
+    ("check", |image| Image::check(image).map(drop)),
+    ("detect+validate", |image| Image::new(image)?.validate()),
     ("key", |image| {
         black_box(blake3::hash(image));
         Ok(())
@@ -127,13 +130,13 @@ fn run() -> Result<()> {
         "first check",
         steps
             .iter()
-            .map(|(name, _)| format!("{name:>10}"))
+            .map(|(name, _)| format!("{name:>16}"))
             .collect::<String>()
     );
     for (((name, image), image_samples), first) in images.iter().zip(samples).zip(first_checks) {
         let figures: String = image_samples
             .into_iter()
-            .map(|step_samples| format!("{:>8.2}us", micros(median(step_samples))))
+            .map(|step_samples| format!("{:>14.2}us", micros(median(step_samples))))
             .collect();
         println!(
             "{name:<width$} {:>7} {:>10.2}us{figures}",
@@ -150,7 +153,7 @@ fn run() -> Result<()> {
         let mut checks = Vec::with_capacity(fresh.len());
         for fatbin in &fresh {
             let start = Instant::now();
-            Image::new(&fatbin[..])?.validate()?;
+            Image::check(fatbin)?;
             checks.push(start.elapsed());
         }
         println!(
@@ -176,7 +179,8 @@ fn write_images(folder: &str) -> Result<()> {
 /// `--repeat N STEP FILE...`: the step N times on each file, untimed (for an instruction count).
 fn repeat(arguments: &[String]) -> Result<()> {
     let usage =
-        "usage: bench_load_host --repeat N STEP FILE... (STEP: detect, check, key, inspect)";
+        "usage: bench_load_host --repeat N STEP FILE... (STEP: detect, check, detect+validate, key, \
+         inspect)";
     let count = arguments
         .first()
         .and_then(|count| count.parse::<usize>().ok());
