@@ -567,12 +567,16 @@ fn read_log(buffer: &Vec<u8>, filled: *mut c_void) -> String {
     let limit = (filled as usize).min(buffer.capacity());
     let start = buffer.as_ptr();
     let mut end = 0;
-    // SAFETY (each read): `start` points to `capacity` bytes of one allocation. The bytes read
-    // are those before the first NUL from the start: the NUL put first by `log_buffer`, or the
-    // log the JIT wrote over it, a C string it ends with a NUL within the buffer (its size
-    // includes the terminator) and whose length it reports in `filled`, the limit here. So no
-    // byte the JIT did not write is read.
-    while end < limit && unsafe { start.add(end).read() } != 0 {
+    while end < limit {
+        // SAFETY: `start` points to `capacity` bytes of one allocation, and `end < limit <=
+        // capacity`. The bytes read are those before the first NUL from the start: the NUL put
+        // first by `log_buffer`, or the log the JIT wrote over it, a C string it ends with a NUL
+        // within the buffer (the size it is given includes the terminator) and whose length it
+        // reports in `filled`, the limit here. So no byte the JIT did not write is read.
+        let byte = unsafe { start.add(end).read() };
+        if byte == 0 {
+            break;
+        }
         end += 1;
     }
     // SAFETY: the `end` bytes from `start` were read just above: written, none a NUL.
