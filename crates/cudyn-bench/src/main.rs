@@ -13,8 +13,9 @@
 //!   one kernel.
 //! - `start`: source to first completed launch in a new process, cold and from a warm disk cache
 //!   (context creation apart), and a repeat of the same source in one process.
-//! - `lto`: nvJitLink LTO of two LTO-IR pieces against one NVRTC compile of the same code, build
-//!   time and kernel time.
+//! - `lto`: nvJitLink LTO of two LTO-IR pieces against one NVRTC compile of the same code: build
+//!   time (`compile::link_lto_programs`, and the same build step by step, each step timed) and
+//!   kernel time.
 //! - `parallel`: `cudyn::compile::compile_all` of 32 and 128 different sources against NVRTC one
 //!   after another, each in a new process.
 //! - `sharing`: device and host memory of 100 loads of one 16 MiB image.
