@@ -2,7 +2,6 @@
 //! naming the measurement. A measuring process prints one result line of numbers.
 
 use std::ffi::OsStr;
-use std::process::Command;
 
 /// Set only in measuring processes: what to measure (`first-launch:cudyn:warm`, ...).
 pub const MODE_ENV: &str = "CUDYN_BENCH_CHILD";
@@ -39,26 +38,7 @@ pub fn run(mode: &str) -> Result<(), String> {
 
 /// Runs this program in `mode` with `envs` set and `CUDYN_CACHE` unset; its result line.
 pub fn spawn(mode: &str, envs: &[(&str, &OsStr)]) -> Result<Vec<f64>, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
-    let output = Command::new(exe)
-        .env(MODE_ENV, mode)
-        .envs(envs.iter().copied())
-        .env_remove(cudyn::cache::SWITCH_ENV)
-        .output()
-        .map_err(|e| format!("cannot start the {mode} measurement: {e}"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().find_map(|line| line.strip_prefix(RESULT));
-    match (output.status.success(), line) {
-        (true, Some(line)) => line
-            .split_whitespace()
-            .map(|n| n.parse().map_err(|e| format!("{mode}: {n}: {e}")))
-            .collect(),
-        _ => Err(format!(
-            "the {mode} measurement failed ({}):\n{stdout}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        )),
-    }
+    crate::spawn::spawn(MODE_ENV, RESULT, mode, envs)
 }
 
 /// The value of a variable the parent sets.

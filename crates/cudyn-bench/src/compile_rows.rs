@@ -5,10 +5,9 @@
 use std::ffi::OsStr;
 use std::time::Instant;
 
-use cudyn::compile::{self, compile_all};
-use cudyn::{Arch, Event, LaunchConfig, Library, Output, Program};
+use cudyn::compile;
+use cudyn::{Arch, Event, LaunchConfig, Library, Program};
 
-use crate::batch_sources;
 use crate::child::{self, ARCH_ENV};
 use crate::raw_runtime::raw_nvrtc_cubin;
 use crate::report::{median, ms, Row};
@@ -26,28 +25,58 @@ const STEPS: i32 = 4096;
 /// The batch sizes of the parallel rows.
 const BATCHES: [usize; 2] = [32, 128];
 
-/// The two pieces, compiled to LTO-IR and linked with link-time optimization.
+/// The two pieces, compiled to LTO-IR (at the same time) and linked with link-time optimization,
+/// in the library's one call. Each piece is new to every cache (see [`tagged`]), the link too.
 fn lto_build(arch: Arch, tag: &str) -> cudyn::Result<compile::Linked> {
-    let piece = |source: &str| {
-        Program::new(format!("{source}\n// {tag}\n"))
-            .arch(arch)
-            .output(Output::LtoIr)
-            .relocatable(true)
-            .compile()
-    };
-    let (kernel, step) = (piece(ITERATE_KERNEL)?, piece(ITERATE_STEP)?);
-    compile::link_lto(&[kernel.code(), step.code()], Some(arch))
+    let pieces = [(ITERATE_KERNEL, "kernel"), (ITERATE_STEP, "step")]
+        .map(|(source, piece)| Program::new(tagged(source, tag, piece)));
+    compile::link_lto_programs(&pieces, Some(arch))
+}
+
+/// `source` made new with `tag`, in its code as well as in a comment: LTO-IR keeps no comments,
+/// so pieces differing only there would be the same to the link's cache, and the link of every
+/// build after the first would be a cache hit. A variable named after `piece` (each piece needs
+/// a name of its own), whose value is the tag's hash, makes the LTO-IR new too.
+fn tagged(source: &str, tag: &str, piece: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    tag.hash(&mut hasher);
+    let id = hasher.finish();
+    format!("{source}\n{tag}\n__device__ unsigned long long cudyn_bench_{piece} = {id}ull;\n")
 }
 
 /// The same code as one source.
 fn single_source(tag: &str) -> String {
-    format!("{ITERATE_STEP}\n{ITERATE_KERNEL}\n// {tag}\n")
+    tagged(&format!("{ITERATE_STEP}\n{ITERATE_KERNEL}"), tag, "single")
+}
+
+/// The same build one step after another, each step timed: the pieces' compiles (through the
+/// compile cache, as `Program::compile`) and the link; milliseconds of each.
+fn lto_steps(arch: Arch, tag: &str) -> Result<[f64; 3], String> {
+    let piece = |source: &str, name: &str| {
+        let start = Instant::now();
+        let compiled = Program::new(tagged(source, tag, name))
+            .arch(arch)
+            .output(cudyn::Output::LtoIr)
+            .relocatable(true)
+            .compile()
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((compiled, ms(start.elapsed())))
+    };
+    let ((kernel, kernel_ms), (step, step_ms)) = (
+        piece(ITERATE_KERNEL, "kernel")?,
+        piece(ITERATE_STEP, "step")?,
+    );
+    let start = Instant::now();
+    compile::link_lto(&[kernel.code(), step.code()], Some(arch)).map_err(|e| e.to_string())?;
+    Ok([kernel_ms, step_ms, ms(start.elapsed())])
 }
 
 /// Build time: nvJitLink LTO of two LTO-IR pieces (cudyn) against one NVRTC compile of the same
-/// code (raw). Needs no GPU.
+/// code (raw), in one call, and one step after another with each step timed (where the build's
+/// time goes). Needs no GPU.
 pub fn lto_build_rows(bench: &Bench) -> Result<Vec<Row>, String> {
-    let (mut raw, mut cudyn) = (Vec::new(), Vec::new());
+    let (mut raw, mut cudyn, mut steps) = (Vec::new(), Vec::new(), Vec::new());
     for build in 0..=BUILDS {
         let tag = bench.fresh("", format!("lto build {build}"));
         let start = Instant::now();
@@ -56,22 +85,36 @@ pub fn lto_build_rows(bench: &Bench) -> Result<Vec<Row>, String> {
         let start = Instant::now();
         lto_build(bench.arch, &tag).map_err(|e| e.to_string())?;
         let lto = start.elapsed();
-        // The first build of each opens its libraries: not what the row compares.
+        let timed = lto_steps(bench.arch, &bench.fresh("", format!("lto steps {build}")))?;
+        // The first build of each opens its libraries: not what the rows compare.
         if build > 0 {
             raw.push(ms(single));
             cudyn.push(ms(lto));
+            steps.push(timed);
         }
     }
-    Ok(vec![Row::new(
-        "lto.build",
-        "LTO of 2 pieces vs 1 source: build",
-        "ms",
-    )
-    .figures(median(raw), median(cudyn), None)
-    .note(format!(
-        "raw: NVRTC of the single source; cudyn: NVRTC of the two pieces to LTO-IR + \
-             nvJitLink -lto; median of {BUILDS} after one of each"
-    ))])
+    let step = |index: usize| median(steps.iter().map(|timed| timed[index]).collect());
+    let [kernel, step_piece, link] = [0, 1, 2].map(|index| step(index).unwrap_or(f64::NAN));
+    let raw = median(raw);
+    Ok(vec![
+        Row::new("lto.build", "LTO of 2 pieces vs 1 source: build", "ms")
+            .figures(raw, median(cudyn), None)
+            .note(format!(
+                "raw: NVRTC of the single source; cudyn: compile::link_lto_programs, NVRTC of \
+                 the two pieces to LTO-IR at the same time + nvJitLink -lto, each new to the \
+                 caches; median of {BUILDS} after one of each"
+            )),
+        Row::new(
+            "lto.steps",
+            "LTO of 2 pieces vs 1 source: step by step",
+            "ms",
+        )
+        .figures(raw, Some(kernel + step_piece + link), None)
+        .note(format!(
+            "the same build one step after another: kernel piece {kernel:.2} ms, step \
+                 piece {step_piece:.2} ms, link {link:.2} ms (medians of {BUILDS})"
+        )),
+    ])
 }
 
 /// Median kernel time of `iterate` in `library` on `data`, and what it computed.
@@ -136,39 +179,7 @@ pub fn compile_child(how: &str, count: usize) -> Result<Vec<f64>, String> {
     let arch: Arch = child::env(ARCH_ENV)?
         .parse()
         .map_err(|e: cudyn::Error| e.to_string())?;
-    let tag = format!(
-        "process {} at {:?}",
-        std::process::id(),
-        std::time::SystemTime::now()
-    );
-    let links = batch_sources::links();
-    let sources: Vec<String> = (0..count)
-        .map(|k| batch_sources::batch_source(k, &tag, links))
-        .collect();
-    let elapsed = match how {
-        "sequential" => {
-            let start = Instant::now();
-            for source in &sources {
-                raw_nvrtc_cubin(source, &arch.sm()).map_err(|e| e.to_string())?;
-            }
-            start.elapsed()
-        }
-        "batch" => {
-            let programs: Vec<Program> = sources
-                .into_iter()
-                .enumerate()
-                .map(|(k, source)| Program::new(source).name(format!("poly_{k}.cu")).arch(arch))
-                .collect();
-            let start = Instant::now();
-            let results = compile_all(&programs);
-            let elapsed = start.elapsed();
-            for result in results {
-                result.map_err(|e| e.to_string())?;
-            }
-            elapsed
-        }
-        _ => return Err(format!("no way to compile called {how}")),
-    };
+    let elapsed = crate::new_sources::compile(how, count, arch)?;
     Ok(vec![ms(elapsed)])
 }
 
@@ -221,6 +232,7 @@ pub fn parallel_rows(bench: &Bench) -> Result<Vec<Row>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch_sources;
 
     /// The batch is what the rows claim: different sources, each compiled by raw NVRTC and by
     /// cudyn alike into five kernels.

@@ -13,13 +13,17 @@
 //!   one kernel.
 //! - `start`: source to first completed launch in a new process, cold and from a warm disk cache
 //!   (context creation apart), and a repeat of the same source in one process.
-//! - `lto`: nvJitLink LTO of two LTO-IR pieces against one NVRTC compile of the same code, build
-//!   time and kernel time.
+//! - `lto`: nvJitLink LTO of two LTO-IR pieces against one NVRTC compile of the same code: build
+//!   time (`compile::link_lto_programs`, and the same build step by step, each step timed) and
+//!   kernel time.
 //! - `parallel`: `cudyn::compile::compile_all` of 32 and 128 different sources against NVRTC one
 //!   after another, each in a new process.
 //! - `sharing`: device and host memory of 100 loads of one 16 MiB image.
 //!
-//! Usage: `cudyn-bench [--json FILE] [--images DIR] [--only GROUP,...] [--starts N]`. `--json`
+//! Usage: `cudyn-bench [--json FILE] [--images DIR] [--only GROUP,...] [--starts N]
+//! [--max-ratio PREFIX=RATIO]...`. `--max-ratio load=1.10` makes the run fail when a row whose id
+//! starts with `load` (`load.cubin`, `load.ptx`, `load.fatbin`) has cudyn above 1.10x raw in this
+//! same run: the regression check of the GPU run (tests/gpu_overhead.rs runs it). `--json`
 //! writes the table for scripts/bench-peers, `--images` writes the cubin, PTX and fatbin the
 //! `load` rows load (for peers/bench_peers.py), `--starts` sets the number of new processes per
 //! figure of the `start` and `parallel` rows. On a machine without a GPU the groups that need one
@@ -30,6 +34,9 @@
 //!
 //! - `bench_cache`: a new process's warm start through the compile cache, against the least any
 //!   loader can do (needs a GPU);
+//! - `bench_curves`: how costs grow (load against image size, lookup and memory against kernels
+//!   per library, parallel compile against sources and cores, a cache hit against cache size),
+//!   as JSON that `scripts/bench-plots` draws into docs/;
 //! - `bench_compile`: NVRTC and nvJitLink through cudyn against the raw calls (the GPU parts say
 //!   why they are skipped without one);
 //! - `bench_launch_host`: cudyn's host cost per launch on a fake driver, no GPU needed;
@@ -58,8 +65,10 @@ mod child;
 mod compile_rows;
 mod launch;
 mod load;
+mod new_sources;
 mod report;
 mod sharing;
+mod spawn;
 mod start;
 
 use std::path::PathBuf;
@@ -114,6 +123,8 @@ struct Options {
     images: Option<PathBuf>,
     only: Vec<String>,
     starts: Option<usize>,
+    /// Row id prefixes and the most cudyn may take of raw on them.
+    max_ratios: Vec<(String, f64)>,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -135,6 +146,16 @@ fn parse_options() -> Result<Options, String> {
                         .ok_or(format!("--starts takes a positive number, not {starts}"))?,
                 );
             }
+            "--max-ratio" => {
+                let limit = value()?;
+                let parsed = limit
+                    .split_once('=')
+                    .and_then(|(prefix, ratio)| Some((prefix.to_owned(), ratio.parse().ok()?)))
+                    .filter(|(_, ratio): &(String, f64)| *ratio > 0.0);
+                options
+                    .max_ratios
+                    .push(parsed.ok_or(format!("--max-ratio takes PREFIX=RATIO, not {limit}"))?);
+            }
             "-h" | "--help" => return Err(usage()),
             other => return Err(format!("unknown argument {other}\n{}", usage())),
         }
@@ -152,7 +173,8 @@ fn parse_options() -> Result<Options, String> {
 fn usage() -> String {
     let groups: Vec<&str> = GROUPS.iter().map(|(name, ..)| *name).collect();
     format!(
-        "usage: cudyn-bench [--json FILE] [--images DIR] [--only GROUP,...] [--starts N]\n\
+        "usage: cudyn-bench [--json FILE] [--images DIR] [--only GROUP,...] [--starts N] \
+         [--max-ratio PREFIX=RATIO]...\n\
          groups: {}",
         groups.join(", ")
     )
@@ -233,8 +255,74 @@ fn benchmark() -> Result<(), String> {
         std::fs::write(path, format!("{json:#}\n"))
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
+    let over = over_limits(&rows, &options.max_ratios);
+    if !over.is_empty() {
+        return Err(format!(
+            "over the limits of --max-ratio:\n{}",
+            over.join("\n")
+        ));
+    }
     match skipped.len() {
         0 => Ok(()),
         count => Err(format!("{count} group(s) of rows not measured (see above)")),
+    }
+}
+
+/// The rows whose cudyn figure is more than a `--max-ratio` limit times raw's, each said with its
+/// figures; a limit that no measured row matches is one too (a check that checked nothing).
+fn over_limits(rows: &[Row], limits: &[(String, f64)]) -> Vec<String> {
+    let mut over = Vec::new();
+    for (prefix, limit) in limits {
+        let matching: Vec<&Row> = rows
+            .iter()
+            .filter(|row| row.id.starts_with(prefix.as_str()))
+            .collect();
+        if matching.is_empty() {
+            over.push(format!("{prefix}: no row measured"));
+        }
+        for row in matching {
+            match row.cudyn.zip(row.raw) {
+                Some((cudyn, raw)) if cudyn / raw <= *limit => {}
+                Some((cudyn, raw)) => over.push(format!(
+                    "{}: cudyn {cudyn:.4} {unit} is {:.3}x raw {raw:.4} {unit}, over {limit}x",
+                    row.label,
+                    cudyn / raw,
+                    unit = row.unit
+                )),
+                None => over.push(format!("{}: no cudyn or raw figure", row.label)),
+            }
+        }
+    }
+    over
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_over_a_limit_are_named_and_a_limit_matching_nothing_fails() {
+        let row = |id, raw, cudyn| Row::new(id, id, "ms").figures(Some(raw), Some(cudyn), None);
+        let rows = [
+            row("load.cubin", 0.010, 0.0105),
+            row("load.ptx", 0.040, 0.0450),
+            row("launch.empty", 3000.0, 3030.0),
+        ];
+        let over = over_limits(&rows, &[("load".into(), 1.10)]);
+        assert_eq!(over.len(), 1, "{over:?}");
+        assert!(
+            over[0].starts_with("load.ptx: cudyn 0.0450 ms is 1.125x raw"),
+            "{over:?}"
+        );
+        assert!(over_limits(&rows, &[("launch".into(), 1.02)]).is_empty());
+        assert_eq!(
+            over_limits(&rows, &[("launch".into(), 1.005)]).len(),
+            1,
+            "3030 over 3000 is 1.01x"
+        );
+        assert_eq!(
+            over_limits(&rows, &[("start".into(), 2.0)]),
+            ["start: no row measured"]
+        );
     }
 }

@@ -235,6 +235,35 @@ fn two_lto_ir_pieces_link_into_one_cubin_with_the_call_resolved() {
 }
 
 #[test]
+fn programs_compiled_to_lto_ir_and_linked_in_one_call_make_the_cubin_of_the_steps_one_by_one() {
+    require_compilers();
+    // Given as ordinary programs: the call makes them relocatable LTO-IR for the link's arch.
+    let programs = [
+        Program::new(ITERATE_KERNEL).name("iterate_kernel.cu"),
+        Program::new(ITERATE_STEP)
+            .name("iterate_step.cu")
+            .arch(SM_80),
+    ];
+    let linked = compile::link_lto_programs(&programs, Some(SM_90)).unwrap();
+    let kernel = lto_piece(ITERATE_KERNEL, "iterate_kernel.cu");
+    let step = lto_piece(ITERATE_STEP, "iterate_step.cu");
+    let by_steps = compile::link_lto(&[kernel.code(), step.code()], Some(SM_90)).unwrap();
+    assert_eq!(linked.arch(), SM_90);
+    assert_eq!(linked.code(), by_steps.code());
+    assert!(defines(linked.code(), "iterate"));
+    assert!(!defines(linked.code(), "_Z4stepf"), "the step was inlined");
+
+    // A piece that does not compile is the error, with NVRTC's log; the link is not tried.
+    let broken = [
+        Program::new(ITERATE_KERNEL),
+        Program::new("__device__ float step(float x) { return x +; }").name("broken.cu"),
+    ];
+    let error = compile::link_lto_programs(&broken, Some(SM_90)).unwrap_err();
+    let log = error.log().expect("NVRTC's log");
+    assert!(log.contains("broken.cu"), "{error}");
+}
+
+#[test]
 fn relocatable_cubins_link_without_lto_keeping_the_real_call() {
     require_compilers();
     let piece = |source: &str| {

@@ -8,12 +8,14 @@
 //! clock's own cost does not count), the kinds interleaved:
 //!
 //! - **detect**: `Image::detect`, the kind from the headers;
-//! - **check**: `Image::new` + `Image::validate`, the whole check every load of bytes from outside
-//!   makes before the driver sees them (`validate_loadable` inside the loader: the same calls);
-//!   **first check** is the first of them in the process, timed once (cold caches included): a
+//! - **check**: `Image::check`, the whole check every load of bytes from outside makes before the
+//!   driver sees them (the loader's detection and `validate_loadable`: the same calls, PTX read as
+//!   text once); **first check** is the first of them in the process, timed once (cold caches included): a
 //!   fatbin's compressed entries are decompressed then, and remembered as checked for later loads
 //!   of the same bytes, so a last line times the check of fatbins new to the process (each with
 //!   PTX of its own, told apart by an empty kernel);
+//! - **detect+validate**: `Image::new` + `Image::validate`, the same check in two public calls (PTX
+//!   read as text by each);
 //! - **key**: blake3 of the image, the bulk of the key under which a load that may share
 //!   (`Sharing::Auto` or `Always`) looks for a library loaded already; a load with
 //!   `Sharing::Never` does not hash;
@@ -25,6 +27,12 @@
 //! arguments (`cubin`, `ptx`, `fatbin`) time only those images, e.g. under a profiler, and
 //! arguments naming files time those files too (e.g. a bigger cubin from `cudyn compile`). It
 //! needs no GPU and no driver.
+//!
+//! For an instruction count per step (repeatable where times are not, e.g. under
+//! `valgrind --tool=callgrind`): `bench_load_host --write DIR` writes the three images to
+//! `DIR/peers.{cubin,ptx,fatbin}`, and `bench_load_host --repeat N STEP FILE...` runs one step
+//! (`detect`, `check`, `detect+validate`, `key`, `inspect`) N times on each file and prints nothing; the count of
+//! N + 1 rounds less that of 1 round, over N, is the step's cost per call.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -37,6 +45,18 @@ const SOURCE: &str = include_str!("../../kernels/peers.cu");
 
 /// One piece of a load's host-side work, on an image.
 type Step = fn(&[u8]) -> Result<()>;
+
+/// The steps timed, by name.
+const STEPS: [(&str, Step); 5] = [
+    ("detect", |image| Image::detect(image).map(drop)),
+    ("check", |image| Image::check(image).map(drop)),
+    ("detect+validate", |image| Image::new(image)?.validate()),
+    ("key", |image| {
+        black_box(blake3::hash(image));
+        Ok(())
+    }),
+    ("inspect", |image| Image::new(image)?.inspect().map(drop)),
+];
 
 /// Fatbins new to the process whose check is timed.
 const NEW_FATBINS: usize = 101;
@@ -56,6 +76,12 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run() -> Result<()> {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    match arguments.first().map(String::as_str) {
+        Some("--write") => return write_images(arguments.get(1).map_or(".", String::as_str)),
+        Some("--repeat") => return repeat(&arguments[1..]),
+        _ => {}
+    }
     let (files, wanted): (Vec<String>, Vec<String>) = std::env::args()
         .skip(1)
         .partition(|argument| Path::new(argument).is_file());
@@ -73,15 +99,7 @@ fn run() -> Result<()> {
         .iter()
         .map(|(name, _)| name.len())
         .fold(8, usize::max);
-    let steps: [(&str, Step); 4] = [
-        ("detect", |image| Image::detect(image).map(drop)),
-        ("check", |image| Image::new(image)?.validate()),
-        ("key", |image| {
-            black_box(blake3::hash(image));
-            Ok(())
-        }),
-        ("inspect", |image| Image::new(image)?.inspect().map(drop)),
-    ];
+    let steps = STEPS;
     // Every call once: a failure is reported before any figure. The first check is timed.
     let mut first_checks = Vec::new();
     for (_, image) in &images {
@@ -112,13 +130,13 @@ fn run() -> Result<()> {
         "first check",
         steps
             .iter()
-            .map(|(name, _)| format!("{name:>10}"))
+            .map(|(name, _)| format!("{name:>16}"))
             .collect::<String>()
     );
     for (((name, image), image_samples), first) in images.iter().zip(samples).zip(first_checks) {
         let figures: String = image_samples
             .into_iter()
-            .map(|step_samples| format!("{:>8.2}us", micros(median(step_samples))))
+            .map(|step_samples| format!("{:>14.2}us", micros(median(step_samples))))
             .collect();
         println!(
             "{name:<width$} {:>7} {:>10.2}us{figures}",
@@ -135,7 +153,7 @@ fn run() -> Result<()> {
         let mut checks = Vec::with_capacity(fresh.len());
         for fatbin in &fresh {
             let start = Instant::now();
-            Image::new(&fatbin[..])?.validate()?;
+            Image::check(fatbin)?;
             checks.push(start.elapsed());
         }
         println!(
@@ -143,6 +161,41 @@ fn run() -> Result<()> {
             micros(median(checks)),
             fresh.len()
         );
+    }
+    Ok(())
+}
+
+/// `--write DIR`: the images of the `load` rows as `DIR/peers.<kind>`.
+fn write_images(folder: &str) -> Result<()> {
+    std::fs::create_dir_all(folder).map_err(|error| cudyn::Error::read_file(folder, error))?;
+    for (kind, image) in images()? {
+        let path = Path::new(folder).join(format!("peers.{kind}"));
+        std::fs::write(&path, image).map_err(|error| cudyn::Error::read_file(&path, error))?;
+        println!("{}", path.display());
+    }
+    Ok(())
+}
+
+/// `--repeat N STEP FILE...`: the step N times on each file, untimed (for an instruction count).
+fn repeat(arguments: &[String]) -> Result<()> {
+    let usage =
+        "usage: bench_load_host --repeat N STEP FILE... (STEP: detect, check, detect+validate, key, \
+         inspect)";
+    let count = arguments
+        .first()
+        .and_then(|count| count.parse::<usize>().ok());
+    let step = arguments
+        .get(1)
+        .and_then(|name| STEPS.iter().find(|(step, _)| step == name));
+    let (Some(count), Some((_, step))) = (count, step) else {
+        eprintln!("{usage}");
+        std::process::exit(2);
+    };
+    for file in &arguments[2..] {
+        let image = std::fs::read(file).map_err(|error| cudyn::Error::read_file(file, error))?;
+        for _ in 0..count {
+            step(black_box(&image))?;
+        }
     }
     Ok(())
 }

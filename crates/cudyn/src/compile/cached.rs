@@ -520,7 +520,8 @@ mod tests {
 
     /// What the check before a load finds in `code`, as if it had never been checked.
     fn found_in(code: &[u8]) -> Checked {
-        let facts = crate::image::validate_compiler_output(code, ImageKind::Cubin, &String::new);
+        let facts =
+            crate::image::validate_compiler_output(code, ImageKind::Cubin.into(), &String::new);
         Checked {
             facts: facts.unwrap(),
             digest: crate::image::digest(code),

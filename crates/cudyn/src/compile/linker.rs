@@ -16,6 +16,7 @@ use crate::cache::{Cache, KeyHasher};
 use crate::error::{Error, Result};
 use crate::image::ImageKind;
 pub use crate::kinds::InputKind;
+use crate::library::loader::Checks;
 use crate::library::Library;
 use crate::sys::locate::Component;
 use crate::sys::{self, nvjitlink};
@@ -498,9 +499,17 @@ impl Linked {
         self.code
     }
 
-    /// Loads the linked cubin (with [`Library::loader`]'s defaults).
+    /// Loads the linked cubin (with [`Library::loader`]'s defaults), checked as compiler output
+    /// (its kind, and that it is not relocatable): its bytes are nvJitLink's, made in this
+    /// process or read back from the compile cache under their checksum, and cannot have been
+    /// changed since (this type gives them out only to read or to keep).
     pub fn load(&self) -> Result<Library> {
-        Library::load(&self.code)
+        Library::loader().load_checked(
+            &[],
+            &self.code,
+            &|| crate::image::bytes_given(&self.code),
+            Checks::CompilerOutput,
+        )
     }
 
     /// nvJitLink's info log.

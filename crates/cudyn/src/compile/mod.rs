@@ -29,6 +29,8 @@
 //! # Ok::<(), cudyn::Error>(())
 //! ```
 //!
+//! [`link_lto_programs`] compiles the pieces (at the same time) and links them in one call.
+//!
 //! [`Program::load`] compiles and loads in one call, [`Linked::load`] and
 //! [`Library::from_lto_ir`](crate::Library::from_lto_ir) load linked code; a library loaded from
 //! NVRTC output finds kernels by their name expressions (`saxpy<float>`), whose mangled names are
@@ -71,6 +73,50 @@ pub fn link_lto(pieces: &[&[u8]], arch: Option<Arch>) -> Result<Linked> {
         linker.add(InputKind::LtoIr, piece, &format!("piece{index}.ltoir"))?;
     }
     linker.finish()
+}
+
+/// Compiles every program to LTO-IR (relocatable device code, for `arch`: the current device's
+/// when `None`) and links the pieces into one cubin with link-time optimization: a program of
+/// several sources in one call.
+///
+/// The pieces are compiled at the same time, each on a thread of its own (a kept pool, as
+/// [`compile_all_on`]'s: a thread's first NVRTC compile costs several times its later ones), so
+/// the build takes about as long as its slowest piece plus the link, not the sum of the pieces. Each piece
+/// goes through the compile cache on its own (unless it was made with
+/// [`Program::cache(false)`](Program::cache)), and so does the link: after a change to one
+/// piece only that piece is compiled again, and an unchanged program is not compiled or linked
+/// at all. The first piece that fails to compile is the error, with NVRTC's log.
+///
+/// ```no_run
+/// use cudyn::compile::{self, Arch, Program};
+///
+/// let kernel = Program::new("__device__ float f(float); extern \"C\" __global__ void k(float *p) { *p = f(*p); }");
+/// let helper = Program::new("__device__ float f(float x) { return 2 * x; }");
+/// let linked = compile::link_lto_programs(&[kernel, helper], Some(Arch::new(9, 0)))?;
+/// # let _ = linked;
+/// # Ok::<(), cudyn::Error>(())
+/// ```
+pub fn link_lto_programs(programs: &[Program], arch: Option<Arch>) -> Result<Linked> {
+    let arch = match arch {
+        Some(arch) => arch,
+        None => Arch::current()?,
+    };
+    let pieces: Vec<Program> = programs
+        .iter()
+        .map(|program| {
+            program
+                .clone()
+                .arch(arch)
+                .output(Output::LtoIr)
+                .relocatable(true)
+        })
+        .collect();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let compiled = compile_all_on(&pieces, pieces.len().min(cores))
+        .into_iter()
+        .collect::<Result<Vec<Compiled>>>()?;
+    let codes: Vec<&[u8]> = compiled.iter().map(Compiled::code).collect();
+    link_lto(&codes, Some(arch))
 }
 
 /// What the compile layer adds to the library below it: loading LTO-IR in one call.

@@ -43,29 +43,56 @@ impl fmt::Display for Unrecognized {
     }
 }
 
+/// What detection found of some bytes: their kind, and for PTX the text it read them as (valid
+/// UTF-8 without a NUL, trailing NULs cut), so that the check reads them as text only once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Detected<'a> {
+    pub(crate) kind: ImageKind,
+    pub(crate) ptx_text: Option<&'a str>,
+}
+
+impl From<ImageKind> for Detected<'static> {
+    /// A kind known otherwise (compiler output, say): the check reads PTX as text itself.
+    fn from(kind: ImageKind) -> Self {
+        Detected {
+            kind,
+            ptx_text: None,
+        }
+    }
+}
+
 /// The kind of `bytes`, or why they are none.
 pub(crate) fn detect(bytes: &[u8]) -> Result<ImageKind, Unrecognized> {
+    detect_with_text(bytes).map(|detected| detected.kind)
+}
+
+/// [`detect`], with PTX's text.
+pub(crate) fn detect_with_text(bytes: &[u8]) -> Result<Detected<'_>, Unrecognized> {
+    let kind = |kind: ImageKind| Ok(kind.into());
     if bytes.is_empty() {
         return Err(Unrecognized::Empty);
     }
     if archive::has_magic(bytes) {
-        return Ok(ImageKind::Archive);
+        return kind(ImageKind::Archive);
     }
     if fatbin::has_magic(bytes) {
-        return Ok(ImageKind::Fatbin);
+        return kind(ImageKind::Fatbin);
     }
     if cubin::is_cuda_elf(bytes) {
-        return Ok(ImageKind::Cubin);
+        return kind(ImageKind::Cubin);
     }
     if ltoir::format(bytes).is_some() {
-        return Ok(ImageKind::LtoIr);
+        return kind(ImageKind::LtoIr);
     }
-    if ptx::looks_like_ptx(bytes) {
-        return Ok(ImageKind::Ptx);
+    if let Some(text) = ptx::recognized_text(bytes) {
+        return Ok(Detected {
+            kind: ImageKind::Ptx,
+            ptx_text: Some(text),
+        });
     }
     if let Some(found) = host::detect(bytes) {
         return found
-            .map(|()| ImageKind::HostBinary)
+            .map(|()| ImageKind::HostBinary.into())
             .map_err(Unrecognized::Host);
     }
     if let Some(at) = nul_inside_ptx(bytes) {

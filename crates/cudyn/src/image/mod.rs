@@ -33,7 +33,7 @@ pub use crate::kinds::ImageKind;
 mod detect;
 mod validate;
 
-pub(crate) use detect::detect;
+pub(crate) use detect::{detect, Detected};
 pub(crate) use validate::{
     is_executable_cubin, validate_compiler_output, validate_link_input, validate_loadable,
 };
@@ -79,7 +79,26 @@ impl<'a> Image<'a> {
     /// - PTX must be text that reads to its end (no comment, string, bracket or statement left
     ///   open) and declares its `.version` and `.target`.
     pub fn validate(&self) -> Result<()> {
-        validate_loadable(&self.bytes, self.kind, &|| bytes_given(&self.bytes)).map(drop)
+        let what = || bytes_given(&self.bytes);
+        validate_loadable(&self.bytes, self.kind.into(), None, &what).map(drop)
+    }
+
+    /// The kind of `bytes` once they are checked whole and loadable: [`Image::detect`] and
+    /// [`Image::validate`] in one call, exactly the check a load makes before the driver sees
+    /// the bytes, which reads PTX as text once where the two calls read it twice.
+    ///
+    /// ```
+    /// use cudyn::{Image, ImageKind};
+    /// let ptx = b".version 9.0\n.target sm_90\n.address_size 64\n";
+    /// assert_eq!(Image::check(ptx)?, ImageKind::Ptx);
+    /// assert!(Image::check(b".version 9.0\n.target sm_90\n.entry k(").is_err());
+    /// # Ok::<(), cudyn::Error>(())
+    /// ```
+    pub fn check(bytes: &[u8]) -> Result<ImageKind> {
+        let what = || bytes_given(bytes);
+        let detected = detected_with_text(bytes, &what)?;
+        validate_loadable(bytes, detected, None, &what)?;
+        Ok(detected.kind)
     }
 
     /// Wraps `bytes` (borrowed or owned) after detecting their kind.
@@ -150,7 +169,7 @@ impl Checked {
     /// `bytes` of `output`, checked as compiler output; `None` when the check refuses them
     /// (a relocatable cubin, LTO-IR): a load then checks them again and says why.
     pub(crate) fn compiler_output(bytes: &[u8], kind: ImageKind) -> Option<Checked> {
-        let facts = validate_compiler_output(bytes, kind, &String::new).ok()?;
+        let facts = validate_compiler_output(bytes, kind.into(), &String::new).ok()?;
         Some(Checked {
             facts,
             digest: digest(bytes),
@@ -174,7 +193,15 @@ pub(crate) fn embedded_fatbins(bytes: &[u8]) -> Result<Vec<&[u8]>> {
 
 /// The kind of `bytes`, or [`Error::NotDeviceCode`]; `what` names them in the error.
 pub(crate) fn detected(bytes: &[u8], what: &dyn Fn() -> String) -> Result<ImageKind> {
-    detect(bytes).map_err(|reason| Error::NotDeviceCode {
+    detected_with_text(bytes, what).map(|detected| detected.kind)
+}
+
+/// [`detected`], with PTX's text for the check (see [`Detected`]).
+pub(crate) fn detected_with_text<'a>(
+    bytes: &'a [u8],
+    what: &dyn Fn() -> String,
+) -> Result<Detected<'a>> {
+    detect::detect_with_text(bytes).map_err(|reason| Error::NotDeviceCode {
         what: what(),
         reason: reason.to_string(),
     })

@@ -4,24 +4,31 @@
 //!
 //! [`Image::validate`]: super::Image::validate
 
-use super::detect::{detect, Unrecognized};
+use super::detect::{detect, Detected, Unrecognized};
+use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::formats::{archive, cubin, fatbin, host, ptx, Facts, Purpose, Refusal};
 use crate::kinds::ImageKind;
 use crate::parse_error::{ParseError, Problem};
 
-/// What was found of `bytes`, of `kind` (from [`detected`](super::detected)), once they are
-/// checked whole and loadable as they are (see [`Image::validate`](super::Image::validate));
-/// `what` names them in errors (a file name, or "the N-byte image given").
+/// What was found of `bytes`, `detected` as they were (by [`detected`](super::detected), or of
+/// a kind known otherwise), once they are checked whole and loadable as they are (see
+/// [`Image::validate`](super::Image::validate)); `what` names them in errors (a file name, or
+/// "the N-byte image given").
 ///
 /// Library loading calls this before any CUDA call: the driver trusts an image's own headers.
+///
+/// `digest`, when the caller hashed the bytes already, spares the check hashing a fatbin's
+/// compressed entries to recall them (see `formats::fatbin`).
 pub(crate) fn validate_loadable(
     bytes: &[u8],
-    kind: ImageKind,
+    detected: Detected<'_>,
+    digest: Option<&Digest>,
     what: &dyn Fn() -> String,
 ) -> Result<Facts> {
+    let kind = detected.kind;
     require_loadable(kind, what)?;
-    image(bytes, kind).map_err(|refusal| refused(refusal, what(), kind))
+    image(bytes, detected, digest).map_err(|refusal| refused(refusal, what(), kind))
 }
 
 /// Checks an input of kind `kind` before nvJitLink reads it (see [`link_input`]).
@@ -47,11 +54,12 @@ pub(crate) fn is_executable_cubin(bytes: &[u8]) -> bool {
 /// [`compiler_output`]).
 pub(crate) fn validate_compiler_output(
     bytes: &[u8],
-    kind: ImageKind,
+    detected: Detected<'_>,
     what: &dyn Fn() -> String,
 ) -> Result<Facts> {
+    let kind = detected.kind;
     require_loadable(kind, what)?;
-    compiler_output(bytes, kind).map_err(|refusal| refused(refusal, what(), kind))
+    compiler_output(bytes, detected).map_err(|refusal| refused(refusal, what(), kind))
 }
 
 /// [`Error::NotLoadable`] for a kind the driver cannot load.
@@ -74,12 +82,21 @@ fn refused(refusal: Refusal, what: String, kind: ImageKind) -> Error {
     }
 }
 
-/// Checks `bytes` of a loadable `kind`; kinds the driver cannot load are refused before this.
-fn image(bytes: &[u8], kind: ImageKind) -> std::result::Result<Facts, Refusal> {
-    match kind {
+/// Checks `bytes` of a loadable kind, as `detected`; kinds the driver cannot load are refused
+/// before this. PTX already read as text by detection is not read so again.
+fn image(
+    bytes: &[u8],
+    detected: Detected<'_>,
+    digest: Option<&Digest>,
+) -> std::result::Result<Facts, Refusal> {
+    match detected.kind {
         ImageKind::Cubin => cubin::validate(bytes, Purpose::Load),
-        ImageKind::Fatbin => fatbin::validate(bytes, Purpose::Load),
-        ImageKind::Ptx => ptx::validate(bytes).map_err(Refusal::Malformed),
+        ImageKind::Fatbin => fatbin::validate(bytes, Purpose::Load, digest),
+        ImageKind::Ptx => match detected.ptx_text {
+            Some(text) => ptx::validate_text(text),
+            None => ptx::validate(bytes),
+        }
+        .map_err(Refusal::Malformed),
         ImageKind::LtoIr | ImageKind::HostBinary | ImageKind::Archive => Ok(Facts::UNKNOWN),
     }
 }
@@ -101,7 +118,7 @@ fn link_input(bytes: &[u8], kind: ImageKind) -> std::result::Result<(), ParseErr
         ImageKind::Cubin => cubin::validate(bytes, Purpose::Link)
             .map(drop)
             .map_err(malformed),
-        ImageKind::Fatbin => fatbin::validate(bytes, Purpose::Link)
+        ImageKind::Fatbin => fatbin::validate(bytes, Purpose::Link, None)
             .map(drop)
             .map_err(malformed),
         ImageKind::Ptx => ptx::validate(bytes).map(drop),
@@ -147,9 +164,9 @@ fn static_library(bytes: &[u8]) -> std::result::Result<(), ParseError> {
 /// by the compiler, not by whoever handed cudyn the bytes, and the full walk of [`image`] costs
 /// a new process tens of microseconds, as much as the load itself. Other kinds get the full
 /// check.
-fn compiler_output(bytes: &[u8], kind: ImageKind) -> std::result::Result<Facts, Refusal> {
-    match kind {
+fn compiler_output(bytes: &[u8], detected: Detected<'_>) -> std::result::Result<Facts, Refusal> {
+    match detected.kind {
         ImageKind::Cubin => cubin::compiler_output(bytes),
-        _ => image(bytes, kind),
+        _ => image(bytes, detected, None),
     }
 }

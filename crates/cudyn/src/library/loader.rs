@@ -271,24 +271,30 @@ impl LibraryLoader {
         what: &dyn Fn() -> String,
         checks: Checks,
     ) -> Result<Library> {
-        let kind = crate::image::detected(image, what)?;
+        let detected = crate::image::detected_with_text(image, what)?;
+        let kind = detected.kind;
+        // The key under which a load that may share looks for a library: the image hashed once,
+        // for the key and for the check (which recalls a fatbin's compressed entries by it).
+        let digest = (self.sharing != Sharing::Never).then(|| match checks {
+            Checks::Done(checked) => checked.digest,
+            Checks::Whole | Checks::CompilerOutput => crate::image::digest(image),
+        });
         // The driver believes the image's own headers (the load call takes no length): only
-        // bytes checked whole and loadable reach it.
+        // bytes checked whole and loadable reach it. PTX's text, read by detection, is not read
+        // as text again.
         let check = || match checks {
-            Checks::Whole => crate::image::validate_loadable(image, kind, what),
-            Checks::CompilerOutput => crate::image::validate_compiler_output(image, kind, what),
+            Checks::Whole => {
+                crate::image::validate_loadable(image, detected, digest.as_ref(), what)
+            }
+            Checks::CompilerOutput => crate::image::validate_compiler_output(image, detected, what),
             Checks::Done(checked) => Ok(checked.facts),
         };
         let backend = self.backend.unwrap_or_else(Backend::preferred);
-        if self.sharing == Sharing::Never {
+        let Some(digest) = digest else {
             let facts = check()?;
             return Ok(Library::from(
                 self.load_new(names, image, kind, backend, facts)?,
             ));
-        }
-        let digest = match checks {
-            Checks::Done(checked) => checked.digest,
-            Checks::Whole | Checks::CompilerOutput => crate::image::digest(image),
         };
         let key = KeyParts {
             image: digest,
@@ -491,8 +497,8 @@ impl JitArgs {
             return Ok(args);
         }
         let capacity = jit.log_capacity.clamp(1, u32::MAX as usize);
-        args.info = vec![0; capacity];
-        args.error = vec![0; capacity];
+        args.info = log_buffer(capacity);
+        args.error = log_buffer(capacity);
         let info = args.info.as_mut_ptr().cast();
         let error = args.error.as_mut_ptr().cast();
         // The size slots are read back after the load: keep them at the indices named above.
@@ -541,16 +547,41 @@ impl JitArgs {
     }
 }
 
-/// The text in a log buffer: up to the size the JIT reports filled, the first NUL, or the end.
-fn read_log(buffer: &[u8], filled: *mut c_void) -> String {
+/// A log buffer of `capacity` bytes for the JIT to write into (its spare capacity): not zeroed,
+/// since a load's log is a few lines at most and zeroing two buffers of the default 16 KiB cost
+/// every PTX or fatbin load more than their use; its first byte a NUL, so that a log the JIT
+/// leaves unwritten reads as empty.
+fn log_buffer(capacity: usize) -> Vec<u8> {
+    let mut buffer = Vec::with_capacity(capacity);
+    buffer.push(0);
+    buffer
+}
+
+/// The text in a log buffer made by [`log_buffer`]: up to the size the JIT reports filled, the
+/// first NUL, or the end.
+fn read_log(buffer: &Vec<u8>, filled: *mut c_void) -> String {
     // A cubin's load has no log buffers: nothing to decode, and no code to run for it.
-    if buffer.is_empty() {
+    if buffer.capacity() == 0 {
         return String::new();
     }
-    let filled = (filled as usize).min(buffer.len());
-    let text = &buffer[..filled];
-    let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
-    String::from_utf8_lossy(&text[..end]).trim_end().to_owned()
+    let limit = (filled as usize).min(buffer.capacity());
+    let start = buffer.as_ptr();
+    let mut end = 0;
+    while end < limit {
+        // SAFETY: `start` points to `capacity` bytes of one allocation, and `end < limit <=
+        // capacity`. The bytes read are those before the first NUL from the start: the NUL put
+        // first by `log_buffer`, or the log the JIT wrote over it, a C string it ends with a NUL
+        // within the buffer (the size it is given includes the terminator) and whose length it
+        // reports in `filled`, the limit here. So no byte the JIT did not write is read.
+        let byte = unsafe { start.add(end).read() };
+        if byte == 0 {
+            break;
+        }
+        end += 1;
+    }
+    // SAFETY: the `end` bytes from `start` were read just above: written, none a NUL.
+    let text = unsafe { std::slice::from_raw_parts(start, end) };
+    String::from_utf8_lossy(text).trim_end().to_owned()
 }
 
 #[cfg(test)]
@@ -561,8 +592,9 @@ mod tests {
     /// What a load checks of bytes from outside: their kind, and what the check found.
     fn checked(bytes: &[u8], what: &str) -> Result<(ImageKind, Facts)> {
         let what = || what.to_owned();
-        let kind = crate::image::detected(bytes, &what)?;
-        Ok((kind, crate::image::validate_loadable(bytes, kind, &what)?))
+        let detected = crate::image::detected_with_text(bytes, &what)?;
+        let facts = crate::image::validate_loadable(bytes, detected, None, &what)?;
+        Ok((detected.kind, facts))
     }
 
     #[test]
@@ -639,7 +671,8 @@ mod tests {
                     "{variables:?} as {what}"
                 );
                 // Compiler output, checked less, is told apart the same way.
-                let output = crate::image::validate_compiler_output(code, kind, &|| what.into());
+                let output =
+                    crate::image::validate_compiler_output(code, kind.into(), &|| what.into());
                 assert_eq!(
                     output.unwrap().defines_variables,
                     defines,
@@ -652,7 +685,9 @@ mod tests {
         let cubin = Program::new(KERNEL).arch(arch).compile().unwrap();
         let header_only = &cubin.code()[..64];
         let facts =
-            crate::image::validate_compiler_output(header_only, ImageKind::Cubin, &|| "cut".into());
+            crate::image::validate_compiler_output(header_only, ImageKind::Cubin.into(), &|| {
+                "cut".into()
+            });
         assert!(facts.unwrap().defines_variables);
     }
 
@@ -723,14 +758,24 @@ mod tests {
 
     #[test]
     fn logs_stop_at_the_filled_size_or_the_first_nul() {
-        let mut buffer = b"ptxas error   : Unsupported .version 9.5\0garbage".to_vec();
+        let mut buffer = log_buffer(64);
+        assert_eq!(buffer.capacity(), 64);
+        // Unwritten, with the size the JIT was given still in the filled slot.
+        assert_eq!(read_log(&buffer, 64 as *mut c_void), "");
+        // The JIT writes its log over the buffer's spare capacity.
+        buffer.clear();
+        buffer.extend_from_slice(b"ptxas error   : Unsupported .version 9.5\0garbage");
         assert_eq!(
             read_log(&buffer, 44 as *mut c_void),
             "ptxas error   : Unsupported .version 9.5"
         );
+        assert_eq!(
+            read_log(&buffer, 64 as *mut c_void),
+            "ptxas error   : Unsupported .version 9.5"
+        );
         assert_eq!(read_log(&buffer, 5 as *mut c_void), "ptxas");
-        buffer.clear();
-        assert_eq!(read_log(&buffer, 100 as *mut c_void), "");
+        // A cubin's load has no buffers.
+        assert_eq!(read_log(&Vec::new(), 100 as *mut c_void), "");
     }
 
     #[test]

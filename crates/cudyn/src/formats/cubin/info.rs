@@ -198,12 +198,14 @@ fn shape(code: u8) -> Option<Shape> {
 /// these attributes always are.
 pub(crate) fn unreadable(attribute: &Attribute<'_>, symbols: Option<usize>) -> Option<String> {
     let shape = shape(attribute.code)?;
-    let what = match attribute.value {
+    // Every load runs this on every attribute of every list, nearly always finding nothing: the
+    // value is described only for a message.
+    let what = || match attribute.value {
         Value::None => "no value".to_owned(),
         Value::Half(_) => "a 16-bit value".to_owned(),
         Value::Bytes(bytes) => format!("{} value bytes", bytes.len()),
     };
-    let too_short = |len: usize| format!("holds {what}; readers take {len} bytes");
+    let too_short = |len: usize| format!("holds {}; readers take {len} bytes", what());
     let past = |index: u32| {
         let count = symbols?;
         usize::try_from(index)
@@ -221,9 +223,13 @@ pub(crate) fn unreadable(attribute: &Attribute<'_>, symbols: Option<usize>) -> O
         (Shape::Symbol { .. }, Value::Bytes(bytes)) => past(first_word(bytes)?),
         (Shape::Bytes { .. }, Value::Bytes(_)) => None,
         (Shape::Symbols, Value::Bytes(bytes)) if bytes.len() % 4 != 0 => Some(format!(
-            "holds {what}, not a whole number of 4-byte symbol indices"
+            "holds {}, not a whole number of 4-byte symbol indices",
+            what()
         )),
-        (Shape::Symbols, value) => value.words().into_iter().find_map(past),
+        (Shape::Symbols, Value::Bytes(bytes)) => bytes
+            .chunks_exact(4)
+            .find_map(|word| past(u32::from_le_bytes([word[0], word[1], word[2], word[3]]))),
+        (Shape::Symbols, _) => None,
         (Shape::Symbol { len } | Shape::Bytes { len }, _) => Some(too_short(len)),
     }
 }

@@ -11,7 +11,10 @@
 //! zstd-compressed PTX), so a compressed entry found whole is remembered for the life of the
 //! process by a blake3 hash of everything its check reads (its kind, flags, sizes and payload):
 //! the same fatbin loaded again, or another holding the same entry, is not decompressed again.
-//! Any change to those bytes changes the hash, and the entry is checked afresh.
+//! Any change to those bytes changes the hash, and the entry is checked afresh. A load that
+//! hashed the whole fatbin already (one that may share its library) names the entry by that
+//! digest and the entry's place instead, which covers the same bytes without hashing the payload
+//! a second time.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -19,6 +22,7 @@ use std::sync::Mutex;
 use object::LittleEndian as LE;
 
 use super::{entries, CodeKind, Compression, EntryKind, RawEntry};
+use crate::digest::Digest;
 use crate::formats::{cubin, ptx, Facts, Purpose, Refusal};
 use crate::parse_error::{Fault, ParseError, Problem};
 
@@ -37,7 +41,12 @@ thread_local! {
 
 /// Checks a fatbin for `purpose`: for a link, its cubins may be relocatable. Only entries found
 /// whole for a load are remembered, so that a relocatable one is never recalled by a load.
-pub(crate) fn validate(bytes: &[u8], purpose: Purpose) -> Result<Facts, Refusal> {
+/// `whole` is the digest of `bytes` when the caller has it.
+pub(crate) fn validate(
+    bytes: &[u8],
+    purpose: Purpose,
+    whole: Option<&Digest>,
+) -> Result<Facts, Refusal> {
     let mut count = 0;
     let mut facts: Option<Facts> = None;
     for (index, raw) in entries(bytes)?.enumerate() {
@@ -72,7 +81,10 @@ pub(crate) fn validate(bytes: &[u8], purpose: Purpose) -> Result<Facts, Refusal>
                 "its code is obfuscated, so cudyn cannot check it before the driver reads it",
             )));
         }
-        let key = (compression != Compression::None).then(|| entry_key(&raw));
+        let key = (compression != Compression::None).then(|| match whole {
+            Some(whole) => entry_key_in(whole, &raw),
+            None => entry_key(&raw),
+        });
         if let Some(known) = key.as_ref().and_then(recall) {
             facts = Some(facts.map_or(known, |facts| facts.either(known)));
             continue;
@@ -127,6 +139,17 @@ fn entry_key(raw: &RawEntry<'_>) -> [u8; 32] {
     hasher.update(&header.decompressed_size.get(LE).to_le_bytes());
     hasher.update(&(raw.payload.len() as u64).to_le_bytes());
     hasher.update(raw.payload);
+    *hasher.finalize().as_bytes()
+}
+
+/// The key of a compressed entry of the fatbin whose bytes have the digest `whole`: the digest
+/// covers every byte of the fatbin, so with the entry's place it names exactly the bytes
+/// [`entry_key`] hashes, without reading them.
+fn entry_key_in(whole: &Digest, raw: &RawEntry<'_>) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"cudyn fatbin entry checked, by its fatbin 1\0");
+    hasher.update(whole.as_bytes());
+    hasher.update(&(raw.offset as u64).to_le_bytes());
     *hasher.finalize().as_bytes()
 }
 
@@ -200,8 +223,25 @@ mod tests {
         DECOMPRESSED.get() - before
     }
 
+    /// A load's check of `bytes`, given their digest when `by_digest` (as a load that may share
+    /// does), else not.
+    fn load_check(bytes: &[u8], by_digest: bool) -> Result<Facts, Refusal> {
+        let digest = by_digest.then(|| Digest::of(bytes));
+        validate(bytes, Purpose::Load, digest.as_ref())
+    }
+
     #[test]
     fn a_compressed_entry_found_whole_is_not_decompressed_again_but_any_change_is_checked() {
+        entries_are_remembered_exactly(false);
+    }
+
+    #[test]
+    fn so_is_an_entry_named_by_the_digest_of_its_fatbin() {
+        entries_are_remembered_exactly(true);
+    }
+
+    fn entries_are_remembered_exactly(by_digest: bool) {
+        let validate = |bytes: &[u8], _: Purpose| load_check(bytes, by_digest);
         let (fatbin, entry) = compressed_fatbin();
         let mut facts = None;
         let first = decompressions(|| facts = Some(validate(&fatbin, Purpose::Load).unwrap()));

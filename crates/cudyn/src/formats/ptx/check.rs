@@ -12,7 +12,13 @@ use crate::parse_error::{ParseError, Problem};
 
 /// Checks PTX text before a load (see the module's documentation); what its variables are.
 pub(crate) fn validate(bytes: &[u8]) -> Result<Facts, ParseError> {
-    let outline = check(bytes)?;
+    validate_text(text(bytes).ok_or_else(not_text)?)
+}
+
+/// [`validate`] of bytes already read as text (valid UTF-8 without a NUL, trailing NULs cut:
+/// what [`recognized_text`](super::recognized_text) returns).
+pub(crate) fn validate_text(text: &str) -> Result<Facts, ParseError> {
+    let outline = check_text(text)?;
     let missing = |message| ParseError::new("PTX text", Problem::Missing, message);
     if !outline.version {
         return Err(missing("it has no `.version` directive"));
@@ -91,13 +97,19 @@ struct Statement<'a> {
     space: bool,
 }
 
-/// Checks that PTX reads to its end as [`parse`](super::parse) reads it (no comment, string, bracket or
-/// statement left open) without building the module: one pass over the tokens, nothing
-/// allocated but the stack of open brackets. The errors are [`parse`](super::parse)'s: one of the tokenizer
-/// first, else the first bracket that does not pair up, else the first statement the text ends
-/// inside.
+/// [`check_text`] of bytes, for the tests, which compare it with [`parse`](super::parse) on any
+/// bytes.
+#[cfg(test)]
 pub(crate) fn check(bytes: &[u8]) -> Result<Outline, ParseError> {
-    let text = text(bytes).ok_or_else(not_text)?;
+    check_text(text(bytes).ok_or_else(not_text)?)
+}
+
+/// Checks that PTX text reads to its end as [`parse`](super::parse) reads it (no comment, string,
+/// bracket or statement left open) without building the module: one pass over the tokens,
+/// nothing allocated but the stack of open brackets. The errors are [`parse`](super::parse)'s: one
+/// of the tokenizer first, else the first bracket that does not pair up, else the first statement
+/// the text ends inside.
+fn check_text(text: &str) -> Result<Outline, ParseError> {
     let place = |token: &[u8]| format!("PTX line {}", line_of(text, token));
     let mut outline = Outline::default();
     let mut brackets = Brackets::default();

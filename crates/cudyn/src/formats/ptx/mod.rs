@@ -10,7 +10,7 @@
 mod check;
 mod tokens;
 
-pub(crate) use check::validate;
+pub(crate) use check::{validate, validate_text};
 use tokens::tokenize;
 
 use crate::param::ParamLayout;
@@ -148,9 +148,14 @@ impl PtxEntry {
 /// Whether `bytes` are PTX text: printable text (a trailing NUL, as NVRTC writes, allowed) whose
 /// lines include a `.version` and a `.target` directive.
 pub(crate) fn looks_like_ptx(bytes: &[u8]) -> bool {
-    let Some(text) = text(bytes) else {
-        return false;
-    };
+    recognized_text(bytes).is_some()
+}
+
+/// The text of `bytes` (without trailing NULs) when they [look like PTX](looks_like_ptx): read
+/// as text once, for detection, and handed to [`validate_text`], which then need not read it so
+/// again.
+pub(crate) fn recognized_text(bytes: &[u8]) -> Option<&str> {
+    let text = text(bytes)?;
     let directive = |line: &str, name: &str| {
         line.strip_prefix(name)
             .is_some_and(|rest| rest.starts_with(char::is_whitespace))
@@ -162,10 +167,10 @@ pub(crate) fn looks_like_ptx(bytes: &[u8]) -> bool {
         version |= directive(line, ".version");
         target |= directive(line, ".target");
         if version && target {
-            return true;
+            return Some(text);
         }
     }
-    false
+    None
 }
 
 /// The text of a PTX image: valid UTF-8 up to trailing NULs, with no NUL inside.
