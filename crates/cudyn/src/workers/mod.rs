@@ -126,9 +126,12 @@
 //! [`compile_batch`]: crate::compile::compile_batch
 
 mod connection;
+mod link_job;
+mod link_worker;
 mod locate;
 #[cfg(target_os = "linux")]
 mod server;
+mod spawn;
 mod wire;
 
 use std::path::PathBuf;
@@ -137,6 +140,8 @@ use std::time::Duration;
 
 use connection::lock;
 pub(crate) use connection::Connection;
+pub(crate) use link_job::LinkInput;
+pub(crate) use link_worker::{link, Limits};
 pub use wire::PROTOCOL;
 pub(crate) use wire::{NvrtcIdentity, Outcome};
 
@@ -151,6 +156,10 @@ pub const SERVER_MODE: &str = "__compile-server";
 
 /// The argument that starts an executable as a compile worker: its only argument.
 pub const WORKER_MODE: &str = "__compile-worker";
+
+/// The argument that starts an executable as a link worker (an isolated link's process, see
+/// [`LinkOptions::isolated`](crate::compile::LinkOptions::isolated)): its only argument.
+pub const LINK_WORKER_MODE: &str = "__link-worker";
 
 /// Where [`compile_all`](crate::compile::compile_all) gets its worker processes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -201,6 +210,19 @@ pub fn work() -> i32 {
     #[cfg(not(target_os = "linux"))]
     {
         crate::warn::warning!("cudyn: compile workers run on Linux only");
+        1
+    }
+}
+
+/// Runs one link worker on this process's standard input and output; the `cudyn` executable
+/// calls it for `cudyn __link-worker` ([`LINK_WORKER_MODE`]), which an isolated link starts.
+/// Returns the exit status.
+pub fn link_worker() -> i32 {
+    #[cfg(target_os = "linux")]
+    return link_worker::work_on_standard_streams();
+    #[cfg(not(target_os = "linux"))]
+    {
+        crate::warn::warning!("cudyn: link workers run on Linux only");
         1
     }
 }

@@ -14,7 +14,7 @@ use crate::version::Version;
 
 /// The number of the compile workers' protocol, which a compile server's greeting states: changed
 /// with any change to the greeting, the frames or the messages.
-pub const PROTOCOL: u32 = 3;
+pub const PROTOCOL: u32 = 4;
 
 /// The first word of the server's greeting.
 pub(super) const GREETING: &str = "cudyn-compile-server";
@@ -61,12 +61,12 @@ fn damaged(what: String) -> io::Error {
 }
 
 /// A message of kind `tag` being written.
-fn message(tag: u8) -> Writer {
+pub(super) fn message(tag: u8) -> Writer {
     Writer(vec![tag])
 }
 
 /// A reader of `message`'s fields, when it is of kind `tag`.
-fn tagged(message: &[u8], tag: u8) -> Result<Reader<'_>, Malformed> {
+pub(super) fn tagged(message: &[u8], tag: u8) -> Result<Reader<'_>, Malformed> {
     let mut reader = Reader(message);
     match reader.u8()? {
         found if found == tag => Ok(reader),
@@ -75,7 +75,7 @@ fn tagged(message: &[u8], tag: u8) -> Result<Reader<'_>, Malformed> {
 }
 
 /// The protocol's own fields, on [`crate::codec`]'s.
-trait Fields {
+pub(super) trait Fields {
     fn texts<S: AsRef<str>>(&mut self, texts: &[S]) -> &mut Self;
     fn paths(&mut self, paths: &[PathBuf]) -> &mut Self;
     fn pairs(&mut self, pairs: &[(String, String)]) -> &mut Self;
@@ -130,7 +130,7 @@ fn read_arch(reader: &mut Reader) -> Result<Arch, Malformed> {
         .map_err(|_| Malformed::Unknown("architecture"))
 }
 
-fn read_output(reader: &mut Reader) -> Result<Output, Malformed> {
+pub(super) fn read_output(reader: &mut Reader) -> Result<Output, Malformed> {
     OUTPUTS
         .get(usize::from(reader.u8()?))
         .copied()
@@ -150,6 +150,8 @@ pub(super) const START: u8 = 1;
 pub(super) const READY: u8 = 2;
 pub(super) const JOB: u8 = 3;
 pub(super) const OUTCOME: u8 = 4;
+pub(super) const LINK: u8 = 5;
+pub(super) const LINKED: u8 = 6;
 
 /// What the batch asks of a new server.
 #[derive(Debug, Clone, PartialEq, Eq)]
