@@ -80,7 +80,12 @@ impl<'a> Session<'a> {
 
     /// Hands nvJitLink `bytes` (checked to be `kind`) under `name`, keeping them until the
     /// handle is destroyed.
-    pub(crate) fn add_owned(&mut self, kind: InputKind, bytes: Box<[u8]>, name: &str) -> Result<()> {
+    pub(crate) fn add_owned(
+        &mut self,
+        kind: InputKind,
+        bytes: Box<[u8]>,
+        name: &str,
+    ) -> Result<()> {
         let name = c_string("input name", name)?;
         // SAFETY: the bytes move into `self.owned` right after, whatever nvJitLink answered;
         // moving the box does not move its heap bytes, which stay there until the handle is

@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 use crate::image::ImageKind;
 pub use crate::kinds::InputKind;
 use crate::library::Library;
-use crate::sys::locate::Component;
 use crate::sys;
+use crate::sys::locate::Component;
 use crate::workers::{self, Limits};
 
 impl InputKind {

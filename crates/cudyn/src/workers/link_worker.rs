@@ -71,14 +71,19 @@ pub(crate) fn link(
     limits: Limits,
 ) -> Result<(crate::compile::Output, Vec<u8>, String)> {
     let stopped = |stop: LinkStop| Error::LinkStopped {
-        inputs: inputs.iter().map(|(_, name, _)| (*name).to_owned()).collect(),
+        inputs: inputs
+            .iter()
+            .map(|(_, name, _)| (*name).to_owned())
+            .collect(),
         stop,
     };
     let mut worker = idle_worker().map_or_else(start, Ok).map_err(&stopped)?;
     let message = link_job::encode_link(options, ptx, inputs);
     let started = Instant::now();
     if let Err(error) = wire::write_frame(&mut worker.to_worker, &message) {
-        return Err(stopped(worker.ended(format!("it stopped reading ({error})"))));
+        return Err(stopped(
+            worker.ended(format!("it stopped reading ({error})")),
+        ));
     }
     loop {
         let left = limits.time.saturating_sub(started.elapsed());
@@ -90,9 +95,9 @@ pub(crate) fn link(
                 return Err(stopped(worker.kill(LinkStop::MemoryLimit(limit))));
             }
         }
-        if !readable(&worker.from_worker, left.min(CHECK_EVERY)).map_err(|error| {
-            stopped(LinkStop::Worker(format!("cannot wait for it: {error}")))
-        })? {
+        if !readable(&worker.from_worker, left.min(CHECK_EVERY))
+            .map_err(|error| stopped(LinkStop::Worker(format!("cannot wait for it: {error}"))))?
+        {
             continue;
         }
         let answer: LinkResult = match wire::read_frame(&mut worker.from_worker) {
@@ -194,6 +199,11 @@ fn keep(worker: LinkWorker) {
     }
 }
 
+/// Ends the idle workers: the worker executable changed.
+pub(super) fn end_idle() {
+    connection::lock(&IDLE).clear();
+}
+
 /// Starts a link worker and checks its greeting; `Err` says why none runs.
 fn start() -> std::result::Result<LinkWorker, LinkStop> {
     let executable = {
@@ -251,7 +261,10 @@ fn greeting(worker: &mut LinkWorker) -> std::result::Result<String, String> {
         .read_until(b'\n', &mut line);
     match read {
         Ok(_) if line.ends_with(b"\n") => Ok(String::from_utf8_lossy(&line).trim().to_owned()),
-        Ok(_) => Err(format!("it wrote `{}`", String::from_utf8_lossy(&line).trim())),
+        Ok(_) => Err(format!(
+            "it wrote `{}`",
+            String::from_utf8_lossy(&line).trim()
+        )),
         Err(error) => Err(error.to_string()),
     }
 }

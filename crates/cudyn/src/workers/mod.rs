@@ -174,12 +174,14 @@ pub enum WorkerSetting {
     Off,
 }
 
-/// Chooses the worker executable for the batches that follow. A running compile server of
-/// another executable is ended, and a remembered failure to start one is forgotten.
+/// Chooses the worker executable for the batches and isolated links that follow. A running
+/// compile server and idle link workers of another executable are ended, and a remembered
+/// failure to start a server is forgotten.
 pub fn set_workers(setting: WorkerSetting) {
     let mut state = state();
     state.setting = setting;
     state.server = Server::NotStarted;
+    link_worker::end_idle();
 }
 
 /// The longest one program may compile in a worker before the worker is killed and the program
