@@ -64,6 +64,12 @@ impl Drop for LinkWorker {
 static IDLE: Mutex<Vec<LinkWorker>> = Mutex::new(Vec::new());
 
 /// Links `inputs` in a link worker with nvJitLink's `options`, within `limits`.
+///
+/// A worker is kept for later links only after a link that succeeded: nvJitLink's state after a
+/// failure on a damaged input may be damaged too (measured with nvJitLink 13.0: after some
+/// damaged inputs it had refused, a later link of sound inputs crashed in the same process). For
+/// the same reason a crash in a worker that linked before is tried once more in a new worker,
+/// so that a crash is reported against the inputs that cause it.
 pub(crate) fn link(
     options: &[String],
     ptx: bool,
@@ -77,46 +83,62 @@ pub(crate) fn link(
             .collect(),
         stop,
     };
-    let mut worker = idle_worker().map_or_else(start, Ok).map_err(&stopped)?;
     let message = link_job::encode_link(options, ptx, inputs);
+    let answer = match idle_worker() {
+        Some(worker) => match run(worker, &message, limits) {
+            Err(LinkStop::Signal(_)) => run(start().map_err(&stopped)?, &message, limits),
+            answer => answer,
+        },
+        None => run(start().map_err(&stopped)?, &message, limits),
+    };
+    answer.map_err(stopped)?
+}
+
+/// Runs one link, the encoded `message`, in `worker` within `limits`: nvJitLink's result, or what
+/// stopped the worker.
+fn run(
+    mut worker: LinkWorker,
+    message: &[u8],
+    limits: Limits,
+) -> std::result::Result<LinkResult, LinkStop> {
     let started = Instant::now();
-    if let Err(error) = wire::write_frame(&mut worker.to_worker, &message) {
-        return Err(stopped(
-            worker.ended(format!("it stopped reading ({error})")),
-        ));
+    if let Err(error) = wire::write_frame(&mut worker.to_worker, message) {
+        return Err(worker.ended(format!("it stopped reading ({error})")));
     }
     loop {
         let left = limits.time.saturating_sub(started.elapsed());
         if left.is_zero() {
-            return Err(stopped(worker.kill(LinkStop::TimeLimit(limits.time))));
+            return Err(worker.kill(LinkStop::TimeLimit(limits.time)));
         }
         if let Some(limit) = limits.memory {
             if worker.resident().is_some_and(|resident| resident > limit) {
-                return Err(stopped(worker.kill(LinkStop::MemoryLimit(limit))));
+                return Err(worker.kill(LinkStop::MemoryLimit(limit)));
             }
         }
-        if !readable(&worker.from_worker, left.min(CHECK_EVERY))
-            .map_err(|error| stopped(LinkStop::Worker(format!("cannot wait for it: {error}"))))?
-        {
-            continue;
-        }
-        let answer: LinkResult = match wire::read_frame(&mut worker.from_worker) {
-            Ok(Some(message)) => match link_job::decode_linked(&message) {
-                Ok(Ok(result)) => result,
-                Ok(Err(text)) => Err(stopped(LinkStop::Worker(text))),
-                Err(malformed) => {
-                    let why = format!("it sent a malformed answer ({malformed})");
-                    return Err(stopped(worker.ended(why)));
-                }
-            },
-            Ok(None) => return Err(stopped(worker.ended(String::new()))),
+        match readable(&worker.from_worker, left.min(CHECK_EVERY)) {
+            Ok(false) => continue,
+            Ok(true) => {}
             Err(error) => {
-                let why = format!("its answer broke off ({error})");
-                return Err(stopped(worker.ended(why)));
+                return Err(worker.kill(LinkStop::Worker(format!("cannot wait for it: {error}"))))
+            }
+        }
+        let answer = match wire::read_frame(&mut worker.from_worker) {
+            Ok(Some(message)) => link_job::decode_linked(&message),
+            Ok(None) => return Err(worker.ended(String::new())),
+            Err(error) => return Err(worker.ended(format!("its answer broke off ({error})"))),
+        };
+        return match answer {
+            Ok(Ok(result)) => {
+                if result.is_ok() {
+                    keep(worker);
+                }
+                Ok(result)
+            }
+            Ok(Err(text)) => Err(LinkStop::Worker(text)),
+            Err(malformed) => {
+                Err(worker.ended(format!("it sent a malformed answer ({malformed})")))
             }
         };
-        keep(worker);
-        return answer;
     }
 }
 
