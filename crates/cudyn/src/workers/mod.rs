@@ -7,6 +7,9 @@
 //! executable that serves it, `cudyn` of the `cudyn-cli` package, hosts the two hidden modes
 //! ([`SERVER_MODE`], [`WORKER_MODE`]) by calling [`serve`] and [`work`].
 //!
+//! Every process started here dies with the process that started it (`PR_SET_PDEATHSIG`, see
+//! `spawn.rs`): killing a program leaves no server or worker running.
+//!
 //! **Why processes.** NVRTC 13.0 serializes much of its work inside one process, so threads of
 //! one process stop scaling at 3 to 5 times one core's speed, however many cores there are. Each
 //! process, though, pays NVRTC's start-up: its first compile costs several times a later one
@@ -87,7 +90,13 @@
 //!    - `OUTCOME` (worker to server to batch, or the server's for a lost job): the job's id and
 //!      its result: the compiled code, NVRTC's failure, a missing header, another failure, or
 //!      the worker's death.
-//! 4. **Workers.** The server starts each worker from its own executable file
+//! 4. **Link workers.** An isolated link ([`LinkOptions::isolated`](crate::compile::LinkOptions::isolated))
+//!    starts `EXECUTABLE __link-worker` ([`LINK_WORKER_MODE`]) itself, with no server: it greets
+//!    with `cudyn-link-worker PROTOCOL VERSION PID`, checked as the server's greeting is, then
+//!    answers each `LINK` frame (nvJitLink's options, whether PTX is wanted, each input's kind,
+//!    name and bytes) with a `LINKED` frame (the code and info log, or nvJitLink's failure).
+//!    `link_worker.rs` says how workers are kept and stopped.
+//! 5. **Workers.** The server starts each worker from its own executable file
 //!    (`/proc/self/exe`, which stays that file even when an upgrade replaces it) with
 //!    `__compile-worker`, so a worker is always of the server's version; its standard input
 //!    carries `JOB` frames and its output `OUTCOME` frames.
