@@ -7,6 +7,14 @@
 //! At least 10,000 here (`CUDYN_DAMAGED_LINKS` sets the count), on as many threads as there are
 //! cores, each thread reusing a link worker; the `gpu:` run takes more, and CUDA's own
 //! `libcudadevrt.a` too. Needs NVRTC, nvJitLink and nvcc (the CUDA wheels), no GPU.
+//!
+//! What it found with nvJitLink 13.0 (the CUDA wheels), 10,000 inputs: of 2,500 LTO-IR damages,
+//! 69 crashed nvJitLink and 7 reached the 3 s or the 1 GiB limit (LTO-IR's contents are NVIDIA's own
+//! encoding, which cudyn cannot check: what isolation is for); the relocatable cubins of NVRTC
+//! and nvcc, relocation types changed among their damages, crashed it none of 5,000 times in a
+//! new worker (crashes seen before in one long-lived process came from the damage of earlier
+//! links); the nvcc static library crashed it 5 times in 2,500, each with the last section
+//! header of its object damaged, which the checks now refuse. The damages that crash are printed.
 
 mod common;
 #[path = "../../cudyn/tests/fixtures/damage.rs"]
@@ -324,10 +332,22 @@ fn sweep(total: usize, with_devrt: bool) {
             "{}: a link ran {longest:?}, past its limit of {TIME_LIMIT:?}",
             original.what
         );
-        report.push(ended.len());
+        let stopped = ended
+            .iter()
+            .filter(|(how, _)| *how >= Ended::Crashed)
+            .count();
+        report.push((ended.len(), stopped));
     }
-    // This process lived through every one of them.
-    assert!(report.iter().sum::<usize>() >= total, "{report:?}");
+    // This process lived through every one of them, and some did stop their worker (nvJitLink
+    // 13.0 crashes on about 1 in 40 of these LTO-IR damages): the isolation was tested.
+    let (count, stopped) = report
+        .iter()
+        .fold((0, 0), |(count, stopped), (n, s)| (count + n, stopped + s));
+    assert!(count >= total, "{report:?}");
+    assert!(
+        stopped > 0,
+        "no damage crashed nvJitLink or reached a limit: {report:?}"
+    );
 }
 
 #[test]
