@@ -49,7 +49,9 @@ pub mod target;
 
 #[doc(hidden)]
 pub use batch::workers;
-pub use batch::{compile_all, compile_all_on, compile_batch, Batch, BatchRun};
+pub use batch::{
+    compile_all, compile_all_on, compile_batch, compile_batch_isolated, Batch, BatchRun,
+};
 pub use batch::{set_job_time_limit, set_workers, WorkerSetting};
 pub use compiled::{CacheUse, Compiled, Output};
 pub use fatbin::FatbinBuilder;

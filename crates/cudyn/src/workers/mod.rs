@@ -112,6 +112,9 @@
 //! start is not retried in the same process unless [`set_workers`] is called again. Batches of
 //! fewer than [`MIN_PROGRAMS`] programs to compile stay in the process: with one or two
 //! programs, starting the server costs as much as the compiles themselves.
+//! [`compile_batch_isolated`](crate::compile::compile_batch_isolated) never compiles in the
+//! process: however few its programs, they go to the server, so that the time limit and the
+//! isolation from crashes hold for each, and without a server each fails, saying why.
 //!
 //! A worker that dies (a crash inside NVRTC, a kill) fails the job it held with
 //! [`Error::CompileWorker`](crate::Error::CompileWorker), naming the program and how the worker
