@@ -365,3 +365,63 @@ fn ten_thousand_damaged_inputs_never_end_the_caller_or_run_past_their_limit() {
 fn gpu_sixty_thousand_damaged_inputs_with_cuda_s_device_runtime() {
     sweep(60_000, true);
 }
+
+/// What cannot be refused: LTO-IR's contents. Two bytes of NVRTC 13.0's LTO-IR of [`KERNEL`]
+/// changed crash nvJitLink 13.0 in the process that links (`cudyn link` linking in its own
+/// process, the reference), and only the worker in an isolated link, whose error names the
+/// signal. (Another NVRTC writes other bytes: then the two must still agree.)
+#[test]
+fn a_crash_of_nvjitlink_on_damaged_lto_ir_ends_only_the_worker() {
+    set_workers(WorkerSetting::Executable(common::cudyn_binary()));
+    let helper = nvrtc(HELPER, Output::LtoIr);
+    let mut damaged = nvrtc(KERNEL, Output::LtoIr);
+    for (at, value) in [(426, 0x09), (1662, 0x0d)] {
+        damaged[at] = value;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(folder.path().join("helper.ltoir"), &helper).unwrap();
+    std::fs::write(folder.path().join("damaged.ltoir"), &damaged).unwrap();
+    let alone = common::cudyn()
+        .current_dir(folder.path())
+        .env("CUDYN_LINK_IN_PROCESS", "1")
+        .env("CUDYN_CACHE", "off")
+        .args([
+            "link",
+            "helper.ltoir",
+            "damaged.ltoir",
+            "--lto",
+            "--arch",
+            "sm_90",
+        ])
+        .output()
+        .unwrap();
+    let mut linker = LinkOptions::new()
+        .arch(ARCH)
+        .lto(true)
+        .cache(false)
+        .isolated(true)
+        .linker()
+        .unwrap();
+    linker
+        .add(InputKind::LtoIr, &helper, "helper.ltoir")
+        .unwrap();
+    linker
+        .add(InputKind::LtoIr, &damaged, "damaged.ltoir")
+        .unwrap();
+    let isolated = linker.finish();
+    use std::os::unix::process::ExitStatusExt;
+    match alone.status.signal() {
+        Some(signal) => {
+            let Err(Error::LinkStopped { stop, inputs }) = &isolated else {
+                panic!("{isolated:?}");
+            };
+            assert_eq!(stop, &LinkStop::Signal(signal));
+            assert_eq!(inputs, &["helper.ltoir", "damaged.ltoir"]);
+        }
+        None => assert!(
+            !matches!(isolated, Err(Error::LinkStopped { .. })),
+            "{:?} alone, {isolated:?} isolated",
+            alone.status
+        ),
+    }
+}
