@@ -7,7 +7,7 @@ use super::wire::{self, Fields, LINK, LINKED};
 use crate::codec::{Malformed, Reader};
 use crate::compile::Output;
 use crate::component::Component;
-use crate::error::{CallError, Error};
+use crate::error::Error;
 use crate::kinds::InputKind;
 
 /// The kinds of input, by their number in a message.
@@ -82,18 +82,7 @@ pub(crate) fn encode_linked(result: &LinkResult) -> Vec<u8> {
         Err(Error::Cuda(call))
             if call.api == Component::NvJitLink && NVJITLINK_CALLS.contains(&call.call) =>
         {
-            writer
-                .u8(1)
-                .text(call.call)
-                .u64(call.code as u32 as u64)
-                .text(&call.name)
-                .text(&call.message)
-                .optional(call.log.as_deref(), |writer, log| {
-                    writer.text(log);
-                })
-                .optional(call.hint.as_deref(), |writer, hint| {
-                    writer.text(hint);
-                });
+            wire::write_call(writer.u8(1), call);
         }
         Err(other) => {
             writer.u8(2).text(&other.to_string());
@@ -111,22 +100,11 @@ pub(crate) fn decode_linked(message: &[u8]) -> Result<Result<LinkResult, String>
             reader.bytes()?.to_vec(),
             reader.text()?,
         ))),
-        1 => {
-            let call = reader.str()?;
-            let call = NVJITLINK_CALLS
-                .iter()
-                .find(|known| **known == call)
-                .ok_or(Malformed::Unknown("nvJitLink call"))?;
-            Ok(Err(Error::Cuda(Box::new(CallError {
-                api: Component::NvJitLink,
-                call,
-                code: reader.u64()? as u32 as i32,
-                name: reader.text()?,
-                message: reader.text()?,
-                log: reader.optional(Reader::text)?,
-                hint: reader.optional(Reader::text)?,
-            }))))
-        }
+        1 => Ok(Err(wire::read_call(
+            &mut reader,
+            Component::NvJitLink,
+            &NVJITLINK_CALLS,
+        )?)),
         2 => Err(reader.text()?),
         _ => return Err(Malformed::Unknown("link result")),
     };
@@ -137,6 +115,7 @@ pub(crate) fn decode_linked(message: &[u8]) -> Result<Result<LinkResult, String>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::CallError;
 
     #[test]
     fn a_link_round_trips_and_every_cut_is_refused() {

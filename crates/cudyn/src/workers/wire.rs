@@ -387,6 +387,45 @@ const NVRTC_CALLS: [&str; 13] = [
     "nvrtcDestroyProgram",
 ];
 
+/// A failed call of a CUDA library, as a message's fields: the call, its status, its name and
+/// text, the log and the hint.
+pub(super) fn write_call(writer: &mut Writer, call: &CallError) {
+    writer
+        .text(call.call)
+        .u64(call.code as u32 as u64)
+        .text(&call.name)
+        .text(&call.message)
+        .optional(call.log.as_deref(), |writer, log| {
+            writer.text(log);
+        })
+        .optional(call.hint.as_deref(), |writer, hint| {
+            writer.text(hint);
+        });
+}
+
+/// What [`write_call`] wrote, for a call of `api` among `calls` (the names travel as text, and
+/// the error keeps them as `&'static str`).
+pub(super) fn read_call(
+    reader: &mut Reader,
+    api: Component,
+    calls: &[&'static str],
+) -> Result<Error, Malformed> {
+    let call = reader.str()?;
+    let call = calls
+        .iter()
+        .find(|known| **known == call)
+        .ok_or(Malformed::Unknown("call"))?;
+    Ok(Error::Cuda(Box::new(CallError {
+        api,
+        call,
+        code: reader.u64()? as u32 as i32,
+        name: reader.text()?,
+        message: reader.text()?,
+        log: reader.optional(Reader::text)?,
+        hint: reader.optional(Reader::text)?,
+    })))
+}
+
 /// A job's outcome as a message.
 pub(super) fn encode_outcome(id: u64, outcome: &Outcome) -> Vec<u8> {
     let mut writer = message(OUTCOME);
@@ -405,15 +444,7 @@ pub(super) fn encode_outcome(id: u64, outcome: &Outcome) -> Vec<u8> {
         Outcome::Failed(Error::Cuda(call))
             if call.api == Component::Nvrtc && NVRTC_CALLS.contains(&call.call) =>
         {
-            writer
-                .u8(1)
-                .text(call.call)
-                .u64(call.code as u32 as u64)
-                .text(&call.name)
-                .text(&call.message)
-                .optional(call.log.as_deref(), |writer, log| {
-                    writer.text(log);
-                });
+            write_call(writer.u8(1), call);
         }
         Outcome::Failed(Error::HeaderNotFound {
             header,
@@ -451,22 +482,7 @@ pub(super) fn decode_outcome(message: &[u8]) -> Result<(u64, Outcome), Malformed
             checked: None,
             cache_use: CacheUse::Off,
         }),
-        1 => {
-            let call = reader.str()?;
-            let call = NVRTC_CALLS
-                .iter()
-                .find(|known| **known == call)
-                .ok_or(Malformed::Unknown("NVRTC call"))?;
-            Outcome::Failed(Error::Cuda(Box::new(CallError {
-                api: Component::Nvrtc,
-                call,
-                code: reader.u64()? as u32 as i32,
-                name: reader.text()?,
-                message: reader.text()?,
-                log: reader.optional(Reader::text)?,
-                hint: None,
-            })))
-        }
+        1 => Outcome::Failed(read_call(&mut reader, Component::Nvrtc, &NVRTC_CALLS)?),
         2 => {
             let header = reader.text()?;
             Outcome::Failed(Error::HeaderNotFound {
