@@ -131,6 +131,31 @@ impl LinkOptions {
     /// `cudyn` beside the program); without one the link fails, saying so, rather than run
     /// here. Workers are kept for later links: a link costs one message each way, the first
     /// also the worker's start.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use cudyn::compile::{Arch, InputKind, LinkOptions};
+    /// use cudyn::error::LinkStop;
+    /// use cudyn::Error;
+    ///
+    /// # let plugin: Vec<u8> = Vec::new();
+    /// let options = LinkOptions::new()
+    ///     .arch(Arch::new(9, 0))
+    ///     .lto(true)
+    ///     .isolated(true)
+    ///     .time_limit(Duration::from_secs(30))
+    ///     .memory_limit(2 << 30);
+    /// let mut linker = options.linker()?;
+    /// linker.add(InputKind::LtoIr, &plugin, "plugin.ltoir")?;
+    /// match linker.finish() {
+    ///     Ok(linked) => std::fs::write("plugin.cubin", linked.code()).expect("write"),
+    ///     Err(Error::LinkStopped { stop: LinkStop::Signal(signal), .. }) => {
+    ///         eprintln!("the plugin crashed nvJitLink (signal {signal}); this program goes on")
+    ///     }
+    ///     Err(error) => eprintln!("{error}"),
+    /// }
+    /// # Ok::<(), cudyn::Error>(())
+    /// ```
     pub fn isolated(mut self, on: bool) -> Self {
         self.isolated = on;
         self
