@@ -80,7 +80,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // The compile server and its workers, which the library starts (`cudyn::compile_all`), are
+    // The compile server, its workers and the link workers, which the library starts
+    // (`cudyn::compile_all`, isolated links), are
     // modes of this executable that no user types: kept out of the command line's parser, they
     // stay out of its help, its completions and its suggestions for a mistyped command.
     if let Some(status) = worker::run_hidden_mode() {

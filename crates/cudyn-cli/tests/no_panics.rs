@@ -32,7 +32,7 @@ macro_rules! sources {
     };
 }
 
-const SOURCES: [(&str, &str); 22] = sources!(
+const SOURCES: [(&str, &str); 21] = sources!(
     "cache.rs",
     "compile.rs",
     "completions.rs",
@@ -41,7 +41,6 @@ const SOURCES: [(&str, &str); 22] = sources!(
     "input.rs",
     "inspect.rs",
     "link/inputs.rs",
-    "link/isolated.rs",
     "link/mod.rs",
     "main.rs",
     "output.rs",

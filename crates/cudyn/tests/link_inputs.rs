@@ -422,6 +422,63 @@ fn a_field_nvjitlink_follows_unchecked_is_refused_when_damaged() {
 }
 
 #[test]
+fn a_host_object_section_outside_the_file_is_refused_alone_and_in_a_library() {
+    // nvJitLink 13.0 crashed on an nvcc object in a static library whose last section header's
+    // offset had bytes changed: every section's bytes must lie in the file.
+    let dir = tempfile::tempdir().unwrap();
+    let section = dir.path().join("section.bin");
+    std::fs::write(&section, relocatable_fatbin(90)).unwrap();
+    let object_path = fixtures::host_object(dir.path(), &section, "__nv_relfatbin");
+    let object = std::fs::read(&object_path).unwrap();
+    let library_path = dir.path().join("libkernel.a");
+    fixtures::run(
+        std::process::Command::new("ar")
+            .arg("rcs")
+            .arg(&library_path)
+            .arg(&object_path),
+    );
+    let library = std::fs::read(&library_path).unwrap();
+    let member = library
+        .windows(object.len())
+        .position(|window| window == object)
+        .expect("the object, whole, in the library");
+    let shoff = u64::from_le_bytes(object[40..48].try_into().unwrap()) as usize;
+    let shnum = usize::from(u16::from_le_bytes(object[60..62].try_into().unwrap()));
+    let mut refused = 0;
+    for index in 1..shnum {
+        let header = shoff + index * 64;
+        if u32::from_le_bytes(object[header + 4..header + 8].try_into().unwrap()) == 8 {
+            continue; // SHT_NOBITS: no bytes in the file.
+        }
+        // Its offset, plus 2^40.
+        let at = header + 24 + 5;
+        let mut damaged_object = object.clone();
+        damaged_object[at] ^= 0x01;
+        let mut damaged_library = library.clone();
+        damaged_library[member + at] ^= 0x01;
+        for (kind, bytes) in [
+            (InputKind::Object, &damaged_object),
+            (InputKind::Library, &damaged_library),
+        ] {
+            let mut linker = options(90).linker().unwrap();
+            let error = linker.add(kind, bytes, "damaged").map(drop).unwrap_err();
+            match &error {
+                // The symbol or string table, which the object reader itself needs.
+                Error::NotDeviceCode { .. } => {}
+                Error::MalformedImage { error, .. } if error.to_string().contains("symbol") => {}
+                Error::MalformedImage { error, .. }
+                    if error.to_string().contains("lie outside the file") =>
+                {
+                    refused += 1
+                }
+                other => panic!("section {index} in {kind:?}: {other:?}"),
+            }
+        }
+    }
+    assert!(refused >= 8, "{refused}");
+}
+
+#[test]
 fn an_executable_cubin_is_refused_naming_relocatable_code() {
     // nvJitLink takes an executable cubin and links none of its code: the link "succeeded" with
     // a cubin without the kernel.

@@ -1,27 +1,12 @@
 //! The inputs of a link: their kinds, told from their bytes, and what they hold.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cudyn::compile::InputKind;
 use cudyn::inspect::Contents;
 use cudyn::Image;
 
-use super::InputReport;
 use crate::output::{self, CliError};
-
-/// The inputs among `files` that can be read and are device code, with their kinds.
-pub fn readable(files: &[PathBuf], limit: crate::input::Limit) -> Vec<InputReport> {
-    files
-        .iter()
-        .filter_map(|file| {
-            let kind = kind(file, &crate::input::device_code(file, limit).ok()?).ok()?;
-            Some(InputReport {
-                file: file.clone(),
-                kind: kind_name(kind),
-            })
-        })
-        .collect()
-}
 
 /// The kind nvJitLink is told, from the bytes (not the name), as [`Image::detect`] finds it.
 pub fn kind(file: &Path, bytes: &[u8]) -> Result<InputKind, CliError> {

@@ -1,8 +1,9 @@
-//! `cudyn link`: device code linked by nvJitLink into one cubin, in a child process (see
-//! [`isolated`]).
+//! `cudyn link`: device code linked by nvJitLink into one cubin, isolated in a link worker
+//! process (`cudyn::compile::LinkOptions::isolated`): nvJitLink crashing on an input ends the
+//! worker, not `cudyn link`, which then says what happened and exits with status 1 like any failed
+//! link. The worker is this executable itself.
 
 mod inputs;
-mod isolated;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,7 +28,8 @@ Exit status:
   1  an input could not be read or is not device code (a static library without any, a cubin
      of another architecture), the link failed (its log follows),
      nvJitLink crashed on an input (it runs in a process of its own, so that the crash is
-     reported rather than ending cudyn) or ran past --time-limit, or no target was known
+     reported rather than ending cudyn) or ran past --time-limit or --memory-limit, or no
+     target was known
   2  usage error: a bad option or value, an output that is an input, --json with -o -
 
 Examples:
@@ -68,10 +70,17 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Stop the link after this many seconds and fail: nvJitLink can run for minutes on a
-    /// damaged input. No limit by default.
+    /// damaged input. 600 seconds by default.
     #[arg(long, value_name = "SECONDS", value_parser = parse_time_limit)]
     time_limit: Option<Duration>,
+    /// Stop the link when nvJitLink's process holds more than this many MiB of memory, and
+    /// fail: a damaged input can make it take gigabytes. No limit by default.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    memory_limit: Option<u64>,
 }
+
+/// Set in the environment: link in this process, not in a link worker (for comparing the two).
+const IN_PROCESS_ENV: &str = "CUDYN_LINK_IN_PROCESS";
 
 /// A positive number of seconds.
 fn parse_time_limit(text: &str) -> Result<Duration, String> {
@@ -119,26 +128,6 @@ pub fn run(args: &Args) -> ExitCode {
             return error.exit_code();
         }
     };
-    if !isolated::in_process() {
-        // Without a child (it could not be started), the link runs here, with no time limit.
-        let failure = match isolated::run_child(args.time_limit) {
-            Some(isolated::ChildEnd::Exited(status)) => {
-                return ExitCode::from(u8::try_from(status).unwrap_or(1));
-            }
-            Some(isolated::ChildEnd::Signaled(signal)) => {
-                Some(isolated::ended_by(signal, &args.inputs))
-            }
-            Some(isolated::ChildEnd::TimedOut(limit)) => {
-                Some(isolated::timed_out(limit, &args.inputs))
-            }
-            None => None,
-        };
-        if let Some(message) = failure {
-            let mut report = LinkReport::new(args);
-            report.inputs = inputs::readable(&args.inputs, args.limit);
-            return finish(args, report, Err(CliError::new(message)));
-        }
-    }
     let mut report = LinkReport::new(args);
     let outcome = link(args, destination, &mut report);
     finish(args, report, outcome)
@@ -211,6 +200,24 @@ fn finish(args: &Args, mut report: LinkReport, outcome: Result<Destination, CliE
     }
 }
 
+/// `options` isolated in a link worker of this executable, with the command's limits; in this
+/// process only when asked ([`IN_PROCESS_ENV`]) or when this executable's file cannot be found.
+fn isolation(mut options: LinkOptions, args: &Args) -> LinkOptions {
+    let worker = std::env::current_exe().ok();
+    let Some(worker) = worker.filter(|_| std::env::var_os(IN_PROCESS_ENV).is_none()) else {
+        return options;
+    };
+    cudyn::compile::set_workers(cudyn::compile::WorkerSetting::Executable(worker));
+    options = options.isolated(true);
+    if let Some(limit) = args.time_limit {
+        options = options.time_limit(limit);
+    }
+    if let Some(mib) = args.memory_limit {
+        options = options.memory_limit(mib.saturating_mul(1 << 20));
+    }
+    options
+}
+
 fn link(
     args: &Args,
     destination: Destination,
@@ -237,6 +244,7 @@ fn link(
         inputs.push((file, kind, bytes));
     }
     let mut options = LinkOptions::new().lto(args.lto).verbose(args.verbose);
+    options = isolation(options, args);
     if let Some(arch) = args.arch {
         options = options.arch(arch);
     }

@@ -71,6 +71,14 @@ pub enum BatchRun {
         /// Why not in worker processes.
         why: String,
     },
+    /// Nowhere: [`compile_batch_isolated`] compiles in worker processes only, and none could be
+    /// had; each program failed with [`Error::CompileWorker`].
+    NoWorkers {
+        /// How many programs were not compiled.
+        programs: usize,
+        /// Why there are no workers.
+        why: String,
+    },
     /// In worker processes of a compile server ([`workers`](crate::workers)).
     Workers {
         /// How many programs were compiled.
@@ -89,6 +97,30 @@ pub enum BatchRun {
 /// at least [`MIN_PROGRAMS`] of them and a compile server can be had, else on this process's
 /// threads.
 pub fn compile_batch(programs: &[Program]) -> Batch {
+    compile_batch_where(programs, Place::Best)
+}
+
+/// Compiles every program as [`compile_batch`] does, but every program not in the cache in a
+/// compile worker, however few there are: the way to compile source this process did not write.
+/// A compile that crashes NVRTC, or runs past the job time limit ([`set_job_time_limit`]: a
+/// template recursion can keep NVRTC busy for minutes), fails alone with
+/// [`Error::CompileWorker`], and the calling process lives on. Without a compile server (no
+/// worker executable, workers turned off) each program fails with that error too, saying why,
+/// rather than compile in this process.
+pub fn compile_batch_isolated(programs: &[Program]) -> Batch {
+    compile_batch_where(programs, Place::Workers)
+}
+
+/// Where a batch's programs may compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// In workers when that pays off, else in this process.
+    Best,
+    /// In workers only.
+    Workers,
+}
+
+fn compile_batch_where(programs: &[Program], place: Place) -> Batch {
     let default = callers_default(programs);
     let mut results: Vec<Option<Result<Compiled>>> = programs.iter().map(|_| None).collect();
     let mut pending = Vec::new();
@@ -111,7 +143,7 @@ pub fn compile_batch(programs: &[Program]) -> Batch {
             Err(error) => results[index] = Some(Err(error)),
         }
     }
-    let run = compile_pending(programs, pending, &mut results);
+    let run = compile_pending(programs, pending, &mut results, place);
     Batch {
         results: results
             .into_iter()
@@ -167,19 +199,26 @@ fn compile_pending(
     programs: &[Program],
     pending: Vec<Pending>,
     results: &mut [Option<Result<Compiled>>],
+    place: Place,
 ) -> BatchRun {
     let count = pending.len();
     if count == 0 {
         return BatchRun::NothingToCompile;
     }
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let server = match count {
-        _ if cores < 2 => Err("one core: worker processes would not compile in parallel".into()),
-        count if count < MIN_PROGRAMS => Err(format!(
+    // Workers pay off only for enough programs on more than one core, unless asked for.
+    let not_worth_it = match count {
+        _ if place == Place::Workers => None,
+        _ if cores < 2 => Some("one core: worker processes would not compile in parallel".into()),
+        count if count < MIN_PROGRAMS => Some(format!(
             "{count} program(s) to compile, fewer than the {MIN_PROGRAMS} for which worker \
              processes pay off"
         )),
-        _ => workers::server().and_then(|server| {
+        _ => None,
+    };
+    let server = match not_worth_it {
+        Some(why) => Err(why),
+        None => workers::server().and_then(|server| {
             same_nvrtc_here(&server.nvrtc)?;
             Ok(server)
         }),
@@ -192,6 +231,17 @@ fn compile_pending(
                 workers: server.workers,
                 executable: server.executable.clone(),
                 server_pid: server.pid,
+            }
+        }
+        Err(why) if place == Place::Workers => {
+            for pending in pending {
+                let program = &programs[pending.index];
+                let what = format!("no compile worker could be had: {why}");
+                results[pending.index] = Some(Err(lost(program, &what)));
+            }
+            BatchRun::NoWorkers {
+                programs: count,
+                why,
             }
         }
         Err(why) => {

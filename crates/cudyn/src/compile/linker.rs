@@ -1,15 +1,14 @@
-//! `Linker`: device code linked at run time by nvJitLink, with link-time optimization.
+//! `Linker`: device code linked at run time by nvJitLink, with link-time optimization, in this
+//! process or, isolated, in a link worker process.
 
-use std::ffi::CString;
-use std::marker::PhantomData;
+use std::borrow::Cow;
 use std::path::Path;
+use std::time::Duration;
 
 use super::compiled::Output;
-use super::link_thread::{self, Handle};
+use super::link_session::Session;
 use super::target::{Arch, PtxVerdict};
-use super::{c_strings, text_of};
 use crate::api::c_string;
-use crate::api::nvjitlink as api;
 use crate::builder::setters;
 use crate::cache::entry::{Entry, Listed, Listing};
 use crate::cache::{Cache, KeyHasher};
@@ -18,8 +17,9 @@ use crate::image::ImageKind;
 pub use crate::kinds::InputKind;
 use crate::library::loader::Checks;
 use crate::library::Library;
+use crate::sys;
 use crate::sys::locate::Component;
-use crate::sys::{self, nvjitlink};
+use crate::workers::{self, Limits};
 
 impl InputKind {
     /// The kind nvJitLink is told for `bytes` added as this kind, once they are checked to be
@@ -41,18 +41,6 @@ impl InputKind {
         }
         Ok(InputKind::of(found))
     }
-
-    fn raw(self) -> nvjitlink::nvJitLinkInputType {
-        match self {
-            InputKind::Cubin => nvjitlink::NVJITLINK_INPUT_CUBIN,
-            InputKind::Ptx => nvjitlink::NVJITLINK_INPUT_PTX,
-            InputKind::LtoIr => nvjitlink::NVJITLINK_INPUT_LTOIR,
-            InputKind::Fatbin => nvjitlink::NVJITLINK_INPUT_FATBIN,
-            InputKind::Object => nvjitlink::NVJITLINK_INPUT_OBJECT,
-            InputKind::Library => nvjitlink::NVJITLINK_INPUT_LIBRARY,
-            InputKind::Any => nvjitlink::NVJITLINK_INPUT_ANY,
-        }
-    }
 }
 
 /// How to link; [`LinkOptions::linker`] starts a link with them ([`Linker`] shows one).
@@ -71,7 +59,13 @@ pub struct LinkOptions {
     extra: Vec<String>,
     /// Set by `cache(false)`: the default (derived) is to use the cache.
     no_cache: bool,
+    isolated: bool,
+    time_limit: Option<Duration>,
+    memory_limit: Option<u64>,
 }
+
+/// How long an isolated link may run unless [`LinkOptions::time_limit`] says otherwise.
+pub const DEFAULT_LINK_TIME_LIMIT: Duration = Duration::from_secs(600);
 
 impl LinkOptions {
     /// Links SASS for the calling thread's current device, without link-time optimization.
@@ -124,6 +118,65 @@ impl LinkOptions {
     /// step; nvJitLink is still opened and given the inputs, which is cheap.
     pub fn cache(mut self, on: bool) -> Self {
         self.no_cache = !on;
+        self
+    }
+
+    /// Links in a link worker process instead of this one: the way to link input this process
+    /// did not produce itself ([`Linker`] states the trust model). nvJitLink crashing on a
+    /// damaged input then ends the worker, and the link fails with [`Error::LinkStopped`] naming
+    /// the inputs and the signal; the link can be stopped at a [time](Self::time_limit) and a
+    /// [memory](Self::memory_limit) limit. Off by default.
+    ///
+    /// The worker is the `cudyn` executable found as the compile workers' is
+    /// ([`crate::workers`]: [`set_workers`](crate::compile::set_workers), `CUDYN_WORKER`, or
+    /// `cudyn` beside the program); without one the link fails, saying so, rather than run
+    /// here. Workers are kept for later links: a link costs one message each way, the first
+    /// also the worker's start.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use cudyn::compile::{Arch, InputKind, LinkOptions};
+    /// use cudyn::error::LinkStop;
+    /// use cudyn::Error;
+    ///
+    /// # let plugin: Vec<u8> = Vec::new();
+    /// let options = LinkOptions::new()
+    ///     .arch(Arch::new(9, 0))
+    ///     .lto(true)
+    ///     .isolated(true)
+    ///     .time_limit(Duration::from_secs(30))
+    ///     .memory_limit(2 << 30);
+    /// let mut linker = options.linker()?;
+    /// linker.add(InputKind::LtoIr, &plugin, "plugin.ltoir")?;
+    /// match linker.finish() {
+    ///     Ok(linked) => std::fs::write("plugin.cubin", linked.code()).expect("write"),
+    ///     Err(Error::LinkStopped { stop: LinkStop::Signal(signal), .. }) => {
+    ///         eprintln!("the plugin crashed nvJitLink (signal {signal}); this program goes on")
+    ///     }
+    ///     Err(error) => eprintln!("{error}"),
+    /// }
+    /// # Ok::<(), cudyn::Error>(())
+    /// ```
+    pub fn isolated(mut self, on: bool) -> Self {
+        self.isolated = on;
+        self
+    }
+
+    /// Stops a link that runs longer than `limit` (killing its worker), failing it with
+    /// [`Error::LinkStopped`]; [`DEFAULT_LINK_TIME_LIMIT`] otherwise. Only a link in another
+    /// process can be stopped, so this makes the link [isolated](Self::isolated).
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
+        self.isolated = true;
+        self
+    }
+
+    /// Stops a link whose worker's resident memory grows past `bytes` (killing the worker),
+    /// failing it with [`Error::LinkStopped`]; no limit otherwise. A worker holds about 60 MiB
+    /// before it links. This makes the link [isolated](Self::isolated).
+    pub fn memory_limit(mut self, bytes: u64) -> Self {
+        self.memory_limit = Some(bytes);
+        self.isolated = true;
         self
     }
 
@@ -184,26 +237,52 @@ impl LinkOptions {
 ///
 /// Inputs given as bytes are borrowed until the link finishes: nvJitLink may read them as late as
 /// that.
+///
+/// # Trust
+///
+/// nvJitLink believes what its inputs say of themselves, and a damaged input can crash it, keep
+/// it busy for minutes or make it take gigabytes. cudyn **checks** every input before nvJitLink
+/// sees it ([`add`](Self::add)): its kind, and every header, table and index the format's check
+/// reads (cubins, fatbins, PTX, host objects and archives, as a load checks them), so that
+/// truncated and most damaged code is refused with an error saying where. What the checks
+/// cannot see, nvJitLink reads: the contents of LTO-IR (NVIDIA's own encoding, checked by its
+/// header alone; two bytes changed in NVRTC's LTO-IR have crashed nvJitLink 13.0 with SIGSEGV)
+/// and values that are well-formed but wrong (a relocation changed to another valid type,
+/// several bytes changed at once), which nvJitLink 13.0 survived in every case measured but
+/// which no check can prove harmless. A link
+/// [**isolated**](LinkOptions::isolated) runs nvJitLink in a worker process, so such an input
+/// ends the worker, not the caller: the link fails with [`Error::LinkStopped`], and so does a
+/// link past its [time](LinkOptions::time_limit) or [memory](LinkOptions::memory_limit) limit.
+/// **Left to the caller**: choosing isolation for input it did not produce itself (in-process
+/// linking is the default, for code the program compiled), limits that suit its inputs, and what
+/// it does with the linked code, which is as trustworthy as its inputs (load it, and the load
+/// checks it again).
 #[derive(Debug)]
 pub struct Linker<'a> {
-    /// Used on the link thread only (see [`link_thread`]).
-    raw: Handle,
     arch: Arch,
     ptx: bool,
-    /// The inputs' names: nvJitLink keeps the pointers and reads them when it writes its logs
-    /// (measured with nvJitLink 13.0: a name freed after `nvJitLinkAddData` came out as garbage
-    /// in an undefined-reference error).
-    names: Vec<CString>,
-    inputs: PhantomData<&'a [u8]>,
-    /// The bytes of the inputs read from files, kept as the borrowed inputs are (`'a`): until
-    /// the handle is destroyed.
-    files: Vec<Box<[u8]>>,
+    mode: Mode<'a>,
     /// The cache key so far (options, then each input); `None` when not cached.
     key: Option<KeyHasher>,
 }
 
+/// Where the link runs.
+#[derive(Debug)]
+enum Mode<'a> {
+    /// In this process: each input is handed to nvJitLink as it is added.
+    InProcess(Session<'a>),
+    /// In a link worker: the inputs are kept (borrowed where given as bytes) and sent with
+    /// nvJitLink's options when the link finishes.
+    Isolated {
+        options: Vec<String>,
+        limits: Limits,
+        inputs: Vec<(InputKind, String, Cow<'a, [u8]>)>,
+    },
+}
+
 impl<'a> Linker<'a> {
-    /// Starts a link (`nvJitLinkCreate`).
+    /// Starts a link (`nvJitLinkCreate`; for an [isolated](LinkOptions::isolated) link, in the
+    /// worker when it finishes, where an option nvJitLink refuses fails the link).
     ///
     /// Without an architecture and without a GPU: [`Error::ArchRequired`].
     pub fn new(options: &LinkOptions) -> Result<Self> {
@@ -217,33 +296,29 @@ impl<'a> Linker<'a> {
                 .require_loadable(Component::NvJitLink, options.allow_newer_ptx)?;
         }
         let option_strings = options.nvjitlink_options(arch);
-        let strings = c_strings("link option", &option_strings)?;
-        let (raw, created) = link_thread::run(|| {
-            let mut raw = std::ptr::null_mut();
-            let created = api::create(&mut raw, &strings);
-            (Handle::new(raw), created)
-        });
-        if raw.get().is_null() {
-            // nvJitLink keeps no handle, and so no log, when it rejects an option.
-            return Err(created.err().unwrap_or(Error::EmptyOutput {
-                producer: Component::NvJitLink,
-                what: "link handle",
-                hint: "the nvJitLink library is probably damaged; reinstall it",
-            }));
-        }
-        let linker = Linker {
-            raw,
+        let key = (!options.no_cache)
+            .then(|| super::cached::link_hasher(&option_strings, options.ptx))
+            .flatten();
+        let mode = match options.isolated {
+            false => Mode::InProcess(Session::create(&option_strings)?),
+            true => {
+                super::c_strings("link option", &option_strings)?;
+                Mode::Isolated {
+                    options: option_strings,
+                    limits: Limits {
+                        time: options.time_limit.unwrap_or(DEFAULT_LINK_TIME_LIMIT),
+                        memory: options.memory_limit,
+                    },
+                    inputs: Vec::new(),
+                }
+            }
+        };
+        Ok(Linker {
             arch,
             ptx: options.ptx,
-            names: Vec::new(),
-            inputs: PhantomData,
-            files: Vec::new(),
-            key: (!options.no_cache)
-                .then(|| super::cached::link_hasher(&option_strings, options.ptx))
-                .flatten(),
-        };
-        linker.with_logs(created)?;
-        Ok(linker)
+            mode,
+            key,
+        })
     }
 
     /// Adds an input from memory; `name` is what the logs call it.
@@ -254,16 +329,20 @@ impl<'a> Linker<'a> {
     /// an executable cubin (compiled without relocatable device code, of which a link takes
     /// nothing) [`Error::NotRelocatable`].
     /// nvJitLink is told the kind found ([`InputKind::Any`] is resolved here). LTO-IR is checked
-    /// by its header alone: its contents are NVIDIA's own encoding, and nvJitLink has aborted the
-    /// process on a damaged one ("LLVM ERROR"), so link LTO-IR from an untrusted source in a
-    /// process of its own (`cudyn link`, say).
+    /// by its header alone: its contents are NVIDIA's own encoding, and nvJitLink has crashed on
+    /// damaged ones, so link LTO-IR from an untrusted source [isolated](LinkOptions::isolated)
+    /// (see [Trust](Linker#trust)).
     pub fn add(&mut self, kind: InputKind, bytes: &'a [u8], name: &str) -> Result<&mut Self> {
         let kind = kind.checked(bytes, name)?;
         self.check_arch(kind, bytes, name)?;
-        let name = c_string("input name", name)?;
-        // SAFETY: `bytes` stays borrowed for the linker's life ('a), which outlasts the handle.
-        let added = unsafe { self.add_checked(kind, bytes, name) };
-        self.with_logs(added)?;
+        self.add_to_key(kind, name, bytes);
+        match &mut self.mode {
+            Mode::InProcess(session) => session.add(kind, bytes, name)?,
+            Mode::Isolated { inputs, .. } => {
+                c_string("input name", name)?;
+                inputs.push((kind, name.to_owned(), Cow::Borrowed(bytes)));
+            }
+        }
         Ok(self)
     }
 
@@ -279,16 +358,16 @@ impl<'a> Linker<'a> {
             });
         };
         let bytes = std::fs::read(path).map_err(|error| Error::read_file(path, error))?;
-        let bytes = bytes.into_boxed_slice();
         let kind = kind.checked(&bytes, text)?;
         self.check_arch(kind, &bytes, text)?;
-        let name = c_string("file name", text)?;
-        // SAFETY: the bytes move into `self.files` right after, whatever nvJitLink answered;
-        // moving the box does not move its heap bytes, which stay there until the handle is
-        // destroyed (`Drop` destroys it before the fields are dropped).
-        let added = unsafe { self.add_checked(kind, &bytes, name) };
-        self.files.push(bytes);
-        self.with_logs(added)?;
+        self.add_to_key(kind, text, &bytes);
+        match &mut self.mode {
+            Mode::InProcess(session) => session.add_owned(kind, bytes.into_boxed_slice(), text)?,
+            Mode::Isolated { inputs, .. } => {
+                c_string("file name", text)?;
+                inputs.push((kind, text.to_owned(), Cow::Owned(bytes)));
+            }
+        }
         Ok(self)
     }
 
@@ -311,35 +390,17 @@ impl<'a> Linker<'a> {
         })
     }
 
-    /// Hands nvJitLink `bytes`, of `kind` (checked), under `name`, and adds them to the key;
-    /// returns nvJitLink's answer, whose logs the caller reads.
-    ///
-    /// # Safety
-    /// `bytes` stay alive and unchanged until the handle is destroyed: nvJitLink may read them
-    /// until the link.
-    unsafe fn add_checked(&mut self, kind: InputKind, bytes: &[u8], name: CString) -> Result<()> {
-        let raw = self.raw;
-        let added = link_thread::run(|| {
-            // SAFETY: the handle is live; the caller keeps `bytes` alive for the handle's life,
-            // and the name is kept in `self.names` until the handle is destroyed.
-            unsafe { api::add_data(raw.get(), kind.raw(), bytes, &name) }
-        });
-        self.add_to_key(kind, name.as_bytes(), Some(bytes));
-        // The heap bytes of a CString do not move with it.
-        self.names.push(name);
-        added
-    }
-
     /// Links (`nvJitLinkComplete`) and returns the cubin (or the PTX, when
     /// [`LinkOptions::ptx`] asked for it) and the info log. A failure carries nvJitLink's error and
-    /// info logs in [`Error::log`].
+    /// info logs in [`Error::log`]; an isolated link stopped by a crash or a limit is
+    /// [`Error::LinkStopped`].
     pub fn finish(self) -> Result<Linked> {
         let cached = self
             .key
             .as_ref()
             .map(KeyHasher::finish)
             .and_then(|key| Some((Cache::global()?, key)));
-        if let Some(entry) = cached.and_then(|(cache, key)| cache.lookup(&key)) {
+        if let Some(entry) = cached.as_ref().and_then(|(cache, key)| cache.lookup(key)) {
             return Ok(Linked {
                 arch: entry.arch,
                 output: entry.output,
@@ -347,29 +408,28 @@ impl<'a> Linker<'a> {
                 info_log: entry.log.clone(),
             });
         }
-        let raw = self.raw;
-        let completed = link_thread::run(|| {
-            // SAFETY: the handle is live and the inputs are borrowed for 'a, which `self` is
-            // within.
-            unsafe { api::complete(raw.get()) }
-        });
-        self.with_logs(completed)?;
-        let ptx = self.ptx;
-        let (output, code) = link_thread::run(|| {
-            // SAFETY: the handle is live and the link completed.
-            unsafe {
-                Ok::<_, Error>(if ptx {
-                    (Output::Ptx, api::get_linked_ptx(raw.get())?)
-                } else {
-                    (Output::Cubin, api::get_linked_cubin(raw.get())?)
-                })
+        let (output, code, info_log) = match &self.mode {
+            Mode::InProcess(session) => {
+                let (output, code) = session.complete(self.ptx)?;
+                (output, code, session.info_log())
             }
-        })?;
+            Mode::Isolated {
+                options,
+                limits,
+                inputs,
+            } => {
+                let inputs: Vec<workers::LinkInput> = inputs
+                    .iter()
+                    .map(|(kind, name, bytes)| (*kind, name.as_str(), &bytes[..]))
+                    .collect();
+                workers::link(options, self.ptx, &inputs, *limits)?
+            }
+        };
         let linked = Linked {
             arch: self.arch,
             output,
             code,
-            info_log: self.info_log(),
+            info_log,
         };
         if let Some((cache, key)) = cached {
             cache.store(Entry {
@@ -393,79 +453,28 @@ impl<'a> Linker<'a> {
         Ok(linked)
     }
 
-    /// Adds an input to the key; an input whose bytes cannot be read makes the link uncached.
-    fn add_to_key(&mut self, kind: InputKind, name: &[u8], bytes: Option<&[u8]>) {
-        match bytes {
-            Some(bytes) => {
-                if let Some(key) = &mut self.key {
-                    key.field(&[kind as u8]).field(name).field(bytes);
-                }
-            }
-            None => self.key = None,
+    /// Adds an input to the key.
+    fn add_to_key(&mut self, kind: InputKind, name: &str, bytes: &[u8]) {
+        if let Some(key) = &mut self.key {
+            key.field(&[kind as u8]).field(name.as_bytes()).field(bytes);
         }
     }
 
-    /// nvJitLink's info log so far.
+    /// nvJitLink's info log so far; empty for an [isolated](LinkOptions::isolated) link, whose
+    /// log comes with its result ([`Linked::info_log`], [`Error::log`]).
     pub fn info_log(&self) -> String {
-        let raw = self.raw;
-        readable_log(link_thread::run(|| {
-            // SAFETY: the handle is live.
-            unsafe { api::get_info_log(raw.get()) }
-        }))
+        match &self.mode {
+            Mode::InProcess(session) => session.info_log(),
+            Mode::Isolated { .. } => String::new(),
+        }
     }
 
-    /// nvJitLink's error log so far.
+    /// nvJitLink's error log so far; empty for an [isolated](LinkOptions::isolated) link.
     pub fn error_log(&self) -> String {
-        let raw = self.raw;
-        readable_log(link_thread::run(|| {
-            // SAFETY: the handle is live.
-            unsafe { api::get_error_log(raw.get()) }
-        }))
-    }
-
-    /// Attaches the logs to a failed call's error.
-    fn with_logs(&self, outcome: Result<()>) -> Result<()> {
-        outcome.map_err(|error| match error {
-            Error::Cuda(mut failure) => {
-                let mut log = self.error_log();
-                if log.contains(UNDEFINED_REFERENCE) {
-                    failure.hint = Some(UNDEFINED_HINT.to_owned());
-                }
-                let info = self.info_log();
-                if !info.trim().is_empty() {
-                    log.push_str("\ninfo log:\n");
-                    log.push_str(&info);
-                }
-                failure.log = Some(log);
-                Error::Cuda(failure)
-            }
-            other => other,
-        })
-    }
-}
-
-/// What nvJitLink's error log says of a symbol an input uses and no input defines, a failure it
-/// reports with the status of an internal error.
-const UNDEFINED_REFERENCE: &str = "Undefined reference";
-
-/// What a link that failed on an undefined reference needs.
-const UNDEFINED_HINT: &str = "The link is missing a definition (the log names the symbol and \
-    the input that uses it): add the input that defines it, such as the piece compiled from its \
-    source, or libcudadevrt.a for kernels that launch kernels.";
-
-/// A log as text. A log that cannot be read is reported as its reason: it is read only to
-/// explain something else.
-fn readable_log(bytes: Result<Vec<u8>>) -> String {
-    bytes.map_or_else(|error| format!("(log unavailable: {error})"), text_of)
-}
-
-impl Drop for Linker<'_> {
-    fn drop(&mut self) {
-        let raw = self.raw;
-        let _ = link_thread::run(|| {
-            // SAFETY: the handle is live and destroyed once; a failure leaks it, nothing more.
-            unsafe { api::destroy(&mut raw.get()) }
-        });
+        match &self.mode {
+            Mode::InProcess(session) => session.error_log(),
+            Mode::Isolated { .. } => String::new(),
+        }
     }
 }
 
@@ -515,6 +524,45 @@ impl Linked {
     /// nvJitLink's info log.
     pub fn info_log(&self) -> &str {
         &self.info_log
+    }
+}
+
+/// Links several LTO-IR pieces into one cubin with link-time optimization, for `arch` (the
+/// current device's when `None`).
+pub fn link_lto(pieces: &[&[u8]], arch: Option<Arch>) -> Result<Linked> {
+    let mut linker = options_for(arch).lto(true).linker()?;
+    for (index, piece) in pieces.iter().enumerate() {
+        linker.add(InputKind::LtoIr, piece, &format!("piece{index}.ltoir"))?;
+    }
+    linker.finish()
+}
+
+/// What the compile layer adds to the library below it: loading LTO-IR in one call.
+impl Library {
+    /// Links LTO-IR pieces for this GPU with link-time optimization (nvJitLink) and loads the
+    /// result: the pieces of a program compiled with `Program::output(Output::LtoIr)` and
+    /// `relocatable(true)`, in one call.
+    pub fn from_lto_ir(pieces: &[&[u8]]) -> Result<Library> {
+        link_lto(pieces, None)?.load()
+    }
+}
+
+/// Compiles PTX to a cubin with nvJitLink, for `arch` (the current device's when `None`).
+///
+/// This is the way out of the PTX trap: nvJitLink may be newer than the driver, and the cubin it
+/// makes loads on any driver that knows the GPU, while the PTX itself would be rejected by an
+/// older driver. nvJitLink must be at least as new as the PTX's producer: an older one rejects it
+/// (`NVJITLINK_ERROR_PTX_COMPILE`, "Unsupported .version" in the log).
+pub fn ptx_to_cubin(ptx: &[u8], arch: Option<Arch>) -> Result<Linked> {
+    let mut linker = options_for(arch).linker()?;
+    linker.add(InputKind::Ptx, ptx, "input.ptx")?;
+    linker.finish()
+}
+
+fn options_for(arch: Option<Arch>) -> LinkOptions {
+    match arch {
+        Some(arch) => LinkOptions::new().arch(arch),
+        None => LinkOptions::new(),
     }
 }
 
@@ -579,7 +627,10 @@ mod tests {
         let Error::Cuda(failure) = &error else {
             panic!("{error:?}");
         };
-        assert_eq!(failure.hint.as_deref(), Some(UNDEFINED_HINT));
+        assert_eq!(
+            failure.hint.as_deref(),
+            Some(crate::compile::link_session::UNDEFINED_HINT)
+        );
         assert!(
             error.to_string().contains("missing a definition"),
             "{error}"

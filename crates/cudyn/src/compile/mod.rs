@@ -42,6 +42,7 @@ mod compiled;
 mod diagnostic;
 mod fatbin;
 mod includes;
+mod link_session;
 mod link_thread;
 mod linker;
 mod nvrtc_program;
@@ -50,12 +51,16 @@ pub mod target;
 
 #[doc(hidden)]
 pub use batch::workers;
-pub use batch::{compile_all, compile_all_on, compile_batch, Batch, BatchRun};
+pub use batch::{
+    compile_all, compile_all_on, compile_batch, compile_batch_isolated, Batch, BatchRun,
+};
 pub use batch::{set_job_time_limit, set_workers, WorkerSetting};
 pub use compiled::{CacheUse, Compiled, Output};
 pub use fatbin::FatbinBuilder;
 pub use includes::Dependencies;
-pub use linker::{InputKind, LinkOptions, Linked, Linker};
+pub(crate) use link_session::link_all;
+pub use linker::DEFAULT_LINK_TIME_LIMIT;
+pub use linker::{link_lto, ptx_to_cubin, InputKind, LinkOptions, Linked, Linker};
 pub use nvrtc_program::supported_archs;
 pub use program::{CppStandard, Program};
 pub use target::{Arch, ArchVariant, PtxVerdict};
@@ -63,17 +68,6 @@ pub use target::{Arch, ArchVariant, PtxVerdict};
 use std::ffi::CString;
 
 use crate::error::Result;
-use crate::library::Library;
-
-/// Links several LTO-IR pieces into one cubin with link-time optimization, for `arch` (the
-/// current device's when `None`).
-pub fn link_lto(pieces: &[&[u8]], arch: Option<Arch>) -> Result<Linked> {
-    let mut linker = options_for(arch).lto(true).linker()?;
-    for (index, piece) in pieces.iter().enumerate() {
-        linker.add(InputKind::LtoIr, piece, &format!("piece{index}.ltoir"))?;
-    }
-    linker.finish()
-}
 
 /// Compiles every program to LTO-IR (relocatable device code, for `arch`: the current device's
 /// when `None`) and links the pieces into one cubin with link-time optimization: a program of
@@ -119,34 +113,6 @@ pub fn link_lto_programs(programs: &[Program], arch: Option<Arch>) -> Result<Lin
     link_lto(&codes, Some(arch))
 }
 
-/// What the compile layer adds to the library below it: loading LTO-IR in one call.
-impl Library {
-    /// Links LTO-IR pieces for this GPU with link-time optimization (nvJitLink) and loads the
-    /// result: the pieces of a program compiled with `Program::output(Output::LtoIr)` and
-    /// `relocatable(true)`, in one call.
-    pub fn from_lto_ir(pieces: &[&[u8]]) -> Result<Library> {
-        link_lto(pieces, None)?.load()
-    }
-}
-
-/// Compiles PTX to a cubin with nvJitLink, for `arch` (the current device's when `None`).
-///
-/// This is the way out of the PTX trap: nvJitLink may be newer than the driver, and the cubin it
-/// makes loads on any driver that knows the GPU, while the PTX itself would be rejected by an
-/// older driver. nvJitLink must be at least as new as the PTX's producer: an older one rejects it
-/// (`NVJITLINK_ERROR_PTX_COMPILE`, "Unsupported .version" in the log).
-pub fn ptx_to_cubin(ptx: &[u8], arch: Option<Arch>) -> Result<Linked> {
-    let mut linker = options_for(arch).linker()?;
-    linker.add(InputKind::Ptx, ptx, "input.ptx")?;
-    linker.finish()
-}
-
-fn options_for(arch: Option<Arch>) -> LinkOptions {
-    match arch {
-        Some(arch) => LinkOptions::new().arch(arch),
-        None => LinkOptions::new(),
-    }
-}
 
 /// Compiler or linker options as C strings, in order.
 fn c_strings(what: &'static str, options: &[String]) -> Result<Vec<CString>> {

@@ -79,3 +79,70 @@ pub(super) fn nul_in(text: &str) -> String {
         if end < text.len() { "..." } else { "" }
     )
 }
+
+/// What stopped a link in a link worker process ([`super::Error::LinkStopped`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LinkStop {
+    /// The worker died of this signal: nvJitLink crashed (SIGSEGV, SIGBUS, SIGABRT, ...), or
+    /// something outside cudyn killed it.
+    Signal(i32),
+    /// The link ran past its time limit ([`crate::compile::LinkOptions::time_limit`]) and its
+    /// worker was killed.
+    TimeLimit(std::time::Duration),
+    /// The worker's memory grew past the limit, in bytes
+    /// ([`crate::compile::LinkOptions::memory_limit`]), and it was killed.
+    MemoryLimit(u64),
+    /// The worker ended otherwise (an exit status, a broken pipe), or could not be started:
+    /// what happened.
+    Worker(String),
+}
+
+impl LinkStop {
+    /// The message of a link of `inputs` stopped this way.
+    pub(super) fn message(&self, inputs: &[String]) -> String {
+        let files = inputs.join(", ");
+        match self {
+            LinkStop::Signal(signal) => match signal_name(*signal) {
+                Some(name) if *signal != libc::SIGKILL => format!(
+                    "nvJitLink crashed ({name}) while linking {files}: an input is probably \
+                     damaged in a way cudyn's checks cannot see (LTO-IR is checked by its \
+                     header alone); rebuild the inputs from their sources, or link fewer of \
+                     them at a time to find the one at fault"
+                ),
+                Some(_) => format!(
+                    "the link of {files} was killed (SIGKILL), by the system when memory ran \
+                     out or by a user"
+                ),
+                None => format!("the link of {files} was ended by signal {signal}"),
+            },
+            LinkStop::TimeLimit(limit) => format!(
+                "the link of {files} did not finish within its time limit of {} s and was \
+                 stopped: nvJitLink can run for minutes on a damaged input; rebuild the inputs \
+                 from their sources, or allow a large link more time",
+                limit.as_secs_f64()
+            ),
+            LinkStop::MemoryLimit(bytes) => format!(
+                "the link of {files} grew past its memory limit of {} MiB and was stopped: \
+                 nvJitLink can take gigabytes on a damaged input; rebuild the inputs from their \
+                 sources, or allow a large link more memory",
+                bytes >> 20
+            ),
+            LinkStop::Worker(what) => format!("the link of {files} did not finish: {what}"),
+        }
+    }
+}
+
+/// The name of a signal that ends a crashed process, with what it means where that helps.
+fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT, it aborted",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGKILL => "SIGKILL",
+        _ => return None,
+    })
+}

@@ -18,6 +18,7 @@ mod messages;
 mod methods;
 
 pub use call::CallError;
+pub use messages::LinkStop;
 use messages::{kernel_not_found_message, linked_kernel_message, not_found_message, nul_in};
 
 /// The result type of every fallible cudyn call.
@@ -605,6 +606,17 @@ pub enum Error {
         program: String,
         /// What happened to its worker.
         what: String,
+    },
+
+    /// A link in a link worker process ([`crate::compile::LinkOptions::isolated`]) that did not
+    /// finish: nvJitLink crashed, the link ran past its time or memory limit, or no worker could
+    /// run it. The calling process is untouched.
+    #[error("{}", stop.message(inputs))]
+    LinkStopped {
+        /// The names of the link's inputs, in the order they were added.
+        inputs: Vec<String>,
+        /// What stopped it.
+        stop: LinkStop,
     },
 
     /// [`crate::cache::set_dir`] came after the process-wide cache was opened.

@@ -239,6 +239,34 @@ pub(crate) fn fatbin_slices(bytes: &[u8]) -> Result<Vec<&[u8]>, ParseError> {
     Ok(out)
 }
 
+/// Refuses a host object with a section whose bytes lie outside the file, before nvJitLink
+/// reads it: nvJitLink 13.0 crashed on an nvcc object in a static library whose last section
+/// header had bytes of its offset changed. No linker or assembler writes such a section, so the
+/// refusal is sound; sections without bytes in the file (`.bss`) have no extent to check.
+pub(crate) fn check_section_extents(bytes: &[u8]) -> Result<(), ParseError> {
+    let file =
+        object::File::parse(bytes).map_err(|error| object_error("object file headers", error))?;
+    for (index, section) in file.sections().enumerate() {
+        let Some((offset, size)) = section.file_range() else {
+            continue;
+        };
+        if offset
+            .checked_add(size)
+            .is_none_or(|end| end > bytes.len() as u64)
+        {
+            return Err(ParseError::new(
+                format!("section {index}"),
+                crate::parse_error::Problem::Truncated,
+                format!(
+                    "its {size} bytes at offset {offset} lie outside the file's {} bytes",
+                    bytes.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Splits a section into its fatbins: each starts at an aligned offset, after the one before.
 /// Yields an error for bytes that are not a fatbin, and stops there.
 fn split(mut data: &[u8]) -> impl Iterator<Item = Result<&[u8], ParseError>> {

@@ -130,6 +130,7 @@ fn link_input(bytes: &[u8], kind: ImageKind) -> std::result::Result<(), ParseErr
 
 /// The fatbins a host object embeds; none is no damage (an object of host code only).
 fn host_object(bytes: &[u8]) -> std::result::Result<(), ParseError> {
+    host::check_section_extents(bytes)?;
     for (index, fatbin) in host::fatbin_slices(bytes)?.into_iter().enumerate() {
         link_input(fatbin, ImageKind::Fatbin)
             .map_err(|error| error.inside(&format!("embedded fatbin {index}")))?;

@@ -64,12 +64,13 @@ enum Started {
 impl Connection {
     pub(super) fn start(executable: PathBuf, job_time_limit: Duration) -> Result<Self, String> {
         let shown = executable.display().to_string();
-        let mut child = Command::new(&executable)
+        let mut command = Command::new(&executable);
+        command
             .arg(SERVER_MODE)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
+            .stderr(Stdio::inherit());
+        let mut child = super::spawn::spawn_tied(command)
             .map_err(|error| format!("cannot start {shown}: {error}"))?;
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
         let (Some(mut stdin), Some(stdout)) = (stdin, stdout) else {
@@ -220,7 +221,7 @@ fn handshake(
         }
         _ => return Err(format!("{shown} did not answer within {START_LIMIT:?}")),
     };
-    let pid = check_greeting(&greeting).map_err(|why| format!("{shown}: {why}"))?;
+    let pid = check_greeting(&greeting, wire::GREETING).map_err(|why| format!("{shown}: {why}"))?;
     wire::write_frame(stdin, &request.encode())
         .map_err(|error| format!("{shown} stopped reading: {error}"))?;
     match started.recv_timeout(START_LIMIT) {
@@ -233,14 +234,20 @@ fn handshake(
     }
 }
 
-/// The greeting's pid, when it is a server of this protocol and version.
-fn check_greeting(line: &str) -> Result<u32, String> {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let [wire::GREETING, protocol, version, pid] = words[..] else {
-        return Err(format!(
-            "it greeted with `{line}`, not as a cudyn compile server"
-        ));
+/// The greeting's pid, when it is `expected` (the first word: a compile server's or a link
+/// worker's) of this protocol and version.
+pub(super) fn check_greeting(line: &str, expected: &str) -> Result<u32, String> {
+    let stranger = || {
+        let role = expected.replace('-', " ");
+        format!("it greeted with `{line}`, not as a {role}")
     };
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let [greeting, protocol, version, pid] = words[..] else {
+        return Err(stranger());
+    };
+    if greeting != expected {
+        return Err(stranger());
+    }
     let ours = (wire::PROTOCOL.to_string(), env!("CARGO_PKG_VERSION"));
     if (protocol, version) != (ours.0.as_str(), ours.1) {
         return Err(format!(
@@ -316,9 +323,9 @@ mod tests {
     fn only_a_server_of_this_protocol_and_version_passes_the_handshake() {
         let version = env!("CARGO_PKG_VERSION");
         let ours = format!("cudyn-compile-server {} {version} 42", wire::PROTOCOL);
-        assert_eq!(check_greeting(&ours), Ok(42));
+        assert_eq!(check_greeting(&ours, wire::GREETING), Ok(42));
         let other_protocol = format!("cudyn-compile-server {} {version} 42", wire::PROTOCOL + 1);
-        let why = check_greeting(&other_protocol).unwrap_err();
+        let why = check_greeting(&other_protocol, wire::GREETING).unwrap_err();
         assert!(
             why.starts_with(&format!(
                 "it is cudyn {version} (worker protocol {}), but this program uses cudyn \
@@ -333,13 +340,13 @@ mod tests {
             "{why}"
         );
         let other_version = format!("cudyn-compile-server {} 0.0.1 42", wire::PROTOCOL);
-        let why = check_greeting(&other_version).unwrap_err();
+        let why = check_greeting(&other_version, wire::GREETING).unwrap_err();
         assert!(why.starts_with("it is cudyn 0.0.1 "), "{why}");
         for stranger in ["hello", "hello a b c", "", "cudyn-compile-server 3 0.1.0"] {
-            let why = check_greeting(stranger).unwrap_err();
+            let why = check_greeting(stranger, wire::GREETING).unwrap_err();
             assert!(why.ends_with("not as a cudyn compile server"), "{why}");
         }
-        let why = check_greeting(&ours.replace("42", "x")).unwrap_err();
+        let why = check_greeting(&ours.replace("42", "x"), wire::GREETING).unwrap_err();
         assert!(why.contains("pid is not a number"), "{why}");
     }
 }

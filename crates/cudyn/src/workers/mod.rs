@@ -7,6 +7,9 @@
 //! executable that serves it, `cudyn` of the `cudyn-cli` package, hosts the two hidden modes
 //! ([`SERVER_MODE`], [`WORKER_MODE`]) by calling [`serve`] and [`work`].
 //!
+//! Every process started here dies with the process that started it (`PR_SET_PDEATHSIG`, see
+//! `spawn.rs`): killing a program leaves no server or worker running.
+//!
 //! **Why processes.** NVRTC 13.0 serializes much of its work inside one process, so threads of
 //! one process stop scaling at 3 to 5 times one core's speed, however many cores there are. Each
 //! process, though, pays NVRTC's start-up: its first compile costs several times a later one
@@ -87,7 +90,13 @@
 //!    - `OUTCOME` (worker to server to batch, or the server's for a lost job): the job's id and
 //!      its result: the compiled code, NVRTC's failure, a missing header, another failure, or
 //!      the worker's death.
-//! 4. **Workers.** The server starts each worker from its own executable file
+//! 4. **Link workers.** An isolated link ([`LinkOptions::isolated`](crate::compile::LinkOptions::isolated))
+//!    starts `EXECUTABLE __link-worker` ([`LINK_WORKER_MODE`]) itself, with no server: it greets
+//!    with `cudyn-link-worker PROTOCOL VERSION PID`, checked as the server's greeting is, then
+//!    answers each `LINK` frame (nvJitLink's options, whether PTX is wanted, each input's kind,
+//!    name and bytes) with a `LINKED` frame (the code and info log, or nvJitLink's failure).
+//!    `link_worker.rs` says how workers are kept and stopped.
+//! 5. **Workers.** The server starts each worker from its own executable file
 //!    (`/proc/self/exe`, which stays that file even when an upgrade replaces it) with
 //!    `__compile-worker`, so a worker is always of the server's version; its standard input
 //!    carries `JOB` frames and its output `OUTCOME` frames.
@@ -103,6 +112,9 @@
 //! start is not retried in the same process unless [`set_workers`] is called again. Batches of
 //! fewer than [`MIN_PROGRAMS`] programs to compile stay in the process: with one or two
 //! programs, starting the server costs as much as the compiles themselves.
+//! [`compile_batch_isolated`](crate::compile::compile_batch_isolated) never compiles in the
+//! process: however few its programs, they go to the server, so that the time limit and the
+//! isolation from crashes hold for each, and without a server each fails, saying why.
 //!
 //! A worker that dies (a crash inside NVRTC, a kill) fails the job it held with
 //! [`Error::CompileWorker`](crate::Error::CompileWorker), naming the program and how the worker
@@ -126,9 +138,12 @@
 //! [`compile_batch`]: crate::compile::compile_batch
 
 mod connection;
+mod link_job;
+mod link_worker;
 mod locate;
 #[cfg(target_os = "linux")]
 mod server;
+mod spawn;
 mod wire;
 
 use std::path::PathBuf;
@@ -137,6 +152,8 @@ use std::time::Duration;
 
 use connection::lock;
 pub(crate) use connection::Connection;
+pub(crate) use link_job::LinkInput;
+pub(crate) use link_worker::{link, Limits};
 pub use wire::PROTOCOL;
 pub(crate) use wire::{NvrtcIdentity, Outcome};
 
@@ -152,6 +169,10 @@ pub const SERVER_MODE: &str = "__compile-server";
 /// The argument that starts an executable as a compile worker: its only argument.
 pub const WORKER_MODE: &str = "__compile-worker";
 
+/// The argument that starts an executable as a link worker (an isolated link's process, see
+/// [`LinkOptions::isolated`](crate::compile::LinkOptions::isolated)): its only argument.
+pub const LINK_WORKER_MODE: &str = "__link-worker";
+
 /// Where [`compile_all`](crate::compile::compile_all) gets its worker processes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -165,12 +186,14 @@ pub enum WorkerSetting {
     Off,
 }
 
-/// Chooses the worker executable for the batches that follow. A running compile server of
-/// another executable is ended, and a remembered failure to start one is forgotten.
+/// Chooses the worker executable for the batches and isolated links that follow. A running
+/// compile server and idle link workers of another executable are ended, and a remembered
+/// failure to start a server is forgotten.
 pub fn set_workers(setting: WorkerSetting) {
     let mut state = state();
     state.setting = setting;
     state.server = Server::NotStarted;
+    link_worker::end_idle();
 }
 
 /// The longest one program may compile in a worker before the worker is killed and the program
@@ -201,6 +224,19 @@ pub fn work() -> i32 {
     #[cfg(not(target_os = "linux"))]
     {
         crate::warn::warning!("cudyn: compile workers run on Linux only");
+        1
+    }
+}
+
+/// Runs one link worker on this process's standard input and output; the `cudyn` executable
+/// calls it for `cudyn __link-worker` ([`LINK_WORKER_MODE`]), which an isolated link starts.
+/// Returns the exit status.
+pub fn link_worker() -> i32 {
+    #[cfg(target_os = "linux")]
+    return link_worker::work_on_standard_streams();
+    #[cfg(not(target_os = "linux"))]
+    {
+        crate::warn::warning!("cudyn: link workers run on Linux only");
         1
     }
 }

@@ -17,26 +17,35 @@ use std::time::{Duration, Instant};
 use super::wire::{self, Job, NvrtcIdentity, Outcome, Ready, Start};
 use crate::sys::{self, locate::Component};
 
-/// Programs on which a worker misbehaves, for cudyn's tests of crashes and hangs in the middle of
-/// a batch: named by `CUDYN_WORKER_TEST_ABORT` (the worker aborts) and `CUDYN_WORKER_TEST_HANG`
-/// (it never answers), read by each worker.
+/// Programs (or link inputs) on which a worker misbehaves, for cudyn's tests of crashes, hangs
+/// and growth in the middle of a batch or a link: named by `CUDYN_WORKER_TEST_ABORT` (the worker
+/// aborts), `CUDYN_WORKER_TEST_HANG` (it never answers) and `CUDYN_WORKER_TEST_GROW` (it takes
+/// memory, 16 MiB every few milliseconds, and never answers), read by each worker.
 #[derive(Debug, Default)]
-struct TestHooks {
+pub(super) struct TestHooks {
     abort_on: Option<String>,
     hang_on: Option<String>,
+    grow_on: Option<String>,
 }
 
 impl TestHooks {
-    fn from_environment() -> Self {
+    pub(super) fn from_environment() -> Self {
         TestHooks {
             abort_on: std::env::var("CUDYN_WORKER_TEST_ABORT").ok(),
             hang_on: std::env::var("CUDYN_WORKER_TEST_HANG").ok(),
+            grow_on: std::env::var("CUDYN_WORKER_TEST_GROW").ok(),
         }
     }
 
-    fn before(&self, program: &str) {
+    pub(super) fn before(&self, program: &str) {
         if self.abort_on.as_deref() == Some(program) {
             std::process::abort();
+        }
+        let mut taken: Vec<Vec<u8>> = Vec::new();
+        while self.grow_on.as_deref() == Some(program) {
+            // Written, so that the pages are resident.
+            taken.push(vec![1; 16 << 20]);
+            std::thread::sleep(Duration::from_millis(5));
         }
         while self.hang_on.as_deref() == Some(program) {
             std::thread::sleep(Duration::from_secs(3600));
@@ -295,7 +304,9 @@ impl Server {
                 std::env::join_paths(folders).map_err(io::Error::other)?,
             );
         }
-        let mut child = command.spawn()?;
+        // The server's one thread lives as long as the server: tied to it, the worker dies
+        // with the server.
+        let mut child = super::spawn::tie(&mut command).spawn()?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(io::Error::other("a worker started without its pipes"));
         };
@@ -330,7 +341,7 @@ pub(super) fn work_on_standard_streams() -> i32 {
 
 /// The batch's pipes, taken over from standard input and output, which become /dev/null: nothing
 /// this process prints by accident can then break into the frames on the pipes.
-fn take_standard_streams() -> io::Result<(File, File)> {
+pub(super) fn take_standard_streams() -> io::Result<(File, File)> {
     let from_batch = File::from(io::stdin().as_fd().try_clone_to_owned()?);
     let to_batch = File::from(io::stdout().as_fd().try_clone_to_owned()?);
     let null: OwnedFd = File::options()
@@ -367,9 +378,6 @@ fn open_nvrtc(start: &Start) -> Result<NvrtcIdentity, String> {
 /// A worker's life: compile each job read from `jobs` and write its outcome to `results`, until
 /// the server closes `jobs`. Returns the exit status.
 fn work(mut jobs: io::PipeReader, mut results: io::PipeWriter, hooks: &TestHooks) -> i32 {
-    // SAFETY: prctl with PR_SET_PDEATHSIG takes plain integers; it asks the kernel to kill this
-    // worker when the server ends, however it ends.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     loop {
         let message = match wire::read_frame(&mut jobs) {
             Ok(Some(message)) => message,
@@ -409,7 +417,7 @@ fn in_folder(folder: &std::path::Path) -> Result<(), String> {
 }
 
 /// Waits for a worker that ended and says how it did.
-fn reap(pid: libc::pid_t) -> String {
+pub(super) fn reap(pid: libc::pid_t) -> String {
     let mut status = 0;
     // SAFETY: waitpid writes the status into the live integer it is given.
     let waited = unsafe { libc::waitpid(pid, &mut status, 0) };

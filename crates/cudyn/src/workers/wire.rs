@@ -14,7 +14,7 @@ use crate::version::Version;
 
 /// The number of the compile workers' protocol, which a compile server's greeting states: changed
 /// with any change to the greeting, the frames or the messages.
-pub const PROTOCOL: u32 = 3;
+pub const PROTOCOL: u32 = 4;
 
 /// The first word of the server's greeting.
 pub(super) const GREETING: &str = "cudyn-compile-server";
@@ -61,12 +61,12 @@ fn damaged(what: String) -> io::Error {
 }
 
 /// A message of kind `tag` being written.
-fn message(tag: u8) -> Writer {
+pub(super) fn message(tag: u8) -> Writer {
     Writer(vec![tag])
 }
 
 /// A reader of `message`'s fields, when it is of kind `tag`.
-fn tagged(message: &[u8], tag: u8) -> Result<Reader<'_>, Malformed> {
+pub(super) fn tagged(message: &[u8], tag: u8) -> Result<Reader<'_>, Malformed> {
     let mut reader = Reader(message);
     match reader.u8()? {
         found if found == tag => Ok(reader),
@@ -75,7 +75,7 @@ fn tagged(message: &[u8], tag: u8) -> Result<Reader<'_>, Malformed> {
 }
 
 /// The protocol's own fields, on [`crate::codec`]'s.
-trait Fields {
+pub(super) trait Fields {
     fn texts<S: AsRef<str>>(&mut self, texts: &[S]) -> &mut Self;
     fn paths(&mut self, paths: &[PathBuf]) -> &mut Self;
     fn pairs(&mut self, pairs: &[(String, String)]) -> &mut Self;
@@ -130,7 +130,7 @@ fn read_arch(reader: &mut Reader) -> Result<Arch, Malformed> {
         .map_err(|_| Malformed::Unknown("architecture"))
 }
 
-fn read_output(reader: &mut Reader) -> Result<Output, Malformed> {
+pub(super) fn read_output(reader: &mut Reader) -> Result<Output, Malformed> {
     OUTPUTS
         .get(usize::from(reader.u8()?))
         .copied()
@@ -150,6 +150,8 @@ pub(super) const START: u8 = 1;
 pub(super) const READY: u8 = 2;
 pub(super) const JOB: u8 = 3;
 pub(super) const OUTCOME: u8 = 4;
+pub(super) const LINK: u8 = 5;
+pub(super) const LINKED: u8 = 6;
 
 /// What the batch asks of a new server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -385,6 +387,45 @@ const NVRTC_CALLS: [&str; 13] = [
     "nvrtcDestroyProgram",
 ];
 
+/// A failed call of a CUDA library, as a message's fields: the call, its status, its name and
+/// text, the log and the hint.
+pub(super) fn write_call(writer: &mut Writer, call: &CallError) {
+    writer
+        .text(call.call)
+        .u64(call.code as u32 as u64)
+        .text(&call.name)
+        .text(&call.message)
+        .optional(call.log.as_deref(), |writer, log| {
+            writer.text(log);
+        })
+        .optional(call.hint.as_deref(), |writer, hint| {
+            writer.text(hint);
+        });
+}
+
+/// What [`write_call`] wrote, for a call of `api` among `calls` (the names travel as text, and
+/// the error keeps them as `&'static str`).
+pub(super) fn read_call(
+    reader: &mut Reader,
+    api: Component,
+    calls: &[&'static str],
+) -> Result<Error, Malformed> {
+    let call = reader.str()?;
+    let call = calls
+        .iter()
+        .find(|known| **known == call)
+        .ok_or(Malformed::Unknown("call"))?;
+    Ok(Error::Cuda(Box::new(CallError {
+        api,
+        call,
+        code: reader.u64()? as u32 as i32,
+        name: reader.text()?,
+        message: reader.text()?,
+        log: reader.optional(Reader::text)?,
+        hint: reader.optional(Reader::text)?,
+    })))
+}
+
 /// A job's outcome as a message.
 pub(super) fn encode_outcome(id: u64, outcome: &Outcome) -> Vec<u8> {
     let mut writer = message(OUTCOME);
@@ -403,15 +444,7 @@ pub(super) fn encode_outcome(id: u64, outcome: &Outcome) -> Vec<u8> {
         Outcome::Failed(Error::Cuda(call))
             if call.api == Component::Nvrtc && NVRTC_CALLS.contains(&call.call) =>
         {
-            writer
-                .u8(1)
-                .text(call.call)
-                .u64(call.code as u32 as u64)
-                .text(&call.name)
-                .text(&call.message)
-                .optional(call.log.as_deref(), |writer, log| {
-                    writer.text(log);
-                });
+            write_call(writer.u8(1), call);
         }
         Outcome::Failed(Error::HeaderNotFound {
             header,
@@ -449,22 +482,7 @@ pub(super) fn decode_outcome(message: &[u8]) -> Result<(u64, Outcome), Malformed
             checked: None,
             cache_use: CacheUse::Off,
         }),
-        1 => {
-            let call = reader.str()?;
-            let call = NVRTC_CALLS
-                .iter()
-                .find(|known| **known == call)
-                .ok_or(Malformed::Unknown("NVRTC call"))?;
-            Outcome::Failed(Error::Cuda(Box::new(CallError {
-                api: Component::Nvrtc,
-                call,
-                code: reader.u64()? as u32 as i32,
-                name: reader.text()?,
-                message: reader.text()?,
-                log: reader.optional(Reader::text)?,
-                hint: None,
-            })))
-        }
+        1 => Outcome::Failed(read_call(&mut reader, Component::Nvrtc, &NVRTC_CALLS)?),
         2 => {
             let header = reader.text()?;
             Outcome::Failed(Error::HeaderNotFound {
