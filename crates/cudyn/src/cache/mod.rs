@@ -96,7 +96,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use crate::error::{Error, Result};
 use crate::image::ImageKind;
@@ -108,6 +108,7 @@ mod folder;
 pub mod key;
 mod ledger;
 mod memory;
+pub mod remote;
 mod reports;
 pub(crate) mod resolved;
 mod size;
@@ -115,6 +116,7 @@ pub mod store;
 
 pub use evict::DEFAULT_MAX_BYTES;
 pub use key::{Key, KeyHasher};
+pub use remote::{Remote, RemoteConfig, RemoteStats};
 pub use reports::{CacheStats, EntryInfo, NotRemoved, PruneReport, VerifyReport};
 use size::max_bytes_from_environment;
 pub use size::{parse_bytes, SizeError};
@@ -155,6 +157,8 @@ pub struct Cache {
     max_bytes: AtomicU64,
     counters: Counters,
     warned_of_failed_write: AtomicBool,
+    /// The remote tier behind this cache, when there is one (see [`remote`]).
+    remote: RwLock<Option<Arc<Remote>>>,
 }
 
 #[derive(Debug, Default)]
@@ -189,6 +193,7 @@ impl Cache {
             max_bytes: AtomicU64::new(max_bytes_from_environment()),
             counters: Counters::default(),
             warned_of_failed_write: AtomicBool::new(false),
+            remote: RwLock::new(None),
         }
     }
 
@@ -227,7 +232,9 @@ impl Cache {
                 if named {
                     folder::adopt_earlier_layout(&dir);
                 }
-                Ok(Cache::in_checked_folder(dir))
+                let cache = Cache::in_checked_folder(dir);
+                cache.adopt_remote_from_environment();
+                Ok(cache)
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -236,6 +243,34 @@ impl Cache {
     /// Where the entries live.
     pub fn path(&self) -> &Path {
         &self.dir
+    }
+
+    /// Puts the remote tier `config` describes behind this cache (see [`remote`]), or takes it
+    /// away (`None`). Connects nothing: the first miss of the local tiers does.
+    pub fn set_remote(&self, config: Option<RemoteConfig>) -> Result<()> {
+        let remote = config.map(Remote::new).transpose()?.map(Arc::new);
+        *self
+            .remote
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner()) = remote;
+        Ok(())
+    }
+
+    /// The remote tier behind this cache, if any.
+    pub fn remote(&self) -> Option<Arc<Remote>> {
+        self.remote
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
+    }
+
+    /// The remote tier of `CUDYN_CACHE_REMOTE` ([`RemoteConfig::from_environment`]), for the
+    /// process-wide cache; a refused one is a warning, printed once, and no remote tier.
+    fn adopt_remote_from_environment(&self) {
+        let adopted = RemoteConfig::from_environment().and_then(|config| self.set_remote(config));
+        if let Err(error) = adopted {
+            crate::warn::warning!("cudyn: warning: {error}");
+        }
     }
 
     /// Sets the size cap of the disk cache, in bytes.
@@ -258,6 +293,7 @@ impl Cache {
             entries: files.len() as u64,
             bytes: files.iter().map(|file| file.size).sum(),
             max_bytes: self.max_bytes.load(Ordering::Relaxed),
+            remote: self.remote().map(|remote| remote.stats()),
         })
     }
 
