@@ -431,3 +431,76 @@ fn entries_of_another_key_damaged_or_of_the_wrong_kind_are_refused_counted_and_c
         assert_eq!(next.cache_use(), &CacheUse::Hit, "{what}: published again");
     }
 }
+
+/// A server on a loopback port that accepts connections and, for each, either never answers (a
+/// Redis hung or far too slow) or answers bytes that are not Redis's protocol.
+fn impostor(answer: Option<&'static [u8]>) -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://{}/0", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut request = [0; 4096];
+                while let Ok(read) = stream.read(&mut request) {
+                    if read == 0 {
+                        return;
+                    }
+                    if let Some(answer) = answer {
+                        let _ = stream.write_all(answer);
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn an_absent_hung_or_garbled_remote_costs_a_few_short_timeouts_then_is_left_alone() {
+    let nothing_there = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("redis://{}/0", listener.local_addr().unwrap())
+    };
+    let keys = tempfile::tempdir().unwrap();
+    let key = key_file(keys.path(), "key");
+    let folders = tempfile::tempdir().unwrap();
+    let op_timeout = Duration::from_millis(200);
+    for (what, url) in [
+        ("no server", nothing_there),
+        ("a server that never answers", impostor(None)),
+        (
+            "a server answering garbage",
+            impostor(Some(b"garbage, not RESP\r\n")),
+        ),
+    ] {
+        let cache = Cache::open(folders.path().join(what)).unwrap();
+        let config = RemoteConfig::new(&url, &key)
+            .unwrap()
+            .op_timeout(op_timeout);
+        cache.set_remote(Some(config)).unwrap();
+        let started = Instant::now();
+        for index in 0..4 {
+            let compiled = program(index).compile_in(&cache).unwrap();
+            assert_eq!(compiled.cache_use(), &CacheUse::Miss, "{what}");
+            assert_eq!(
+                blake3::hash(compiled.code()).to_hex().to_string(),
+                reference()[index],
+                "{what}"
+            );
+        }
+        let took = started.elapsed();
+        let stats = cache.stats().unwrap().remote.unwrap();
+        // Three failures open the breaker: the lookups, publishes and lease releases after it are
+        // not tried.
+        assert_eq!(stats.errors, 3, "{what}: {stats:?}");
+        assert!(stats.skipped >= 4, "{what}: {stats:?}");
+        assert_eq!((stats.hits, stats.published), (0, 0), "{what}");
+        // Four compiles, and at most three timeouts of the remote (a connect's and a reply's).
+        assert!(took < Duration::from_secs(20), "{what}: {took:?}");
+        let remote = cache.remote().unwrap();
+        assert!(remote.ping().is_err(), "{what}: said to answer");
+        assert_eq!(cache.remote_totals().errors, 3, "{what}: the host's tally");
+    }
+}

@@ -248,12 +248,21 @@ impl Cache {
     /// Puts the remote tier `config` describes behind this cache (see [`remote`]), or takes it
     /// away (`None`). Connects nothing: the first miss of the local tiers does.
     pub fn set_remote(&self, config: Option<RemoteConfig>) -> Result<()> {
-        let remote = config.map(Remote::new).transpose()?.map(Arc::new);
+        let remote = config
+            .map(|config| Remote::new(config).map(|remote| Arc::new(remote.tallied_in(&self.dir))))
+            .transpose()?;
         *self
             .remote
             .write()
             .unwrap_or_else(|poison| poison.into_inner()) = remote;
         Ok(())
+    }
+
+    /// What the remote tier did for every process using this cache's folder, as far as their
+    /// tally of it records (see [`remote`]): a close account, not an exact one. Its `url` is
+    /// left empty.
+    pub fn remote_totals(&self) -> RemoteStats {
+        remote::tally::totals(&self.dir)
     }
 
     /// The remote tier behind this cache, if any.
@@ -410,13 +419,14 @@ impl Cache {
         })
     }
 
-    /// Removes every entry, on disk and in memory, with their direct names and the toolchains
-    /// remembered in its `compilers/` folder; reports what was removed and what could not be,
-    /// as [`prune`](Cache::prune) does.
+    /// Removes every entry, on disk and in memory, with their direct names, the toolchains
+    /// remembered in its `compilers/` folder and the remote tier's tally; reports what was
+    /// removed and what could not be, as [`prune`](Cache::prune) does.
     pub fn clear(&self) -> Result<PruneReport> {
         self.lock_memory().clear();
         resolved::forget_all(&self.dir);
         let _ = std::fs::remove_dir_all(self.dir.join(DIRECT));
+        let _ = std::fs::remove_file(self.dir.join(remote::tally::NAME));
         self.prune(0)
     }
 

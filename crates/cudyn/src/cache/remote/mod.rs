@@ -36,10 +36,12 @@ use crate::error::{Error, Result};
 
 mod breaker;
 pub(crate) mod seal;
+pub(crate) mod tally;
 
 use breaker::Breaker;
 pub(crate) use seal::Expected;
 use seal::{MacKey, Refusal};
+use tally::Event;
 
 /// The environment variable naming the Redis of the remote tier: `redis://host:port/db`.
 pub const REMOTE_ENV: &str = "CUDYN_CACHE_REMOTE";
@@ -220,22 +222,6 @@ pub struct RemoteStats {
     pub refused_invalid: u64,
 }
 
-#[derive(Debug, Default)]
-struct Counters {
-    hits: AtomicU64,
-    misses: AtomicU64,
-    waits: AtomicU64,
-    published: AtomicU64,
-    errors: AtomicU64,
-    skipped: AtomicU64,
-    refused_mac: AtomicU64,
-    refused_invalid: AtomicU64,
-}
-
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
-}
-
 /// The remote tier: a Redis, the key sealing its values, one connection (made on first use,
 /// dropped after a failure) and the breaker.
 pub struct Remote {
@@ -247,7 +233,10 @@ pub struct Remote {
     owner: String,
     connection: Mutex<Option<redis::Connection>>,
     breaker: Mutex<Breaker>,
-    counters: Counters,
+    /// This process's count of each [`Event`].
+    counters: [AtomicU64; 8],
+    /// The cache folder whose tally the events are added to too.
+    tally: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Remote {
@@ -318,24 +307,38 @@ impl Remote {
             owner: crate::digest::hex(&owner),
             connection: Mutex::new(None),
             breaker: Mutex::new(Breaker::new()),
-            counters: Counters::default(),
+            counters: Default::default(),
+            tally: None,
         })
+    }
+
+    /// The same, adding what it does to the tally of the cache folder `dir` too (see
+    /// [`Cache::remote_totals`](super::Cache::remote_totals)).
+    pub(crate) fn tallied_in(mut self, dir: &Path) -> Remote {
+        self.tally = Some(dir.to_owned());
+        self
+    }
+
+    fn count(&self, event: Event) {
+        self.counters[event as usize].fetch_add(1, Ordering::Relaxed);
+        if let Some(dir) = &self.tally {
+            tally::add(dir, event);
+        }
     }
 
     /// What the remote tier did in this process.
     pub fn stats(&self) -> RemoteStats {
-        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        let c = &self.counters;
+        let load = |event: Event| self.counters[event as usize].load(Ordering::Relaxed);
         RemoteStats {
             url: self.config.url(),
-            hits: load(&c.hits),
-            misses: load(&c.misses),
-            waits: load(&c.waits),
-            published: load(&c.published),
-            errors: load(&c.errors),
-            skipped: load(&c.skipped),
-            refused_mac: load(&c.refused_mac),
-            refused_invalid: load(&c.refused_invalid),
+            hits: load(Event::Hit),
+            misses: load(Event::Miss),
+            waits: load(Event::Wait),
+            published: load(Event::Published),
+            errors: load(Event::Error),
+            skipped: load(Event::Skipped),
+            refused_mac: load(Event::RefusedMac),
+            refused_invalid: load(Event::RefusedInvalid),
         }
     }
 
@@ -370,7 +373,7 @@ impl Remote {
     ) -> Option<T> {
         let now = Instant::now();
         if !self.lock_breaker().allows(now) {
-            bump(&self.counters.skipped);
+            self.count(Event::Skipped);
             return None;
         }
         let mut slot = self
@@ -392,7 +395,7 @@ impl Remote {
             }
             Err(_) => {
                 *slot = None;
-                bump(&self.counters.errors);
+                self.count(Event::Error);
                 let config = &self.config;
                 self.lock_breaker()
                     .failed(Instant::now(), config.failures, config.cool_off);
@@ -422,20 +425,20 @@ impl Remote {
     /// The checked entry in `value`, or `None` (counted) when it is refused.
     fn accept(&self, expected: &Expected, value: &[u8]) -> Option<Entry> {
         if value.len() > MAX_ENTRY_BYTES {
-            bump(&self.counters.refused_invalid);
+            self.count(Event::RefusedInvalid);
             return None;
         }
         match seal::accept(&self.config.mac, expected, value) {
             Ok(entry) => {
-                bump(&self.counters.hits);
+                self.count(Event::Hit);
                 Some(entry)
             }
             Err(Refusal::Mac) => {
-                bump(&self.counters.refused_mac);
+                self.count(Event::RefusedMac);
                 None
             }
             Err(Refusal::Invalid) => {
-                bump(&self.counters.refused_invalid);
+                self.count(Event::RefusedInvalid);
                 None
             }
         }
@@ -454,7 +457,7 @@ impl Remote {
                 .accept(expected, &value)
                 .map_or(Found::Miss(None), Found::Hit);
         }
-        bump(&self.counters.misses);
+        self.count(Event::Miss);
         let lease_name = format!("{name}:lease");
         let lease_ms = self.config.lease.as_millis().max(1) as u64;
         // The lease first, then the value: a holder publishes before it releases, so a lease
@@ -489,7 +492,7 @@ impl Remote {
                 return Found::Miss(None);
             }
             if pause == FIRST_POLL {
-                bump(&self.counters.waits);
+                self.count(Event::Wait);
             }
             std::thread::sleep(pause.min(self.config.wait.saturating_sub(start.elapsed())));
             pause = (pause * 2).min(LONGEST_POLL);
@@ -515,7 +518,7 @@ impl Remote {
             .arg("PX")
             .arg(ENTRY_TTL.as_millis() as u64);
         if self.call(|c| set.query::<Value>(c)).is_some() {
-            bump(&self.counters.published);
+            self.count(Event::Published);
         }
     }
 }

@@ -204,6 +204,90 @@ mod tests {
         }
     }
 
+    /// A real cubin's entry under `key`, as a host would publish it.
+    fn published(key: Key) -> Entry {
+        let compiled = crate::Program::new("extern \"C\" __global__ void k(int *x) { *x = 1; }")
+            .arch(Arch::new(9, 0))
+            .cache(false)
+            .compile()
+            .unwrap();
+        let mut entry = crate::cache::entry::tests::sample(key, 0);
+        entry.code = compiled.code().to_vec().into();
+        entry
+    }
+
+    #[test]
+    fn only_the_expected_entry_with_sound_code_is_accepted_and_checked_here() {
+        let key = Key([3; 32]);
+        let expected = Expected {
+            key,
+            output: Output::Cubin,
+            arch: Arch::new(9, 0),
+        };
+        let good = published(key);
+        let accepted = accept(
+            &self::key(),
+            &expected,
+            &self::key().seal(&key, &good.encode()),
+        );
+        let accepted = accepted.expect("the expected entry");
+        assert_eq!(accepted.code, good.code);
+        assert_eq!(
+            accepted.checked,
+            Checked::compiler_output(&good.code, ImageKind::Cubin)
+        );
+        assert!(
+            accepted.checked.is_some(),
+            "checked here, not taken from the entry"
+        );
+        assert!(accepted.toolchain.is_empty() && accepted.inputs.is_empty());
+
+        let refused = |entry: Entry| {
+            accept(
+                &self::key(),
+                &expected,
+                &self::key().seal(&key, &entry.encode()),
+            )
+            .unwrap_err()
+        };
+        let ptx = b".version 9.0\n.target sm_90\n.address_size 64\n".to_vec();
+        let mut wrong_code = good.clone();
+        wrong_code.code = ptx.into();
+        assert_eq!(
+            refused(wrong_code),
+            Refusal::Invalid,
+            "PTX said to be a cubin"
+        );
+        let mut cut = good.clone();
+        cut.code = good.code[..good.code.len() / 2].to_vec().into();
+        assert_eq!(refused(cut), Refusal::Invalid, "half a cubin");
+        assert_eq!(
+            refused(published(Key([4; 32]))),
+            Refusal::Invalid,
+            "another key's entry"
+        );
+        let mut other_arch = good.clone();
+        other_arch.arch = Arch::new(8, 0);
+        assert_eq!(refused(other_arch), Refusal::Invalid);
+        let mut other_output = good.clone();
+        other_output.output = Output::LtoIr;
+        assert_eq!(refused(other_output), Refusal::Invalid);
+        // Damaged before it was sealed: its own checksum fails.
+        let mut damaged = good.encode();
+        damaged[40] ^= 1;
+        let value = self::key().seal(&key, &damaged);
+        assert_eq!(
+            accept(&self::key(), &expected, &value).unwrap_err(),
+            Refusal::Invalid
+        );
+        let other = MacKey::from_secret(&[b'z'; 40]).unwrap();
+        let value = other.seal(&key, &good.encode());
+        assert_eq!(
+            accept(&self::key(), &expected, &value).unwrap_err(),
+            Refusal::Mac
+        );
+    }
+
     #[test]
     fn a_short_secret_is_refused_and_keys_are_named_apart() {
         let short = MacKey::from_secret(b"  too short  \n").unwrap_err();
