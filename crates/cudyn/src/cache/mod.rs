@@ -116,7 +116,9 @@ pub mod store;
 
 pub use evict::DEFAULT_MAX_BYTES;
 pub use key::{Key, KeyHasher};
-pub use remote::{Remote, RemoteConfig, RemoteStats};
+pub use remote::{
+    Remote, RemoteConfig, RemoteStats, MAX_ENTRY_BYTES, REMOTE_ENV, REMOTE_KEY_FILE_ENV,
+};
 pub use reports::{CacheStats, EntryInfo, NotRemoved, PruneReport, VerifyReport};
 use size::max_bytes_from_environment;
 pub use size::{parse_bytes, SizeError};
