@@ -10,6 +10,9 @@ use crate::streams::outln;
 use crate::terminal::{self, ERROR, GOOD, STRONG, WARNING};
 
 const AFTER_HELP: &str = "\
+With CUDYN_CACHE_REMOTE set, it also says whether the compile cache's remote tier is usable and
+answers; one that is not is a warning, not a failure: compiles go on with the local cache.
+
 Exit status:
   0  the runtime, NVRTC and nvJitLink are usable and any driver present works (a machine
      without a driver or GPU is fine: it compiles, links and inspects)
@@ -20,10 +23,7 @@ Examples:
   cudyn doctor                        # what was found where, GPUs, problems
   cudyn doctor --require-gpu          # in a script: is this a machine to launch on?
   cudyn doctor --json | jq '.problems'
-  CUDYN_LIBRARY_PATH=/opt/cuda/lib64 cudyn doctor   # use only the libraries in one folder
-
-With CUDYN_CACHE_REMOTE set, it also says whether the compile cache's remote tier is usable and
-answers; one that is not is a warning, not a failure: compiles go on with the local cache.";
+  CUDYN_LIBRARY_PATH=/opt/cuda/lib64 cudyn doctor   # use only the libraries in one folder";
 
 /// Options of `cudyn doctor`.
 #[derive(clap::Args)]

@@ -400,7 +400,7 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
         match remote.find(&expected) {
             Found::Hit(entry) => {
                 let compiled = hit(program, &entry);
-                store_locally(cache, &compiler, &inputs, entry);
+                store_locally(cache, &compiler, &inputs, *entry);
                 return Ok(Lookup::Hit(compiled));
             }
             Found::Miss(taken) => lease = taken,

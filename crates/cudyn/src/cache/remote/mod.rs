@@ -252,7 +252,7 @@ impl std::fmt::Debug for Remote {
 #[derive(Debug)]
 pub(crate) enum Found {
     /// Its entry, checked (see [`seal::accept`]), without toolchain or inputs.
-    Hit(Entry),
+    Hit(Box<Entry>),
     /// Nothing usable: compile, and [`Remote::publish`] the result. The lease, when this host
     /// took it, is released when dropped, after the publish.
     Miss(Option<Lease>),
@@ -455,7 +455,7 @@ impl Remote {
         if !value.is_empty() {
             return self
                 .accept(expected, &value)
-                .map_or(Found::Miss(None), Found::Hit);
+                .map_or(Found::Miss(None), |entry| Found::Hit(Box::new(entry)));
         }
         self.count(Event::Miss);
         let lease_name = format!("{name}:lease");
@@ -483,7 +483,7 @@ impl Remote {
             if !value.is_empty() {
                 return self
                     .accept(expected, &value)
-                    .map_or(Found::Miss(None), Found::Hit);
+                    .map_or(Found::Miss(None), |entry| Found::Hit(Box::new(entry)));
             }
             if lease.is_some() {
                 return Found::Miss(lease);
