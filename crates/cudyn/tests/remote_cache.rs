@@ -92,7 +92,10 @@ struct Report {
 impl Report {
     fn read(path: &Path) -> Report {
         let mut report = Report::default();
-        for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        // A host may be writing its last line: only whole lines are read.
+        let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+        for line in whole.lines() {
             let fields: Vec<&str> = line.split(' ').collect();
             match fields[..] {
                 ["compile", source, digest, compiled] => report.compiles.push(Compile {

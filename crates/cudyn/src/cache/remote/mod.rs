@@ -16,8 +16,8 @@
 //!   read with `GETRANGE` up to [`MAX_ENTRY_BYTES`]: a longer one is refused unread. Without a
 //!   key there is no remote tier.
 //! - **Failure is never fatal**: connect and operation timeouts are short, a failed call falls
-//!   back to the local tiers and NVRTC, and after [`RemoteConfig::failures`] failures in a row
-//!   the remote is left alone for [`RemoteConfig::cool_off`] (a circuit breaker). Nothing is
+//!   back to the local tiers and NVRTC, and after repeated failures in a row the remote is left
+//!   alone for a while ([`RemoteConfig::breaker`], a circuit breaker). Nothing is
 //!   connected until the first miss of the local tiers, so a start that hits locally never
 //!   waits on the remote.
 //!
@@ -142,30 +142,17 @@ impl RemoteConfig {
         RemoteConfig::new(&url, PathBuf::from(key_file)).map(Some)
     }
 
-    /// The longest wait for a connection (default 250 ms).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// The longest wait for one reply (default 1 s).
-    pub fn op_timeout(mut self, timeout: Duration) -> Self {
-        self.op_timeout = timeout;
-        self
-    }
-
-    /// How long a host's lease on a key lasts while it compiles (default 60 s): the longest a
-    /// host that dies holding one delays the others.
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease;
-        self
-    }
-
-    /// How long a host waits for another's compile of the same key before compiling itself
-    /// (default 60 s).
-    pub fn wait(mut self, wait: Duration) -> Self {
-        self.wait = wait;
-        self
+    crate::builder::setters! {
+        /// The longest wait for a connection (default 250 ms).
+        connect_timeout(timeout: Duration);
+        /// The longest wait for one reply (default 1 s).
+        op_timeout(timeout: Duration);
+        /// How long a host's lease on a key lasts while it compiles (default 60 s): the longest
+        /// a host that dies holding one delays the others.
+        lease(lease: Duration);
+        /// How long a host waits for another's compile of the same key before compiling itself
+        /// (default 60 s).
+        wait(wait: Duration);
     }
 
     /// Failures in a row after which the remote is left alone (default 3), and for how long
