@@ -12,6 +12,10 @@
 //!   folder's contents are moved up the first time the cache is opened.
 //! - **Off**: `CUDYN_CACHE=off` (or `0`, `false`), [`set_enabled(false)`](set_enabled), or
 //!   [`Program::cache(false)`](crate::Program::cache) for one program.
+//! - **Remote**: `CUDYN_CACHE_REMOTE=redis://host:port/db` with `CUDYN_CACHE_REMOTE_KEY_FILE`,
+//!   or [`Cache::set_remote`], puts a Redis shared by a fleet behind memory and disk: a hit there
+//!   is checked and written to disk, a miss compiles and publishes, one host compiles a key while
+//!   the others wait ([`remote`] says how, and what it trusts).
 //! - **Size**: at most [`DEFAULT_MAX_BYTES`] (1 GiB) on disk, or `$CUDYN_CACHE_MAX_BYTES`, or
 //!   [`Cache::set_max_bytes`]; least recently used entries are evicted first, by use times cudyn
 //!   records itself. The total is kept in a ledger file that every write adds to, and the
