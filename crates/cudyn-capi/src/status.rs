@@ -136,7 +136,8 @@ fn status_of(error: &Error) -> cudyn_status {
         Error::ReadFile { .. }
         | Error::CacheRefused { .. }
         | Error::CacheIo { .. }
-        | Error::CacheUnavailable { .. } => CUDYN_ERROR_IO,
+        | Error::CacheUnavailable { .. }
+        | Error::CacheRemoteRefused { .. } => CUDYN_ERROR_IO,
         _ => CUDYN_ERROR_OTHER,
     }
 }

@@ -5,10 +5,11 @@ use std::io::{BufRead as _, IsTerminal as _};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use cudyn::cache::{EntryInfo, NotRemoved, PruneReport, VerifyReport};
+use cudyn::cache::{EntryInfo, NotRemoved, PruneReport, RemoteStats, VerifyReport};
 use cudyn::Cache;
 
 use crate::output::{self, CliError};
+use crate::remote::RemoteCheck;
 
 /// The text after `cudyn cache --help`'s subcommands.
 const AFTER_HELP: &str = "\
@@ -27,7 +28,7 @@ Exit status:
 
 Examples:
   cudyn cache path                       # the folder of the entries
-  cudyn cache stats --json
+  cudyn cache stats --json               # with the remote tier's counts, when there is one
   cudyn cache list                       # key, kind, arch, kernels, size, age, newest use first
   cudyn cache verify                     # read every entry; remove damaged and outdated ones
   cudyn cache prune --max-bytes 200M     # evict least recently used entries down to 200 MiB
@@ -198,20 +199,46 @@ fn entries(count: usize) -> String {
 
 fn print_stats(cache: &Cache, json: bool) -> Result<(), CliError> {
     let stats = cache.stats()?;
+    let remote = RemoteCheck::from_environment();
+    let totals = cache.remote_totals();
     if json {
         output::print_json(
             "cache stats",
-            &serde_json::json!({ "path": cache.path(), "stats": stats }),
+            &serde_json::json!({
+                "path": cache.path(),
+                "stats": stats,
+                "remote": remote,
+                "remote_totals": totals,
+            }),
         );
-    } else {
-        output::print_text([format!(
-            "folder   {}\nentries  {}\nsize     {} of {} allowed\n",
-            cache.path().display(),
-            stats.entries,
-            human_bytes(stats.bytes),
-            human_bytes(stats.max_bytes),
-        )]);
+        return Ok(());
     }
+    let mut text = format!(
+        "folder   {}\nentries  {}\nsize     {} of {} allowed\n",
+        cache.path().display(),
+        stats.entries,
+        human_bytes(stats.bytes),
+        human_bytes(stats.max_bytes),
+    );
+    if let Some(remote) = &remote {
+        text.push_str(&format!("remote   {}\n", remote.line()));
+    }
+    if remote.is_some() || totals != RemoteStats::default() {
+        text.push_str(&format!(
+            "remote tier, every process of this folder: {} hits, {} misses, {} waits, {} \
+             published, {} errors, {} skipped after errors, {} refused (MAC), {} refused \
+             (contents)\n",
+            totals.hits,
+            totals.misses,
+            totals.waits,
+            totals.published,
+            totals.errors,
+            totals.skipped,
+            totals.refused_mac,
+            totals.refused_invalid,
+        ));
+    }
+    output::print_text([text]);
     Ok(())
 }
 

@@ -5,10 +5,14 @@ use std::process::ExitCode;
 use cudyn::locate::CudaHeaders;
 use cudyn::toolchain::ToolchainReport;
 
+use crate::remote::RemoteCheck;
 use crate::streams::outln;
 use crate::terminal::{self, ERROR, GOOD, STRONG, WARNING};
 
 const AFTER_HELP: &str = "\
+With CUDYN_CACHE_REMOTE set, it also says whether the compile cache's remote tier is usable and
+answers; one that is not is a warning, not a failure: compiles go on with the local cache.
+
 Exit status:
   0  the runtime, NVRTC and nvJitLink are usable and any driver present works (a machine
      without a driver or GPU is fine: it compiles, links and inspects)
@@ -36,8 +40,9 @@ pub struct Args {
 pub fn run(args: &Args) -> ExitCode {
     let report = ToolchainReport::probe();
     let problems = report.problems(args.require_gpu);
+    let remote = RemoteCheck::from_environment();
     if args.json {
-        let json = serde_json::json!({ "report": report, "problems": problems });
+        let json = serde_json::json!({ "report": report, "problems": problems, "remote": remote });
         match serde_json::to_string_pretty(&json) {
             Ok(text) => outln!("{text}"),
             Err(error) => {
@@ -46,7 +51,7 @@ pub fn run(args: &Args) -> ExitCode {
             }
         }
     } else {
-        print_text(&report, &problems);
+        print_text(&report, &problems, remote.as_ref());
     }
     if problems.is_empty() {
         ExitCode::SUCCESS
@@ -91,7 +96,7 @@ fn print_headers(headers: &CudaHeaders) {
     }
 }
 
-fn print_text(report: &ToolchainReport, problems: &[String]) {
+fn print_text(report: &ToolchainReport, problems: &[String], remote: Option<&RemoteCheck>) {
     outln!("{STRONG}CUDA libraries{STRONG:#}");
     for component in &report.components {
         let name = component.component.name();
@@ -149,6 +154,16 @@ fn print_text(report: &ToolchainReport, problems: &[String]) {
             device.name,
             device.total_memory as f64 / f64::from(1u32 << 30)
         );
+    }
+    if let Some(remote) = remote {
+        outln!();
+        outln!("{STRONG}Remote compile cache{STRONG:#} ($CUDYN_CACHE_REMOTE)");
+        let mark = if remote.problem.is_some() {
+            WARNING
+        } else {
+            GOOD
+        };
+        outln!("  {mark}{}{mark:#}", remote.line());
     }
     if !report.warnings.is_empty() {
         outln!();

@@ -13,6 +13,7 @@ mod input;
 mod inspect;
 mod link;
 mod output;
+mod remote;
 mod run;
 mod streams;
 mod terminal;

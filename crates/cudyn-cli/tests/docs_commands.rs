@@ -91,7 +91,7 @@ fn help_lines(args: &[&str]) -> Vec<Line> {
 
 /// The documentation, embedded so that the test runs where the sources are not (its binary
 /// carried to another machine).
-const DOCUMENTS: [(&str, &str); 7] = [
+const DOCUMENTS: [(&str, &str); 8] = [
     ("README.md", include_str!("../../../README.md")),
     (
         "docs/ARCHITECTURE.md",
@@ -104,6 +104,7 @@ const DOCUMENTS: [(&str, &str); 7] = [
     ("docs/CLI.md", include_str!("../../../docs/CLI.md")),
     ("docs/CUDARC.md", include_str!("../../../docs/CUDARC.md")),
     ("docs/C_API.md", include_str!("../../../docs/C_API.md")),
+    ("docs/FLEET.md", include_str!("../../../docs/FLEET.md")),
     ("docs/SHARING.md", include_str!("../../../docs/SHARING.md")),
 ];
 

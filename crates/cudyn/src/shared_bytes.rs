@@ -30,6 +30,13 @@ impl SharedBytes {
     }
 }
 
+/// No bytes.
+impl Default for SharedBytes {
+    fn default() -> SharedBytes {
+        SharedBytes::from(Vec::new())
+    }
+}
+
 impl From<Vec<u8>> for SharedBytes {
     /// All of `bytes`, without a copy.
     fn from(bytes: Vec<u8>) -> SharedBytes {

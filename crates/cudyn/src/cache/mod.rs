@@ -12,6 +12,10 @@
 //!   folder's contents are moved up the first time the cache is opened.
 //! - **Off**: `CUDYN_CACHE=off` (or `0`, `false`), [`set_enabled(false)`](set_enabled), or
 //!   [`Program::cache(false)`](crate::Program::cache) for one program.
+//! - **Remote**: `CUDYN_CACHE_REMOTE=redis://host:port/db` with `CUDYN_CACHE_REMOTE_KEY_FILE`,
+//!   or [`Cache::set_remote`], puts a Redis shared by a fleet behind memory and disk: a hit there
+//!   is checked and written to disk, a miss compiles and publishes, one host compiles a key while
+//!   the others wait ([`remote`] says how, and what it trusts).
 //! - **Size**: at most [`DEFAULT_MAX_BYTES`] (1 GiB) on disk, or `$CUDYN_CACHE_MAX_BYTES`, or
 //!   [`Cache::set_max_bytes`]; least recently used entries are evicted first, by use times cudyn
 //!   records itself. The total is kept in a ledger file that every write adds to, and the
@@ -96,7 +100,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use crate::error::{Error, Result};
 use crate::image::ImageKind;
@@ -108,6 +112,7 @@ mod folder;
 pub mod key;
 mod ledger;
 mod memory;
+pub mod remote;
 mod reports;
 pub(crate) mod resolved;
 mod size;
@@ -115,6 +120,9 @@ pub mod store;
 
 pub use evict::DEFAULT_MAX_BYTES;
 pub use key::{Key, KeyHasher};
+pub use remote::{
+    Remote, RemoteConfig, RemoteStats, MAX_ENTRY_BYTES, REMOTE_ENV, REMOTE_KEY_FILE_ENV,
+};
 pub use reports::{CacheStats, EntryInfo, NotRemoved, PruneReport, VerifyReport};
 use size::max_bytes_from_environment;
 pub use size::{parse_bytes, SizeError};
@@ -155,6 +163,8 @@ pub struct Cache {
     max_bytes: AtomicU64,
     counters: Counters,
     warned_of_failed_write: AtomicBool,
+    /// The remote tier behind this cache, when there is one (see [`remote`]).
+    remote: RwLock<Option<Arc<Remote>>>,
 }
 
 #[derive(Debug, Default)]
@@ -189,6 +199,7 @@ impl Cache {
             max_bytes: AtomicU64::new(max_bytes_from_environment()),
             counters: Counters::default(),
             warned_of_failed_write: AtomicBool::new(false),
+            remote: RwLock::new(None),
         }
     }
 
@@ -227,7 +238,9 @@ impl Cache {
                 if named {
                     folder::adopt_earlier_layout(&dir);
                 }
-                Ok(Cache::in_checked_folder(dir))
+                let cache = Cache::in_checked_folder(dir);
+                cache.adopt_remote_from_environment();
+                Ok(cache)
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -236,6 +249,43 @@ impl Cache {
     /// Where the entries live.
     pub fn path(&self) -> &Path {
         &self.dir
+    }
+
+    /// Puts the remote tier `config` describes behind this cache (see [`remote`]), or takes it
+    /// away (`None`). Connects nothing: the first miss of the local tiers does.
+    pub fn set_remote(&self, config: Option<RemoteConfig>) -> Result<()> {
+        let remote = config
+            .map(|config| Remote::new(config).map(|remote| Arc::new(remote.tallied_in(&self.dir))))
+            .transpose()?;
+        *self
+            .remote
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner()) = remote;
+        Ok(())
+    }
+
+    /// What the remote tier did for every process using this cache's folder, as far as their
+    /// tally of it records (see [`remote`]): a close account, not an exact one. Its `url` is
+    /// left empty.
+    pub fn remote_totals(&self) -> RemoteStats {
+        remote::tally::totals(&self.dir)
+    }
+
+    /// The remote tier behind this cache, if any.
+    pub fn remote(&self) -> Option<Arc<Remote>> {
+        self.remote
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
+    }
+
+    /// The remote tier of `CUDYN_CACHE_REMOTE` ([`RemoteConfig::from_environment`]), for the
+    /// process-wide cache; a refused one is a warning, printed once, and no remote tier.
+    fn adopt_remote_from_environment(&self) {
+        let adopted = RemoteConfig::from_environment().and_then(|config| self.set_remote(config));
+        if let Err(error) = adopted {
+            crate::warn::warning!("cudyn: warning: {error}");
+        }
     }
 
     /// Sets the size cap of the disk cache, in bytes.
@@ -258,6 +308,7 @@ impl Cache {
             entries: files.len() as u64,
             bytes: files.iter().map(|file| file.size).sum(),
             max_bytes: self.max_bytes.load(Ordering::Relaxed),
+            remote: self.remote().map(|remote| remote.stats()),
         })
     }
 
@@ -374,13 +425,14 @@ impl Cache {
         })
     }
 
-    /// Removes every entry, on disk and in memory, with their direct names and the toolchains
-    /// remembered in its `compilers/` folder; reports what was removed and what could not be,
-    /// as [`prune`](Cache::prune) does.
+    /// Removes every entry, on disk and in memory, with their direct names, the toolchains
+    /// remembered in its `compilers/` folder and the remote tier's tally; reports what was
+    /// removed and what could not be, as [`prune`](Cache::prune) does.
     pub fn clear(&self) -> Result<PruneReport> {
         self.lock_memory().clear();
         resolved::forget_all(&self.dir);
         let _ = std::fs::remove_dir_all(self.dir.join(DIRECT));
+        let _ = std::fs::remove_file(self.dir.join(remote::tally::NAME));
         self.prune(0)
     }
 

@@ -34,6 +34,8 @@ pub struct CacheStats {
     pub bytes: u64,
     /// The size cap in bytes.
     pub max_bytes: u64,
+    /// What the remote tier did in this process, when there is one.
+    pub remote: Option<super::RemoteStats>,
 }
 
 /// One entry on disk.

@@ -11,6 +11,7 @@ use super::program::Program;
 use super::target::{Arch, PtxVerdict};
 use crate::cache::entry::{Entry, Listed, Listing};
 use crate::cache::key::{FieldSink, Fields};
+use crate::cache::remote::{Expected, Found, Lease};
 use crate::cache::resolved::{self, Fingerprint, ResolvedCompiler};
 use crate::cache::{key, Cache, Key, KeyHasher};
 use crate::error::Result;
@@ -260,6 +261,10 @@ pub(super) struct Miss {
     keyed: Option<Keyed>,
     /// Why the program's inputs cannot be known, when they cannot.
     uncacheable: Option<String>,
+    /// This host's lease on the key in the remote tier, when it took one: other hosts wait for
+    /// this compile. Released when the miss is dropped, after the result is published.
+    #[allow(dead_code)] // held for its drop
+    lease: Option<Lease>,
 }
 
 /// The key of a program, with what made it.
@@ -299,8 +304,7 @@ impl Miss {
         }
         let kind = ImageKind::from(compiled.output);
         compiled.checked = Checked::compiler_output(&compiled.code, kind);
-        let toolchain = resolved::record(&compiler);
-        let written = cache.store(Entry {
+        let entry = Entry {
             key,
             output: compiled.output,
             arch: compiled.arch,
@@ -314,14 +318,27 @@ impl Miss {
             }),
             code: compiled.code.clone(),
             checked: compiled.checked,
-            toolchain: toolchain.clone().unwrap_or_default().into(),
-            inputs: inputs.0.clone().into(),
-        });
-        // A compiler with a record was found by this environment's search (not a copy already
-        // loaded), which a later process with the same fingerprint walks to the same end.
-        if written && toolchain.is_some() {
-            cache.link_direct(&key, &search_fingerprint(), &inputs);
+            toolchain: SharedBytes::default(),
+            inputs: SharedBytes::default(),
+        };
+        if let Some(remote) = cache.remote() {
+            remote.publish(&entry);
         }
+        store_locally(cache, &compiler, &inputs, entry);
+    }
+}
+
+/// Stores `entry`, made by `compiler` from `inputs`, with them, and files it under the program's
+/// direct name in this environment too.
+fn store_locally(cache: &Cache, compiler: &ResolvedCompiler, inputs: &Fields, mut entry: Entry) {
+    let toolchain = resolved::record(compiler);
+    entry.toolchain = toolchain.clone().unwrap_or_default().into();
+    entry.inputs = inputs.0.clone().into();
+    let key = entry.key;
+    // A compiler with a record was found by this environment's search (not a copy already
+    // loaded), which a later process with the same fingerprint walks to the same end.
+    if cache.store(entry) && toolchain.is_some() {
+        cache.link_direct(&key, &search_fingerprint(), inputs);
     }
 }
 
@@ -351,6 +368,7 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
             defaults: program_defaults(program, None),
             keyed: None,
             uncacheable: inputs.err(),
+            lease: None,
         }));
     };
     let inputs = match inputs {
@@ -360,6 +378,7 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
                 defaults: program_defaults(program, Some(&compiler.headers)),
                 keyed: None,
                 uncacheable: Some(why),
+                lease: None,
             }))
         }
     };
@@ -371,6 +390,22 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
         }
         return Ok(Lookup::Hit(hit(program, &entry)));
     }
+    let mut lease = None;
+    if let Some(remote) = cache.remote() {
+        let expected = Expected {
+            key,
+            output: program.output,
+            arch,
+        };
+        match remote.find(&expected) {
+            Found::Hit(entry) => {
+                let compiled = hit(program, &entry);
+                store_locally(cache, &compiler, &inputs, *entry);
+                return Ok(Lookup::Hit(compiled));
+            }
+            Found::Miss(taken) => lease = taken,
+        }
+    }
     Ok(Lookup::Miss(Miss {
         defaults: program_defaults(program, Some(&compiler.headers)),
         keyed: Some(Keyed {
@@ -379,6 +414,7 @@ pub(super) fn look_up(program: &Program, cache: &Cache, arch: Arch) -> Result<Lo
             inputs,
         }),
         uncacheable: None,
+        lease,
     }))
 }
 

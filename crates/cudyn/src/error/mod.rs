@@ -571,6 +571,19 @@ pub enum Error {
         reason: String,
     },
 
+    /// The compile cache's remote tier is not used: its URL does not parse, or its MAC key is
+    /// missing or unusable (see [`crate::cache::remote`]). Compiles go on with the local tiers.
+    #[error(
+        "the remote compile cache {url} is not used: {reason} (compiles go on with the local \
+         cache; unset CUDYN_CACHE_REMOTE to silence this)"
+    )]
+    CacheRemoteRefused {
+        /// The remote's URL, its password hidden.
+        url: String,
+        /// What is wrong, and what to do.
+        reason: String,
+    },
+
     /// There is no process-wide compile cache: it is turned off, or no folder can be named for
     /// it ([`crate::Cache::try_global`]).
     #[error("there is no compile cache: {reason}")]
