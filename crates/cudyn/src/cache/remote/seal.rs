@@ -166,11 +166,9 @@ fn check_code(code: &[u8], kind: ImageKind) -> Result<Option<Checked>, Refusal> 
         return Err(Refusal::Invalid);
     }
     let nobody = String::new;
-    match image::validate_loadable(code, kind, &nobody) {
-        Ok(facts) => Ok(Some(Checked {
-            facts,
-            digest: image::digest(code),
-        })),
+    let digest = image::digest(code);
+    match image::validate_loadable(code, kind.into(), Some(&digest), &nobody) {
+        Ok(facts) => Ok(Some(Checked { facts, digest })),
         Err(_) => match image::validate_link_input(code, kind, &nobody) {
             Ok(()) => Ok(None),
             Err(_) => Err(Refusal::Invalid),
