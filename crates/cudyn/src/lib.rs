@@ -100,6 +100,7 @@ mod arch;
 mod backend;
 mod builder;
 mod component;
+pub mod ctype;
 mod kinds;
 mod mismatch;
 mod parse_error;
@@ -146,11 +147,13 @@ pub use compile::{
 pub use context::{current_device, set_device, synchronize};
 pub use device::{Device, DeviceAttribute, DeviceLimits, MemoryInfo};
 pub use digest::Digest;
-pub use error::{CallError, Error, Result};
+pub use error::{CallError, Error, ErrorKind, Result};
 pub use image::{Image, ImageKind};
 pub use inspect::{Inspection, ParseError};
+pub use ctype::{ArgType, CType, Scalar};
 pub use launch::{
     ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig,
+    ListArg, Reinterpret, StaticArgs,
 };
 pub use library::kernel;
 pub use library::kernel::{Kernel, KernelAttribute, KernelGetter};

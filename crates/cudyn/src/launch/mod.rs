@@ -76,15 +76,16 @@ mod config;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
-pub use args::{ArgList, KernelArg, KernelArgs, INLINE_ARGS};
-pub use check::{check_arguments, ArgumentMismatch};
+pub use args::{ArgList, KernelArg, KernelArgs, ListArg, Reinterpret, StaticArgs, INLINE_ARGS};
+pub use check::{check_arguments, check_types, ArgumentMismatch};
 use config::within_limits;
 pub use config::{check_config, check_cooperative_grid, ConfigViolation, Dim3, LaunchConfig};
 
 use crate::api::driver as api;
 use crate::context::{self, Current};
 use crate::error::{Error, Result};
-use crate::library::kernel::{Kernel, KernelAttribute};
+use crate::ctype::ArgType;
+use crate::library::kernel::{Kernel, KernelAttribute, ParamPlan};
 #[cfg(doc)]
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 use crate::param::ParamLayout;
@@ -123,15 +124,36 @@ impl Kernel {
     /// uses is freed and no other work races with it on that memory.
     #[inline]
     pub unsafe fn launch<A: KernelArgs>(&self, config: &LaunchConfig<'_>, args: A) -> Result<()> {
-        let layouts = match args.static_layouts() {
-            Some(layouts) => Layouts::Static(layouts),
-            None => Layouts::Transient(args.layouts()),
-        };
+        let described = Described::of(&args);
         args.with_pointers(|pointers| {
             // SAFETY: `KernelArgs` gives one pointer per layout, each to the argument's value,
             // alive for this call; the caller keeps the launch-safety contract.
-            unsafe { self.launch_checked(config, layouts, pointers) }
+            unsafe { self.launch_checked(config, described, pointers) }
         })
+    }
+
+    /// Runs every check a launch of `args` with `config` makes, on the current device, and
+    /// launches nothing: the arguments against the kernel's parameters (count, sizes, offsets,
+    /// and C types where they are known) and the configuration against the device's and the
+    /// kernel's limits. `Ok` when [`Kernel::launch`] would reach the driver.
+    ///
+    /// ```no_run
+    /// use cudyn::{DeviceBuffer, Error, LaunchConfig, Library};
+    /// // __global__ void scale(float* data, float factor, int n)
+    /// let scale = Library::from_file("scale.cubin")?.kernel("scale(float*, float, int)")?;
+    /// let mut data = DeviceBuffer::<f32>::zeroed(256)?;
+    /// let config = LaunchConfig::new(1, 256);
+    /// // An f32 where the kernel takes an int is refused, naming both types.
+    /// let refused = scale.check(&config, &(&mut data, 2.0f32, 256.0f32)).unwrap_err();
+    /// assert_eq!(refused.kind(), cudyn::ErrorKind::LaunchArguments);
+    /// scale.check(&config, &(&mut data, 2.0f32, 256i32))?;
+    /// # Ok::<(), cudyn::Error>(())
+    /// ```
+    pub fn check<A: KernelArgs>(&self, config: &LaunchConfig<'_>, args: &A) -> Result<()> {
+        let plan = self.plan()?;
+        self.check_described(plan, Described::of(args))?;
+        let current = context::current()?;
+        self.check_config(config, &current)
     }
 
     /// The work of [`Kernel::launch`] that does not depend on the arguments' types, once for
@@ -144,11 +166,11 @@ impl Kernel {
     unsafe fn launch_checked(
         &self,
         config: &LaunchConfig<'_>,
-        layouts: Layouts<'_>,
+        described: Described<'_>,
         pointers: *mut *mut c_void,
     ) -> Result<()> {
-        let params = self.params()?;
-        self.check_layouts(params, layouts)?;
+        let plan = self.plan()?;
+        self.check_described(plan, described)?;
         let current = context::current()?;
         self.check_config(config, &current)?;
         // SAFETY: the pointers match the kernel's parameters in number and size (checked
@@ -174,31 +196,44 @@ impl Kernel {
         unsafe { self.launch_on(&current, config, params) }
     }
 
-    /// The argument check: `layouts` against the kernel's `params`. A list that lives as long as
-    /// the program and was found equal to `params` before is equal now (neither ever changes):
-    /// it is recognized by its address and length, and not compared again.
+    /// The argument check: the arguments' layouts and types against the kernel's `plan`. A
+    /// description that lives as long as the program and was found to match before matches now
+    /// (neither ever changes): it is recognized by its address, and not compared again.
     #[inline]
-    fn check_layouts(&self, params: &[ParamLayout], layouts: Layouts<'_>) -> Result<()> {
-        let (layouts, program_long) = match layouts {
-            Layouts::Static(layouts) => (layouts, true),
-            Layouts::Transient(layouts) => (layouts, false),
-        };
-        let matched = self.matched_layouts();
-        let start = layouts.as_ptr().cast_mut();
-        // The length is the kernel's, so the address and the length are the list that matched.
-        if program_long
-            & (layouts.len() == params.len())
-            & (matched.load(Ordering::Relaxed) == start)
-        {
+    fn check_described(&self, plan: &ParamPlan, described: Described<'_>) -> Result<()> {
+        let matched = self.matched_args();
+        if let Described::Static(args) = described {
+            let address = std::ptr::from_ref(args).cast_mut().cast();
+            if matched.load(Ordering::Relaxed) == address {
+                return Ok(());
+            }
+            self.compare(plan, args.layouts, args.types)?;
+            matched.store(address, Ordering::Relaxed);
             return Ok(());
         }
-        if let Err(mismatch) = check_arguments(params, layouts) {
-            return Err(self.arguments_error(mismatch));
-        }
-        if program_long {
-            matched.store(start, Ordering::Relaxed);
-        }
-        Ok(())
+        let Described::Transient { layouts, types } = described else {
+            return Ok(());
+        };
+        self.compare(plan, layouts, types)
+    }
+
+    /// The comparison of arguments with the plan: sizes and offsets, then, when the kernel's
+    /// types are known, types.
+    #[inline]
+    fn compare(
+        &self,
+        plan: &ParamPlan,
+        layouts: &[ParamLayout],
+        types: &[&'static ArgType],
+    ) -> Result<()> {
+        let checked = check_arguments(&plan.layouts, layouts).and_then(|()| {
+            if plan.typed {
+                check_types(&plan.types, types)
+            } else {
+                Ok(())
+            }
+        });
+        checked.map_err(|mismatch| self.arguments_error(mismatch))
     }
 
     #[cold]
@@ -398,11 +433,27 @@ impl Kernel {
     }
 }
 
-/// The layouts of a launch's arguments, and whether they live as long as the program.
+/// The layouts and types of a launch's arguments, and whether they live as long as the program.
 #[derive(Clone, Copy)]
-enum Layouts<'a> {
-    /// A list that lives, unchanged, as long as the program ([`KernelArgs::static_layouts`]).
-    Static(&'static [ParamLayout]),
-    /// A list that lives as long as the arguments.
-    Transient(&'a [ParamLayout]),
+enum Described<'a> {
+    /// A description that lives, unchanged, as long as the program ([`KernelArgs::static_args`]).
+    Static(&'static StaticArgs),
+    /// Lists that live as long as the arguments.
+    Transient {
+        layouts: &'a [ParamLayout],
+        types: &'a [&'static ArgType],
+    },
+}
+
+impl<'a> Described<'a> {
+    #[inline]
+    fn of<A: KernelArgs>(args: &'a A) -> Self {
+        match args.static_args() {
+            Some(args) => Described::Static(args),
+            None => Described::Transient {
+                layouts: args.layouts(),
+                types: args.types(),
+            },
+        }
+    }
 }
