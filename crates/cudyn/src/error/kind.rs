@@ -59,6 +59,8 @@ pub enum ErrorKind {
     InvalidMacro,
     /// [`Error::NulByte`].
     NulByte,
+    /// [`Error::NonUtf8Path`]: a file name that nvJitLink cannot take.
+    NonUtf8Path,
     /// [`Error::EmptyOutput`]: a compiler or linker reported success but produced nothing.
     EmptyOutput,
     /// [`Error::PtxNewerThanDriver`].
@@ -134,6 +136,7 @@ impl Error {
             Error::InvalidArch { .. } => ErrorKind::InvalidArch,
             Error::InvalidMacro { .. } => ErrorKind::InvalidMacro,
             Error::NulByte { .. } => ErrorKind::NulByte,
+            Error::NonUtf8Path { .. } => ErrorKind::NonUtf8Path,
             Error::EmptyOutput { .. } => ErrorKind::EmptyOutput,
             Error::PtxNewerThanDriver { .. } => ErrorKind::PtxNewerThanDriver,
             Error::NotDeviceCode { .. } => ErrorKind::NotDeviceCode,
