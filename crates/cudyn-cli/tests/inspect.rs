@@ -205,6 +205,7 @@ fn help_explains_the_kernel_table() {
         "- when unbounded",
         "params: #0 @0+8",
         "byte offset 0, 8 bytes long",
+        "(size-checked only)",
         "A ? for params",
         "--kernels lists each file's kernels",
         "Exit status:",

@@ -11,8 +11,10 @@ use syn::{Data, DeriveInput, Error, Fields, Path};
 /// fields are all `DeviceRepr` and which has no padding, and refuses anything else at compile
 /// time (see the trait's documentation).
 ///
-/// `#[cudyn(crate = "path::to::cudyn")]` names the cudyn crate where it is not `::cudyn` (a
-/// renamed dependency or a re-export).
+/// `#[cudyn(c_name = "Odd")]` names the C type the struct stands for, so that a launch refuses it
+/// for a parameter of another struct type even of the same size (without it, a struct passes any
+/// parameter of its size and offset). `#[cudyn(crate = "path::to::cudyn")]` names the cudyn
+/// crate where it is not `::cudyn` (a renamed dependency or a re-export).
 #[proc_macro_derive(DeviceRepr, attributes(cudyn))]
 pub fn derive_device_repr(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     let input = syn::parse_macro_input!(input as DeriveInput);
@@ -22,7 +24,7 @@ pub fn derive_device_repr(input: proc_macro::TokenStream) -> proc_macro::TokenSt
 }
 
 fn device_repr(input: &DeriveInput) -> syn::Result<TokenStream> {
-    let cudyn = crate_path(input)?;
+    let Attributes { cudyn, c_name } = attributes(input)?;
     let fields = struct_fields(input)?;
     check_repr(input)?;
     if let Some(param) = input.generics.params.first() {
@@ -66,6 +68,9 @@ fn device_repr(input: &DeriveInput) -> syn::Result<TokenStream> {
         end_of_previous = quote!(#offset + ::core::mem::size_of::<#ty>());
         last_label = label;
     }
+    let c_type = c_name.map(|c_name| {
+        quote! { const C_TYPE: #cudyn::ArgType = #cudyn::ArgType::Named(#c_name); }
+    });
     let tail_cudyn = respan(&cudyn, name.span());
     let tail_check = quote_spanned! {name.span()=>
         const _: () = #tail_cudyn::memory::derive_support::assert_no_tail_padding(
@@ -83,7 +88,9 @@ fn device_repr(input: &DeriveInput) -> syn::Result<TokenStream> {
         // SAFETY: checked above when this compiles: #[repr(C)] or #[repr(transparent)] (checked
         // by the derive), every field DeviceRepr (so plain data with every bit pattern valid) and
         // no padding byte between or after the fields.
-        unsafe impl #cudyn::DeviceRepr for #name {}
+        unsafe impl #cudyn::DeviceRepr for #name {
+            #c_type
+        }
     })
 }
 
@@ -174,9 +181,17 @@ fn check_repr(input: &DeriveInput) -> syn::Result<()> {
     ))
 }
 
-/// The path of the cudyn crate: `::cudyn` unless `#[cudyn(crate = "...")]` says otherwise.
-fn crate_path(input: &DeriveInput) -> syn::Result<Path> {
+/// What the `#[cudyn(...)]` attributes say.
+struct Attributes {
+    /// The path of the cudyn crate: `::cudyn` unless `crate = "..."` says otherwise.
+    cudyn: Path,
+    /// The C type the struct stands for, from `c_name = "..."`.
+    c_name: Option<syn::LitStr>,
+}
+
+fn attributes(input: &DeriveInput) -> syn::Result<Attributes> {
     let mut path = syn::parse_quote!(::cudyn);
+    let mut c_name = None;
     for attr in input
         .attrs
         .iter()
@@ -186,10 +201,23 @@ fn crate_path(input: &DeriveInput) -> syn::Result<Path> {
             if meta.path.is_ident("crate") {
                 path = meta.value()?.parse::<syn::LitStr>()?.parse()?;
                 Ok(())
+            } else if meta.path.is_ident("c_name") {
+                let name: syn::LitStr = meta.value()?.parse()?;
+                if name.value().trim().is_empty() {
+                    return Err(meta.error("`c_name` names the C type: it cannot be empty"));
+                }
+                c_name = Some(name);
+                Ok(())
             } else {
-                Err(meta.error("unknown cudyn attribute: the one known is `crate = \"path\"`"))
+                Err(meta.error(
+                    "unknown cudyn attribute: the known ones are `crate = \"path\"` and \
+                     `c_name = \"CType\"`",
+                ))
             }
         })?;
     }
-    Ok(path)
+    Ok(Attributes {
+        cudyn: path,
+        c_name,
+    })
 }

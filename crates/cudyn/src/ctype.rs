@@ -115,14 +115,38 @@ impl Scalar {
     const fn class(self) -> Class {
         match self {
             Scalar::Bool => Class::Bool,
-            Scalar::Char | Scalar::SignedChar => Class::Integer { bits: 8, signed: true },
-            Scalar::UnsignedChar => Class::Integer { bits: 8, signed: false },
-            Scalar::Short => Class::Integer { bits: 16, signed: true },
-            Scalar::UnsignedShort => Class::Integer { bits: 16, signed: false },
-            Scalar::Int => Class::Integer { bits: 32, signed: true },
-            Scalar::UnsignedInt => Class::Integer { bits: 32, signed: false },
-            Scalar::Long | Scalar::LongLong => Class::Integer { bits: 64, signed: true },
-            Scalar::UnsignedLong | Scalar::UnsignedLongLong => Class::Integer { bits: 64, signed: false },
+            Scalar::Char | Scalar::SignedChar => Class::Integer {
+                bits: 8,
+                signed: true,
+            },
+            Scalar::UnsignedChar => Class::Integer {
+                bits: 8,
+                signed: false,
+            },
+            Scalar::Short => Class::Integer {
+                bits: 16,
+                signed: true,
+            },
+            Scalar::UnsignedShort => Class::Integer {
+                bits: 16,
+                signed: false,
+            },
+            Scalar::Int => Class::Integer {
+                bits: 32,
+                signed: true,
+            },
+            Scalar::UnsignedInt => Class::Integer {
+                bits: 32,
+                signed: false,
+            },
+            Scalar::Long | Scalar::LongLong => Class::Integer {
+                bits: 64,
+                signed: true,
+            },
+            Scalar::UnsignedLong | Scalar::UnsignedLongLong => Class::Integer {
+                bits: 64,
+                signed: false,
+            },
             Scalar::Float => Class::Float { bits: 32 },
             Scalar::Double => Class::Float { bits: 64 },
             Scalar::Half => Class::Half,
@@ -297,8 +321,7 @@ impl CType {
                 param.same_width_integer(*given)
             }
             (CType::Integer { bits }, ArgType::Scalar(given) | ArgType::Reinterpreted(given)) => {
-                given.integer_bits() == Some(*bits)
-                    || (*bits == 8 && given.class() == Class::Bool)
+                given.integer_bits() == Some(*bits) || (*bits == 8 && given.class() == Class::Bool)
             }
             (CType::IntegerOrPointer, ArgType::Pointer { .. }) => true,
             (CType::IntegerOrPointer, ArgType::Scalar(given) | ArgType::Reinterpreted(given)) => {
@@ -307,13 +330,20 @@ impl CType {
             (CType::Named(param), ArgType::Named(given)) => same_name(param, given),
             (CType::PtxPointer { .. }, ArgType::Pointer { .. }) => true,
             // An address carried as an integer, which the caller says it means.
+            (CType::Pointer { .. } | CType::PtxPointer { .. }, ArgType::Reinterpreted(given)) => {
+                given.integer_bits() == Some(64)
+            }
             (
-                CType::Pointer { .. } | CType::PtxPointer { .. },
-                ArgType::Reinterpreted(given),
-            ) => given.integer_bits() == Some(64),
-            (CType::Pointer { pointee, is_const }, ArgType::Pointer { pointee: given, read_only }) => {
+                CType::Pointer { pointee, is_const },
+                ArgType::Pointer {
+                    pointee: given,
+                    read_only,
+                },
+            ) => {
                 (*is_const || !read_only)
-                    && pointee.as_deref().is_none_or(|pointee| pointee.holds(given))
+                    && pointee
+                        .as_deref()
+                        .is_none_or(|pointee| pointee.holds(given))
             }
             _ => false,
         }
@@ -387,7 +417,11 @@ impl fmt::Display for ArgType {
         match self {
             ArgType::Scalar(scalar) => {
                 let name = scalar.rust_name();
-                let article = if name.starts_with(['i', 'f']) { "an" } else { "a" };
+                let article = if name.starts_with(['i', 'f']) {
+                    "an"
+                } else {
+                    "a"
+                };
                 write!(f, "{article} `{name}`")
             }
             ArgType::Reinterpreted(scalar) => {
@@ -401,7 +435,11 @@ impl fmt::Display for ArgType {
                     ArgType::Named(name) => name,
                     _ => "elements of a type cudyn does not know",
                 };
-                write!(f, "a {lent} buffer of `{element}` (`{}`)", self.c_spelling())
+                write!(
+                    f,
+                    "a {lent} buffer of `{element}` (`{}`)",
+                    self.c_spelling()
+                )
             }
             ArgType::Unknown => f.write_str("a value of a type cudyn does not know"),
         }

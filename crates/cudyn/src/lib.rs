@@ -145,15 +145,15 @@ pub use compile::{
     Program,
 };
 pub use context::{current_device, set_device, synchronize};
+pub use ctype::{ArgType, CType, Scalar};
 pub use device::{Device, DeviceAttribute, DeviceLimits, MemoryInfo};
 pub use digest::Digest;
 pub use error::{CallError, Error, ErrorKind, Result};
 pub use image::{Image, ImageKind};
 pub use inspect::{Inspection, ParseError};
-pub use ctype::{ArgType, CType, Scalar};
 pub use launch::{
-    ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig,
-    ListArg, Reinterpret, StaticArgs,
+    ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig, ListArg,
+    Reinterpret, StaticArgs,
 };
 pub use library::kernel;
 pub use library::kernel::{Kernel, KernelAttribute, KernelGetter};

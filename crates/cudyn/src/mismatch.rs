@@ -81,10 +81,7 @@ impl fmt::Display for ArgumentMismatch {
                 ref expected,
                 given,
             } => {
-                write!(
-                    f,
-                    "parameter {index} is `{expected}` but {given} was given"
-                )?;
+                write!(f, "parameter {index} is `{expected}` but {given} was given")?;
                 f.write_str(type_hint(expected, &given))
             }
         }

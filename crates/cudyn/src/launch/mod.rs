@@ -83,8 +83,8 @@ pub use config::{check_config, check_cooperative_grid, ConfigViolation, Dim3, La
 
 use crate::api::driver as api;
 use crate::context::{self, Current};
-use crate::error::{Error, Result};
 use crate::ctype::ArgType;
+use crate::error::{Error, Result};
 use crate::library::kernel::{Kernel, KernelAttribute, ParamPlan};
 #[cfg(doc)]
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};

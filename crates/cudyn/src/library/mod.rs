@@ -314,7 +314,14 @@ impl Library {
             return None;
         }
         let module = ptx::parse(image).ok()?;
-        Some(module.entry(name)?.params.iter().map(ptx::PtxParam::c_type).collect())
+        Some(
+            module
+                .entry(name)?
+                .params
+                .iter()
+                .map(ptx::PtxParam::c_type)
+                .collect(),
+        )
     }
 
     /// The kernel named `name` (`cudaLibraryGetKernel`).
