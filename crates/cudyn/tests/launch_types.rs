@@ -109,7 +109,9 @@ fn an_extern_c_kernel_is_checked_by_size_only() {
     // Nothing says the 4th parameter is an int, nor that the 3rd is written.
     plain.check(&config, &(2.0f32, &x, &y, 32.0f32)).unwrap();
     assert!(matches!(
-        plain.check(&config, &(2.0f32, &x, &y, 32u64)).map_err(mismatch),
+        plain
+            .check(&config, &(2.0f32, &x, &y, 32u64))
+            .map_err(mismatch),
         Err(ArgumentMismatch::Size { index: 3, .. })
     ));
 }

@@ -316,6 +316,24 @@ impl<'a> ArgList<'a> {
     /// Appends `arg`, placed after the previous arguments at its own alignment.
     pub fn push(&mut self, arg: impl ListArg<'a>) -> &mut Self {
         let (layout, ty, pointer) = arg.describe();
+        self.push_described(layout, ty, pointer)
+    }
+
+    /// Appends `arg` with its C meaning unstated: its size and offset are checked, its type
+    /// is not, whatever the kernel's parameter types are. For arguments whose Rust type is not
+    /// what they mean, such as the raw bits and byte buffers of a command line that knows the
+    /// types only as text.
+    pub fn push_sized(&mut self, arg: impl ListArg<'a>) -> &mut Self {
+        let (layout, _, pointer) = arg.describe();
+        self.push_described(layout, &ArgType::Unknown, pointer)
+    }
+
+    fn push_described(
+        &mut self,
+        layout: Layout,
+        ty: &'static ArgType,
+        pointer: *mut c_void,
+    ) -> &mut Self {
         let end = self.layouts.as_slice().last().map_or(0, ParamLayout::end);
         self.layouts.push(ParamLayout::following(end, layout));
         self.types.push(ty);
