@@ -15,6 +15,10 @@ use syn::{Data, DeriveInput, Error, Fields, Path};
 /// for a parameter of another struct type even of the same size (without it, a struct passes any
 /// parameter of its size and offset). `#[cudyn(crate = "path::to::cudyn")]` names the cudyn
 /// crate where it is not `::cudyn` (a renamed dependency or a re-export).
+///
+/// `#[cudyn(padded)]` accepts a struct with padding: instead of `DeviceRepr` it implements
+/// `cudyn::Pack`, whose `pack()` is the struct's bytes with the padding zeroed, a `DeviceRepr`
+/// value to pass or store.
 #[proc_macro_derive(DeviceRepr, attributes(cudyn))]
 pub fn derive_device_repr(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     let input = syn::parse_macro_input!(input as DeriveInput);
@@ -24,7 +28,11 @@ pub fn derive_device_repr(input: proc_macro::TokenStream) -> proc_macro::TokenSt
 }
 
 fn device_repr(input: &DeriveInput) -> syn::Result<TokenStream> {
-    let Attributes { cudyn, c_name } = attributes(input)?;
+    let Attributes {
+        cudyn,
+        c_name,
+        padded,
+    } = attributes(input)?;
     let fields = struct_fields(input)?;
     check_repr(input)?;
     if let Some(param) = input.generics.params.first() {
@@ -71,6 +79,9 @@ fn device_repr(input: &DeriveInput) -> syn::Result<TokenStream> {
     let c_type = c_name.map(|c_name| {
         quote! { const C_TYPE: #cudyn::ArgType = #cudyn::ArgType::Named(#c_name); }
     });
+    if padded {
+        return Ok(packed(&cudyn, name, &fields, c_type));
+    }
     let tail_cudyn = respan(&cudyn, name.span());
     let tail_check = quote_spanned! {name.span()=>
         const _: () = #tail_cudyn::memory::derive_support::assert_no_tail_padding(
@@ -92,6 +103,68 @@ fn device_repr(input: &DeriveInput) -> syn::Result<TokenStream> {
             #c_type
         }
     })
+}
+
+/// For `#[cudyn(padded)]`: `Pack` for the struct, whose `Packed` is a byte array of its size
+/// and alignment with each field written at its offset and the padding zero.
+fn packed(
+    cudyn: &Path,
+    name: &syn::Ident,
+    fields: &[&syn::Field],
+    c_type: Option<TokenStream>,
+) -> TokenStream {
+    let field_checks = fields.iter().map(|field| {
+        let ty = &field.ty;
+        quote_spanned! {ty.span()=>
+            #cudyn::memory::derive_support::assert_device_repr::<#ty>();
+        }
+    });
+    let writes = fields.iter().enumerate().map(|(index, field)| {
+        let member = match &field.ident {
+            Some(ident) => syn::Member::Named(ident.clone()),
+            None => syn::Member::Unnamed(index.into()),
+        };
+        quote! {
+            #cudyn::memory::derive_support::write_field(
+                &self.#member,
+                &mut packed.bytes,
+                ::core::mem::offset_of!(#name, #member),
+            );
+        }
+    });
+    quote! {
+        const _: () = {
+            #(#field_checks)*
+        };
+        const _: () = {
+            /// The struct's bytes, its padding zero: aligned as the struct by a field of no size.
+            #[derive(Clone, Copy)]
+            #[repr(C)]
+            pub struct Packed {
+                _align: [#name; 0],
+                bytes: [u8; ::core::mem::size_of::<#name>()],
+            }
+            // SAFETY: bytes only (the empty array has no bytes, only the struct's alignment, and
+            // the size is a multiple of it), so no padding and every bit pattern valid; it
+            // stands for the struct it packs.
+            unsafe impl #cudyn::DeviceRepr for Packed {
+                #c_type
+            }
+            // SAFETY: `Packed` has the struct's size and alignment, and `pack` writes each field
+            // at its offset into zeroed bytes.
+            unsafe impl #cudyn::Pack for #name {
+                type Packed = Packed;
+                fn pack(&self) -> Packed {
+                    let mut packed = Packed {
+                        _align: [],
+                        bytes: [0; ::core::mem::size_of::<#name>()],
+                    };
+                    #(#writes)*
+                    packed
+                }
+            }
+        };
+    }
 }
 
 /// `tokens` with every span set to `span`.
@@ -187,11 +260,14 @@ struct Attributes {
     cudyn: Path,
     /// The C type the struct stands for, from `c_name = "..."`.
     c_name: Option<syn::LitStr>,
+    /// `padded`: the struct may have padding, which `Pack` zeroes.
+    padded: bool,
 }
 
 fn attributes(input: &DeriveInput) -> syn::Result<Attributes> {
     let mut path = syn::parse_quote!(::cudyn);
     let mut c_name = None;
+    let mut padded = false;
     for attr in input
         .attrs
         .iter()
@@ -200,6 +276,9 @@ fn attributes(input: &DeriveInput) -> syn::Result<Attributes> {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("crate") {
                 path = meta.value()?.parse::<syn::LitStr>()?.parse()?;
+                Ok(())
+            } else if meta.path.is_ident("padded") {
+                padded = true;
                 Ok(())
             } else if meta.path.is_ident("c_name") {
                 let name: syn::LitStr = meta.value()?.parse()?;
@@ -210,8 +289,8 @@ fn attributes(input: &DeriveInput) -> syn::Result<Attributes> {
                 Ok(())
             } else {
                 Err(meta.error(
-                    "unknown cudyn attribute: the known ones are `crate = \"path\"` and \
-                     `c_name = \"CType\"`",
+                    "unknown cudyn attribute: the known ones are `crate = \"path\"`, \
+                     `c_name = \"CType\"` and `padded`",
                 ))
             }
         })?;
@@ -219,5 +298,6 @@ fn attributes(input: &DeriveInput) -> syn::Result<Attributes> {
     Ok(Attributes {
         cudyn: path,
         c_name,
+        padded,
     })
 }

@@ -164,7 +164,7 @@ pub use library::{
 pub use locate::Component;
 #[cfg(feature = "bytemuck")]
 pub use memory::Bytemuck;
-pub use memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
+pub use memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, Pack};
 pub use param::ParamLayout;
 pub use stream::{Event, Stream};
 pub use sys::set_library_path;

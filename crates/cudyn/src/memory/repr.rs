@@ -145,6 +145,11 @@ unsafe impl<T: bytemuck::Pod> bytemuck::TransparentWrapper<T> for Bytemuck<T> {}
 pub mod derive_support {
     use super::DeviceRepr;
 
+    /// Writes `field`'s bytes at `offset` of `bytes` (see `Pack`).
+    pub fn write_field<F: DeviceRepr>(field: &F, bytes: &mut [u8], offset: usize) {
+        crate::memory::pack::write_field(field, bytes, offset);
+    }
+
     /// Compiles only when `T` is `DeviceRepr`: the derive calls it for each field's type.
     pub const fn assert_device_repr<T: DeviceRepr>() {}
 
