@@ -113,7 +113,7 @@ pub struct StaticArgs {
 ///
 /// # Safety
 /// [`KernelArgs::layouts`] is the C layout of the arguments' values, one entry per argument in
-/// order; [`KernelArgs::types`] has one entry per argument too; [`KernelArgs::static_args`],
+/// order; [`KernelArgs::types`] has one entry per argument too, or none; [`KernelArgs::static_args`],
 /// when it is `Some`, holds those two lists; and
 /// [`KernelArgs::with_pointers`] hands its closure exactly that many pointers, pointer `i` to
 /// `layouts()[i].size` readable bytes holding argument `i`'s value, all valid while the closure
@@ -121,7 +121,8 @@ pub struct StaticArgs {
 pub unsafe trait KernelArgs {
     /// Where each argument's value lies in the parameter buffer, in order.
     fn layouts(&self) -> &[ParamLayout];
-    /// What each argument means in C, in order.
+    /// What each argument means in C, in order; or an empty list, when the arguments do not say
+    /// (a C argument array): then they are checked by size and offset only.
     fn types(&self) -> &[&'static ArgType];
     /// [`KernelArgs::layouts`] and [`KernelArgs::types`] when they live, unchanged, as long as
     /// the program: a tuple's, computed at compile time. A kernel remembers the last such
