@@ -5,10 +5,17 @@
 //!
 //! [`Kernel::launch`] takes the arguments as a tuple of up to 32 typed values (numbers and
 //! [`DeviceRepr`] structs by value, device buffers and views by reference) or, for any count,
-//! an [`ArgList`] (built with [`args!`](crate::args) or [`ArgList::push`]). Arguments describe
-//! themselves as [`ParamLayout`]s, the C layout of their values, and the launch compares them
-//! with the kernel's real parameters (from `cuKernelGetParamInfo`, or read offline from the
-//! device code): the count, and the size and offset of every parameter. The configuration is
+//! an [`ArgList`] (built with [`args!`](crate::args), collected from an iterator, or with
+//! [`ArgList::push`] and [`ArgList::extend`]). Arguments describe themselves as [`ParamLayout`]s,
+//! the C layout of their values, and as [`ArgType`]s, the C type they mean (`i32` is `int`,
+//! `&DeviceBuffer<f32>` is `const float*`), and the launch compares them with the kernel's real
+//! parameters (from `cuKernelGetParamInfo`, or read offline from the device code): the count,
+//! the size and offset of every parameter, and its C type where the device code says it
+//! ([`Kernel::param_types`]: every type of a C++ kernel, from its mangled name; a width and float
+//! or integer from PTX; nothing but sizes for an `extern "C"` kernel from a cubin). A type
+//! mismatch names both types ("parameter 3 is `int` but an `f32` was given"); signed for
+//! unsigned is refused unless wrapped in [`Reinterpret`]. [`Kernel::check`] runs every check
+//! and launches nothing. The configuration is
 //! checked against the device's limits, and a cooperative launch's grid against the blocks the
 //! device holds at once for this kernel (its occupancy, asked of the driver for cooperative
 //! launches only). A mismatch is an [`Error::LaunchArguments`] or
@@ -18,7 +25,9 @@
 //! The launch path allocates nothing up to [`INLINE_ARGS`] arguments: the kernel's layout and
 //! the device limits are cached after the first launch, a tuple's layout is computed at compile
 //! time (and once found equal to a kernel's layout, recognized by its address afterwards), and
-//! the argument pointers are packed on the stack. Besides the launch, the only driver call of a
+//! the argument pointers are packed on the stack. The type check costs nothing per launch of a
+//! tuple: a tuple's types are a constant of its type, checked once per kernel and recognized
+//! afterwards with its layout. Besides the launch, the only driver call of a
 //! launch is `cuCtxGetId`, since another context may have been made current since the last
 //! one. Launches go to the driver's `cuLaunchKernel` (the runtime's `cudaLaunchKernel` ends
 //! there too), or `cuLaunchKernelEx` for clusters and cooperative launches, with the kernel's
@@ -39,7 +48,9 @@
 //! 1. **Types, not just sizes.** Each argument has its parameter's type on the device: a pointer
 //!    parameter receives the address of live device memory of the pointee type (a buffer or a
 //!    view, not an integer that happens to be 8 bytes), a struct parameter a [`DeviceRepr`] type
-//!    with the device struct's layout.
+//!    with the device struct's layout. cudyn checks this where the kernel's types are known and
+//!    the argument says its meaning; the rest (an `extern "C"` kernel from a cubin, a struct
+//!    without a `c_name`, a [`Reinterpret`]ed value) is the caller's to keep.
 //! 2. **In bounds.** Every access the kernel makes, with these arguments and this configuration,
 //!    lies inside the buffer or view it was given: the counts and indices passed alongside the
 //!    buffers agree with their lengths, and dynamic shared memory use stays within
