@@ -213,5 +213,8 @@ fn a_list_beyond_its_inline_storage_moves_to_the_heap_once() {
         }
         assert_eq!(list.len(), INLINE_ARGS + 1);
     });
-    assert_eq!(counted, 2, "the layouts and the pointers each move once");
+    assert_eq!(
+        counted, 3,
+        "the layouts, the argument types and the pointers each move once"
+    );
 }

@@ -135,11 +135,17 @@ impl Kernel {
     /// uses is freed and no other work races with it on that memory.
     #[inline]
     pub unsafe fn launch<A: KernelArgs>(&self, config: &LaunchConfig<'_>, args: A) -> Result<()> {
-        let described = Described::of(&args);
+        let known = args.static_args();
         args.with_pointers(|pointers| {
             // SAFETY: `KernelArgs` gives one pointer per layout, each to the argument's value,
-            // alive for this call; the caller keeps the launch-safety contract.
-            unsafe { self.launch_checked(config, described, pointers) }
+            // alive for this call, and `static_args` holds the same layouts and types; the
+            // caller keeps the launch-safety contract.
+            unsafe {
+                match known {
+                    Some(known) => self.launch_known(config, known, pointers),
+                    None => self.launch_listed(config, args.layouts(), args.types(), pointers),
+                }
+            }
         })
     }
 
@@ -162,30 +168,79 @@ impl Kernel {
     /// ```
     pub fn check<A: KernelArgs>(&self, config: &LaunchConfig<'_>, args: &A) -> Result<()> {
         let plan = self.plan()?;
-        self.check_described(plan, Described::of(args))?;
+        self.compare(plan, args.layouts(), args.types())?;
         let current = context::current()?;
         self.check_config(config, &current)
     }
 
-    /// The work of [`Kernel::launch`] that does not depend on the arguments' types, once for
-    /// every type: the checks, then the launch.
+    /// The work of [`Kernel::launch`] for arguments described at compile time (a tuple), once
+    /// for every type: the argument check, which a description found to match before passes by
+    /// its address alone (the kernel's parameters and a constant never change, so neither is
+    /// read again), then the rest of the launch.
     ///
     /// # Safety
-    /// `pointers` holds one pointer per entry of `layouts`, pointer `i` to `layouts[i].size`
-    /// bytes of argument `i`'s value, valid for the call; the launch-safety contract of
-    /// [`crate::launch`] holds.
-    unsafe fn launch_checked(
+    /// `pointers` holds one pointer per entry of `known.layouts`, pointer `i` to
+    /// `known.layouts[i].size` bytes of argument `i`'s value, valid for the call; the
+    /// launch-safety contract of [`crate::launch`] holds.
+    unsafe fn launch_known(
         &self,
         config: &LaunchConfig<'_>,
-        described: Described<'_>,
+        known: &'static StaticArgs,
+        pointers: *mut *mut c_void,
+    ) -> Result<()> {
+        let address = std::ptr::from_ref(known).cast_mut().cast();
+        if self.matched_args().load(Ordering::Relaxed) != address {
+            self.check_first_time(known)?;
+        }
+        // SAFETY: the arguments match the kernel's parameters (checked above); the caller's
+        // contract for the rest.
+        unsafe { self.launch_after_check(config, pointers) }
+    }
+
+    /// The argument check of a compile-time description not yet seen to match: the whole
+    /// comparison, and the description remembered when it passes.
+    #[cold]
+    #[inline(never)]
+    fn check_first_time(&self, known: &'static StaticArgs) -> Result<()> {
+        let plan = self.plan()?;
+        self.compare(plan, known.layouts, known.types)?;
+        let address = std::ptr::from_ref(known).cast_mut().cast();
+        self.matched_args().store(address, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The work of [`Kernel::launch`] for arguments listed at run time (an [`ArgList`]): the
+    /// whole argument check, then the rest of the launch.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch_known`], for `layouts`.
+    unsafe fn launch_listed(
+        &self,
+        config: &LaunchConfig<'_>,
+        layouts: &[ParamLayout],
+        types: &[&'static ArgType],
         pointers: *mut *mut c_void,
     ) -> Result<()> {
         let plan = self.plan()?;
-        self.check_described(plan, described)?;
+        self.compare(plan, layouts, types)?;
+        // SAFETY: as in `launch_known`.
+        unsafe { self.launch_after_check(config, pointers) }
+    }
+
+    /// The configuration check and the launch, after the arguments passed theirs.
+    ///
+    /// # Safety
+    /// The arguments behind `pointers` match the kernel's parameters; the launch-safety contract
+    /// of [`crate::launch`] holds.
+    #[inline]
+    unsafe fn launch_after_check(
+        &self,
+        config: &LaunchConfig<'_>,
+        pointers: *mut *mut c_void,
+    ) -> Result<()> {
         let current = context::current()?;
         self.check_config(config, &current)?;
-        // SAFETY: the pointers match the kernel's parameters in number and size (checked
-        // above); the caller vouches for the rest.
+        // SAFETY: the caller's contract.
         unsafe { self.launch_on(&current, config, pointers) }
     }
 
@@ -205,27 +260,6 @@ impl Kernel {
         let current = context::current()?;
         // SAFETY: the caller's contract.
         unsafe { self.launch_on(&current, config, params) }
-    }
-
-    /// The argument check: the arguments' layouts and types against the kernel's `plan`. A
-    /// description that lives as long as the program and was found to match before matches now
-    /// (neither ever changes): it is recognized by its address, and not compared again.
-    #[inline]
-    fn check_described(&self, plan: &ParamPlan, described: Described<'_>) -> Result<()> {
-        let matched = self.matched_args();
-        if let Described::Static(args) = described {
-            let address = std::ptr::from_ref(args).cast_mut().cast();
-            if matched.load(Ordering::Relaxed) == address {
-                return Ok(());
-            }
-            self.compare(plan, args.layouts, args.types)?;
-            matched.store(address, Ordering::Relaxed);
-            return Ok(());
-        }
-        let Described::Transient { layouts, types } = described else {
-            return Ok(());
-        };
-        self.compare(plan, layouts, types)
     }
 
     /// The comparison of arguments with the plan: sizes and offsets, then, when the kernel's
@@ -441,30 +475,5 @@ impl Kernel {
             }
         }
         self.with_library_log(error)
-    }
-}
-
-/// The layouts and types of a launch's arguments, and whether they live as long as the program.
-#[derive(Clone, Copy)]
-enum Described<'a> {
-    /// A description that lives, unchanged, as long as the program ([`KernelArgs::static_args`]).
-    Static(&'static StaticArgs),
-    /// Lists that live as long as the arguments.
-    Transient {
-        layouts: &'a [ParamLayout],
-        types: &'a [&'static ArgType],
-    },
-}
-
-impl<'a> Described<'a> {
-    #[inline]
-    fn of<A: KernelArgs>(args: &'a A) -> Self {
-        match args.static_args() {
-            Some(args) => Described::Static(args),
-            None => Described::Transient {
-                layouts: args.layouts(),
-                types: args.types(),
-            },
-        }
     }
 }
