@@ -493,3 +493,75 @@ fn split_top_level(list: &str) -> impl Iterator<Item = &str> {
     pieces.push(&list[start..]);
     pieces.into_iter()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spelled(cpp: &str) -> Option<String> {
+        CType::from_cpp(cpp).map(|ty| ty.to_string())
+    }
+
+    #[test]
+    fn cpp_spellings_read_as_c_types_and_the_rest_as_unknown() {
+        assert_eq!(spelled("float const*").as_deref(), Some("const float*"));
+        assert_eq!(spelled("const float*").as_deref(), Some("const float*"));
+        assert_eq!(spelled("float* const*").as_deref(), Some("float* const*"));
+        assert_eq!(spelled("void*").as_deref(), Some("void*"));
+        assert_eq!(spelled("unsigned long").as_deref(), Some("unsigned long"));
+        assert_eq!(
+            spelled("ns::Vec<float, 3>").as_deref(),
+            Some("ns::Vec<float, 3>")
+        );
+        assert_eq!(spelled("float&"), None);
+        assert_eq!(spelled("float (*)(int)"), None);
+        assert_eq!(spelled("float [3]"), None);
+        assert_eq!(spelled("decltype (nullptr)"), None);
+    }
+
+    #[test]
+    fn a_parameter_list_splits_at_top_level_commas_only() {
+        // f(ns::Pair<int, float>, float (*)(int, int), int): the demangler's signature.
+        let list = parameter_list("f(ns::Pair<int, float>, float (*)(int, int), int)").unwrap();
+        let pieces: Vec<&str> = split_top_level(list).map(str::trim).collect();
+        assert_eq!(
+            pieces,
+            ["ns::Pair<int, float>", "float (*)(int, int)", "int"]
+        );
+        assert_eq!(parameter_list("f()"), Some(""));
+        assert_eq!(parameter_list("f"), None);
+    }
+
+    #[test]
+    fn what_each_parameter_type_accepts() {
+        let int = CType::Scalar(Scalar::Int);
+        assert!(int.accepts(&ArgType::Scalar(Scalar::Int)));
+        assert!(!int.accepts(&ArgType::Scalar(Scalar::UnsignedInt)));
+        assert!(int.accepts(&ArgType::Reinterpreted(Scalar::UnsignedInt)));
+        assert!(!int.accepts(&ArgType::Reinterpreted(Scalar::UnsignedLongLong)));
+        assert!(!int.accepts(&ArgType::Scalar(Scalar::Float)));
+        assert!(int.accepts(&ArgType::Unknown));
+        // `long` and `long long` are one argument; so are `char` and `signed char`.
+        assert!(CType::Scalar(Scalar::Long).accepts(&ArgType::Scalar(Scalar::LongLong)));
+        assert!(CType::Scalar(Scalar::Char).accepts(&ArgType::Scalar(Scalar::SignedChar)));
+        let floats = |read_only| ArgType::Pointer {
+            pointee: &ArgType::Scalar(Scalar::Float),
+            read_only,
+        };
+        let writable = CType::from_cpp("float*").unwrap();
+        assert!(writable.accepts(&floats(false)));
+        assert!(!writable.accepts(&floats(true)));
+        assert!(!writable.accepts(&ArgType::Scalar(Scalar::UnsignedLongLong)));
+        assert!(writable.accepts(&ArgType::Reinterpreted(Scalar::UnsignedLongLong)));
+        let read = CType::from_cpp("float const*").unwrap();
+        assert!(read.accepts(&floats(true)) && read.accepts(&floats(false)));
+        assert!(CType::from_cpp("void const*")
+            .unwrap()
+            .accepts(&floats(true)));
+        let named = CType::Named("geo::Point".to_owned());
+        assert!(named.accepts(&ArgType::Named("Point")));
+        assert!(named.accepts(&ArgType::Named("geo::Point")));
+        assert!(!named.accepts(&ArgType::Named("oint")));
+        assert!(!named.accepts(&ArgType::Named("other::Point")));
+    }
+}
