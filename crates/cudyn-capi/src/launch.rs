@@ -179,21 +179,18 @@ pub unsafe extern "C" fn cudyn_launch_ex(
     arg_sizes: *const usize,
     arg_types: *const cudyn_arg_type,
 ) -> cudyn_status {
-    entry(|| {
-        // SAFETY: the caller's contract: null or a launch configuration.
-        let config = unsafe { config.as_ref() }.ok_or_else(|| null_argument("config"))?;
-        let request = Request {
+    // SAFETY: the caller's contract, as `run_ex` needs it.
+    unsafe {
+        run_ex(
+            Action::Launch,
             kernel,
-            config: &config.base,
-            extra: Some(config),
+            config,
             args,
             arg_count,
             arg_sizes,
             arg_types,
-        };
-        // SAFETY: the caller's contract, as `Request::run` needs it.
-        unsafe { request.run(Action::Launch) }
-    })
+        )
+    }
 }
 
 /// Runs every check `cudyn_launch_ex` makes with these arguments and launches nothing:
@@ -211,6 +208,33 @@ pub unsafe extern "C" fn cudyn_launch_check(
     arg_sizes: *const usize,
     arg_types: *const cudyn_arg_type,
 ) -> cudyn_status {
+    // SAFETY: the caller's contract; a check reads no argument value.
+    unsafe {
+        run_ex(
+            Action::Check,
+            kernel,
+            config,
+            std::ptr::null_mut(),
+            arg_count,
+            arg_sizes,
+            arg_types,
+        )
+    }
+}
+
+/// `cudyn_launch_ex` or `cudyn_launch_check`, by `action`.
+///
+/// # Safety
+/// `config` is null or points to a `cudyn_launch_config_ex`; the rest as `Request::run` needs.
+unsafe fn run_ex(
+    action: Action,
+    kernel: *const cudyn_kernel,
+    config: *const cudyn_launch_config_ex,
+    args: *mut *mut c_void,
+    arg_count: usize,
+    arg_sizes: *const usize,
+    arg_types: *const cudyn_arg_type,
+) -> cudyn_status {
     entry(|| {
         // SAFETY: the caller's contract: null or a launch configuration.
         let config = unsafe { config.as_ref() }.ok_or_else(|| null_argument("config"))?;
@@ -218,13 +242,13 @@ pub unsafe extern "C" fn cudyn_launch_check(
             kernel,
             config: &config.base,
             extra: Some(config),
-            args: std::ptr::null_mut(),
+            args,
             arg_count,
             arg_sizes,
             arg_types,
         };
-        // SAFETY: the caller's contract; a check reads no argument value.
-        unsafe { request.run(Action::Check) }
+        // SAFETY: the caller's contract.
+        unsafe { request.run(action) }
     })
 }
 

@@ -124,21 +124,18 @@ fn buffer_of(data: &[f32]) -> (*mut cudyn_buffer, u64) {
     (buffer, address)
 }
 
-/// Launches `scale` over `n` floats at `address`, multiplying by `factor`, on `stream`.
-fn launch_scale(
-    kernel: *const cudyn_kernel,
-    stream: *const cudyn_stream,
-    mut address: u64,
-    mut factor: f32,
-    mut n: u64,
-) -> cudyn_status {
-    let mut args: [*mut c_void; 3] = [
-        (&mut address as *mut u64).cast(),
-        (&mut factor as *mut f32).cast(),
-        (&mut n as *mut u64).cast(),
-    ];
-    let sizes = [8, 4, 8];
-    let config = cudyn_launch_config {
+/// The argument array of `scale`: pointers to its three values.
+fn scale_args(address: &mut u64, factor: &mut f32, n: &mut u64) -> [*mut c_void; 3] {
+    [
+        (address as *mut u64).cast(),
+        (factor as *mut f32).cast(),
+        (n as *mut u64).cast(),
+    ]
+}
+
+/// Blocks of 128 threads over `n` elements, on `stream`.
+fn scale_config(n: u64, stream: *const cudyn_stream) -> cudyn_launch_config {
+    cudyn_launch_config {
         grid: cudyn_dim3 {
             x: n.div_ceil(128) as u32,
             y: 1,
@@ -147,7 +144,20 @@ fn launch_scale(
         block: cudyn_dim3 { x: 128, y: 1, z: 1 },
         shared_mem_bytes: 0,
         stream,
-    };
+    }
+}
+
+/// Launches `scale` over `n` floats at `address`, multiplying by `factor`, on `stream`.
+fn launch_scale(
+    kernel: *const cudyn_kernel,
+    stream: *const cudyn_stream,
+    mut address: u64,
+    mut factor: f32,
+    mut n: u64,
+) -> cudyn_status {
+    let mut args = scale_args(&mut address, &mut factor, &mut n);
+    let sizes = [8, 4, 8];
+    let config = scale_config(n, stream);
     // SAFETY: three pointers to values of the parameters' types; the buffer at `address` holds
     // `n` floats and outlives the launch (the callers synchronize before freeing it).
     unsafe { cudyn_launch(kernel, &config, args.as_mut_ptr(), 3, sizes.as_ptr()) }
@@ -208,22 +218,9 @@ fn launch_scale_typed(
     types: &[cudyn_arg_type; 3],
     check_only: bool,
 ) -> cudyn_status {
-    let mut args: [*mut c_void; 3] = [
-        (&mut address as *mut u64).cast(),
-        (&mut factor as *mut f32).cast(),
-        (&mut n as *mut u64).cast(),
-    ];
+    let mut args = scale_args(&mut address, &mut factor, &mut n);
     let config = cudyn_launch_config_ex {
-        base: cudyn_launch_config {
-            grid: cudyn_dim3 {
-                x: n.div_ceil(128) as u32,
-                y: 1,
-                z: 1,
-            },
-            block: cudyn_dim3 { x: 128, y: 1, z: 1 },
-            shared_mem_bytes: 0,
-            stream: null(),
-        },
+        base: scale_config(n, null()),
         cooperative: false,
         cluster: cudyn_dim3 { x: 0, y: 0, z: 0 },
     };

@@ -7,19 +7,20 @@
 
 mod common;
 
+mod typed_structs;
+
 use common::Output as NvccOutput;
 use cudyn::{
     ArgumentMismatch, DeviceBuffer, Error, Kernel, KernelArgs, LaunchConfig, Library, Output,
     Program,
 };
 use half::{bf16, f16};
+use typed_structs::{Even, Odd};
 
 const KERNELS: &str = r#"
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
-struct Odd { int a; float b; };
-struct Even { float a; int b; };
 
 template <typename T>
 __global__ void axpy(T a, const T* x, T* y, int n) {
@@ -46,26 +47,15 @@ extern "C" __global__ void fill(float* out, float value, int n) {
 }
 "#;
 
+/// The kernels after the structs they take.
+fn source() -> String {
+    format!("{}{KERNELS}", typed_structs::CUDA)
+}
+
 const N: usize = 1000;
 
 fn config() -> LaunchConfig<'static> {
     LaunchConfig::for_elements(N, 128)
-}
-
-#[derive(Clone, Copy, cudyn::DeviceRepr)]
-#[cudyn(c_name = "Odd")]
-#[repr(C)]
-struct Odd {
-    a: i32,
-    b: f32,
-}
-
-#[derive(Clone, Copy, cudyn::DeviceRepr)]
-#[cudyn(c_name = "Even")]
-#[repr(C)]
-struct Even {
-    a: f32,
-    b: i32,
 }
 
 /// The index of the parameter a refused check names, and its message, which must name both
@@ -198,7 +188,7 @@ fn typed_cases(library: &Library) {
 #[test]
 #[ignore = "gpu: launches nvcc-built C++ kernels, refusing each wrong argument type"]
 fn nvcc_kernels_are_type_checked() {
-    let cubin = common::compile(KERNELS, NvccOutput::Cubin);
+    let cubin = common::compile(&source(), NvccOutput::Cubin);
     let library = Library::from_file(&cubin.path).unwrap();
     typed_cases(&library);
     // The extern "C" kernel of the same cubin is checked by size only.
@@ -212,7 +202,7 @@ fn nvcc_kernels_are_type_checked() {
 #[test]
 #[ignore = "gpu: launches NVRTC-built kernels by name expression, refusing wrong types"]
 fn nvrtc_kernels_by_name_expression_are_type_checked() {
-    let library = Program::new(KERNELS)
+    let library = Program::new(source())
         .name_expression("axpy<float>")
         .name_expression("axpy<__half>")
         .load()
@@ -223,7 +213,10 @@ fn nvrtc_kernels_by_name_expression_are_type_checked() {
 #[test]
 #[ignore = "gpu: launches kernels loaded from PTX, refusing what PTX's types refuse"]
 fn ptx_kernels_are_checked_by_what_ptx_says() {
-    let ptx = Program::new(KERNELS).output(Output::Ptx).compile().unwrap();
+    let ptx = Program::new(source())
+        .output(Output::Ptx)
+        .compile()
+        .unwrap();
     let library = Library::loader().load_compiled(&ptx).unwrap();
     // A C++ kernel from PTX has its mangled name's types, as from a cubin.
     typed_cases(&library);

@@ -1,6 +1,8 @@
 //! Parameter C types read from real NVRTC output (mangled names and PTX), and the type check
 //! of launch arguments against them, without a GPU.
 
+mod typed_structs;
+
 use cudyn::ctype::param_types_of_symbol;
 use cudyn::launch::check_types;
 use cudyn::{
@@ -8,13 +10,12 @@ use cudyn::{
     Reinterpret,
 };
 use half::{bf16, f16};
+use typed_structs::{Even, Odd};
 
 /// Kernels whose parameter types the test states independently, in C, next to each.
 const SOURCE: &str = r#"
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-struct Odd { int a; float b; };
-struct Even { float a; int b; };
 namespace geo { struct Point { double x, y; }; }
 
 template <typename T>
@@ -35,7 +36,7 @@ extern "C" __global__ void plain(float a, const float* x, float* y, int n, doubl
 "#;
 
 fn compiled(output: Output) -> Vec<u8> {
-    Program::new(SOURCE)
+    Program::new(format!("{}{SOURCE}", typed_structs::CUDA))
         .arch(Arch::new(9, 0))
         .output(output)
         .compile()
@@ -241,22 +242,6 @@ fn each_wrong_type_is_refused_naming_both_types_and_each_right_one_passes() {
         "{wrong}"
     );
     assert_eq!(refusal(&half_axpy, (f16::ONE, &hx, &mut hy, 4i32)), None);
-}
-
-#[derive(Clone, Copy, cudyn::DeviceRepr)]
-#[cudyn(c_name = "Odd")]
-#[repr(C)]
-struct Odd {
-    a: i32,
-    b: f32,
-}
-
-#[derive(Clone, Copy, cudyn::DeviceRepr)]
-#[cudyn(c_name = "Even")]
-#[repr(C)]
-struct Even {
-    a: f32,
-    b: i32,
 }
 
 #[derive(Clone, Copy, cudyn::DeviceRepr)]
