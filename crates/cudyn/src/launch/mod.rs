@@ -96,7 +96,8 @@ use crate::api::driver as api;
 use crate::context::{self, Current};
 use crate::ctype::ArgType;
 use crate::error::{Error, Result};
-use crate::library::kernel::{Kernel, KernelAttribute, ParamPlan};
+use crate::library::kernel::{Kernel, KernelAttribute};
+use crate::library::plan::ParamPlan;
 #[cfg(doc)]
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 use crate::param::ParamLayout;

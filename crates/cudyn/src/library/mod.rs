@@ -83,6 +83,7 @@ mod function;
 pub mod global;
 pub mod kernel;
 pub mod loader;
+pub(crate) mod plan;
 mod registry;
 mod retention;
 
