@@ -91,8 +91,12 @@ fn help_lines(args: &[&str]) -> Vec<Line> {
 
 /// The documentation, embedded so that the test runs where the sources are not (its binary
 /// carried to another machine).
-const DOCUMENTS: [(&str, &str); 6] = [
+const DOCUMENTS: [(&str, &str); 7] = [
     ("README.md", include_str!("../../../README.md")),
+    (
+        "docs/ARCHITECTURE.md",
+        include_str!("../../../docs/ARCHITECTURE.md"),
+    ),
     (
         "docs/BENCHMARKS.md",
         include_str!("../../../docs/BENCHMARKS.md"),
