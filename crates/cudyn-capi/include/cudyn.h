@@ -41,6 +41,86 @@
 #define CUDYN_SHARING_NEVER 2
 
 /**
+ * `cudyn_arg_type.scalar`: a type cudyn is not told; the argument is checked by size only.
+ */
+#define CUDYN_TYPE_UNKNOWN 0
+
+/**
+ * `cudyn_arg_type.scalar`: `signed char` (`int8_t`).
+ */
+#define CUDYN_TYPE_INT8 1
+
+/**
+ * `cudyn_arg_type.scalar`: `unsigned char` (`uint8_t`).
+ */
+#define CUDYN_TYPE_UINT8 2
+
+/**
+ * `cudyn_arg_type.scalar`: `short` (`int16_t`).
+ */
+#define CUDYN_TYPE_INT16 3
+
+/**
+ * `cudyn_arg_type.scalar`: `unsigned short` (`uint16_t`).
+ */
+#define CUDYN_TYPE_UINT16 4
+
+/**
+ * `cudyn_arg_type.scalar`: `int` (`int32_t`).
+ */
+#define CUDYN_TYPE_INT32 5
+
+/**
+ * `cudyn_arg_type.scalar`: `unsigned int` (`uint32_t`).
+ */
+#define CUDYN_TYPE_UINT32 6
+
+/**
+ * `cudyn_arg_type.scalar`: `long long` or `long` (`int64_t`).
+ */
+#define CUDYN_TYPE_INT64 7
+
+/**
+ * `cudyn_arg_type.scalar`: `unsigned long long`, `unsigned long` or `size_t` (`uint64_t`).
+ */
+#define CUDYN_TYPE_UINT64 8
+
+/**
+ * `cudyn_arg_type.scalar`: `float`.
+ */
+#define CUDYN_TYPE_FLOAT 9
+
+/**
+ * `cudyn_arg_type.scalar`: `double`.
+ */
+#define CUDYN_TYPE_DOUBLE 10
+
+/**
+ * `cudyn_arg_type.scalar`: `__half`.
+ */
+#define CUDYN_TYPE_HALF 11
+
+/**
+ * `cudyn_arg_type.scalar`: `__nv_bfloat16`.
+ */
+#define CUDYN_TYPE_BFLOAT16 12
+
+/**
+ * `cudyn_arg_type.indirection`: the value itself.
+ */
+#define CUDYN_VALUE 0
+
+/**
+ * `cudyn_arg_type.indirection`: a device address of memory the kernel only reads (`const T*`).
+ */
+#define CUDYN_CONST_POINTER 1
+
+/**
+ * `cudyn_arg_type.indirection`: a device address of memory the kernel may write (`T*`).
+ */
+#define CUDYN_POINTER 2
+
+/**
  * What a cudyn C function returns: `CUDYN_SUCCESS` (0), or the kind of failure. On a failure
  * `cudyn_last_error()` holds cudyn's full message, which says what failed and what to do.
  */
@@ -179,6 +259,42 @@ typedef struct {
    */
   const cudyn_stream *stream;
 } cudyn_launch_config;
+
+/**
+ * A launch configuration with what `cudyn_launch_config` cannot say: a cooperative launch (its
+ * blocks may synchronize grid-wide; the grid must fit on the device at once, which is checked)
+ * and thread block clusters.
+ */
+typedef struct {
+  /**
+   * Grid, block, shared memory and stream.
+   */
+  cudyn_launch_config base;
+  /**
+   * Whether the launch is cooperative (`cudaLaunchCooperativeKernel`).
+   */
+  bool cooperative;
+  /**
+   * Blocks per cluster; all zero for no clusters.
+   */
+  cudyn_dim3 cluster;
+} cudyn_launch_config_ex;
+
+/**
+ * What a launch argument is: a scalar (`CUDYN_TYPE_*`) by value, or a pointer to such scalars,
+ * read-only or not. `{CUDYN_TYPE_FLOAT, CUDYN_CONST_POINTER}` is a `const float*`;
+ * `{CUDYN_TYPE_UNKNOWN, CUDYN_POINTER}` a pointer to anything the kernel may write.
+ */
+typedef struct {
+  /**
+   * A `CUDYN_TYPE_*`: the value's type, or the pointee's.
+   */
+  uint32_t scalar;
+  /**
+   * `CUDYN_VALUE`, `CUDYN_CONST_POINTER` or `CUDYN_POINTER`.
+   */
+  uint32_t indirection;
+} cudyn_arg_type;
 
 /**
  * Options for loading device code. Start from `cudyn_load_options_default()` and change what
@@ -397,8 +513,9 @@ cudyn_status cudyn_kernel_release(cudyn_kernel *kernel);
  * count; no `args[i]` is null; when `arg_sizes` is not null, `arg_sizes[i]` equals parameter
  * `i`'s size (pass `sizeof` of each argument: this catches a `double` for a `float` or an
  * `int` for a `size_t`); and the configuration is within the current device's limits (grid and
- * block extents, threads per block, shared memory). C cannot say argument types, so without
- * `arg_sizes` the sizes are taken from the kernel's parameter layout (`cudyn_kernel_param`).
+ * block extents, threads per block, shared memory). Without `arg_sizes` the sizes are taken
+ * from the kernel's parameter layout (`cudyn_kernel_param`). To have the argument types
+ * checked too, and for cooperative and cluster launches, use `cudyn_launch_ex`.
  *
  * The launch is asynchronous: `cudyn_synchronize`, `cudyn_stream_synchronize` or a copy on the
  * default stream waits for it.
@@ -418,6 +535,43 @@ cudyn_status cudyn_launch(const cudyn_kernel *kernel,
                           void **args,
                           size_t arg_count,
                           const size_t *arg_sizes);
+
+/**
+ * `cudyn_launch` with the argument types checked and the launches it cannot make: each
+ * `arg_types[i]` says what `args[i]` is (`CUDYN_TYPE_INT32`, a `CUDYN_POINTER` to
+ * `CUDYN_TYPE_FLOAT`, ...), and where the kernel's parameter types are known (a C++ kernel's
+ * mangled name, a kernel loaded from PTX; see `cudyn_kernel_param_type`), an argument of
+ * another type is refused before the driver, the message naming both types: a `float` for an
+ * `int`, an `unsigned int` for an `int`, a `CUDYN_CONST_POINTER` for a pointer the kernel may
+ * write. `arg_types` may be null: the arguments are then checked by size only, as by
+ * `cudyn_launch`. `config->cooperative` and `config->cluster` make a cooperative or cluster
+ * launch.
+ *
+ * # Safety
+ * As `cudyn_launch`, with `config` pointing to a `cudyn_launch_config_ex` and `arg_types` null
+ * or pointing to `arg_count` types.
+ */
+cudyn_status cudyn_launch_ex(const cudyn_kernel *kernel,
+                             const cudyn_launch_config_ex *config,
+                             void **args,
+                             size_t arg_count,
+                             const size_t *arg_sizes,
+                             const cudyn_arg_type *arg_types);
+
+/**
+ * Runs every check `cudyn_launch_ex` makes with these arguments and launches nothing:
+ * `CUDYN_SUCCESS` when the launch would reach the driver, else the status and message the
+ * launch would give. `args` may be null (the values are not read).
+ *
+ * # Safety
+ * `config` points to a `cudyn_launch_config_ex`; `arg_sizes` and `arg_types` are null or point
+ * to `arg_count` entries.
+ */
+cudyn_status cudyn_launch_check(const cudyn_kernel *kernel,
+                                const cudyn_launch_config_ex *config,
+                                size_t arg_count,
+                                const size_t *arg_sizes,
+                                const cudyn_arg_type *arg_types);
 
 /**
  * The default load options: JIT defaults, the preferred backend.
@@ -597,6 +751,18 @@ cudyn_status cudyn_stream_raw(const cudyn_stream *stream, void **raw);
  * `CUDYN_ERROR_INVALID_ARGUMENT`.
  */
 cudyn_status cudyn_stream_destroy(cudyn_stream *stream);
+
+/**
+ * The C type of parameter `index` (from 0) of the kernel, as its device code says it: on
+ * success `*spelling` is a new string (`"const float*"`, `"int"`, `"32-bit integer"` from
+ * PTX), freed with `cudyn_string_free`, or null when only the parameter's size is known (an
+ * `extern "C"` kernel from a cubin), which launches check by size only. An index past the last
+ * parameter is `CUDYN_ERROR_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `spelling` is valid for writing a pointer (null is refused).
+ */
+cudyn_status cudyn_kernel_param_type(const cudyn_kernel *kernel, size_t index, char **spelling);
 
 #ifdef __cplusplus
 }  // extern "C"

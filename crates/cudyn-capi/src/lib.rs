@@ -29,7 +29,9 @@
 mod handles;
 pub mod info;
 pub mod kernel;
+pub mod launch;
 pub mod library;
 pub mod memory;
 pub mod status;
 pub mod stream;
+pub mod types;

@@ -5,10 +5,12 @@ use std::ffi::{c_char, c_void, CStr};
 use std::ptr::{null, null_mut};
 
 use cudyn_capi::kernel::*;
+use cudyn_capi::launch::*;
 use cudyn_capi::library::*;
 use cudyn_capi::memory::*;
 use cudyn_capi::status::{cudyn_last_error, cudyn_status};
 use cudyn_capi::stream::*;
+use cudyn_capi::types::*;
 
 fn last_error() -> String {
     // SAFETY: a NUL-terminated string valid until the next failure on this thread.
@@ -122,21 +124,18 @@ fn buffer_of(data: &[f32]) -> (*mut cudyn_buffer, u64) {
     (buffer, address)
 }
 
-/// Launches `scale` over `n` floats at `address`, multiplying by `factor`, on `stream`.
-fn launch_scale(
-    kernel: *const cudyn_kernel,
-    stream: *const cudyn_stream,
-    mut address: u64,
-    mut factor: f32,
-    mut n: u64,
-) -> cudyn_status {
-    let mut args: [*mut c_void; 3] = [
-        (&mut address as *mut u64).cast(),
-        (&mut factor as *mut f32).cast(),
-        (&mut n as *mut u64).cast(),
-    ];
-    let sizes = [8, 4, 8];
-    let config = cudyn_launch_config {
+/// The argument array of `scale`: pointers to its three values.
+fn scale_args(address: &mut u64, factor: &mut f32, n: &mut u64) -> [*mut c_void; 3] {
+    [
+        (address as *mut u64).cast(),
+        (factor as *mut f32).cast(),
+        (n as *mut u64).cast(),
+    ]
+}
+
+/// Blocks of 128 threads over `n` elements, on `stream`.
+fn scale_config(n: u64, stream: *const cudyn_stream) -> cudyn_launch_config {
+    cudyn_launch_config {
         grid: cudyn_dim3 {
             x: n.div_ceil(128) as u32,
             y: 1,
@@ -145,7 +144,20 @@ fn launch_scale(
         block: cudyn_dim3 { x: 128, y: 1, z: 1 },
         shared_mem_bytes: 0,
         stream,
-    };
+    }
+}
+
+/// Launches `scale` over `n` floats at `address`, multiplying by `factor`, on `stream`.
+fn launch_scale(
+    kernel: *const cudyn_kernel,
+    stream: *const cudyn_stream,
+    mut address: u64,
+    mut factor: f32,
+    mut n: u64,
+) -> cudyn_status {
+    let mut args = scale_args(&mut address, &mut factor, &mut n);
+    let sizes = [8, 4, 8];
+    let config = scale_config(n, stream);
     // SAFETY: three pointers to values of the parameters' types; the buffer at `address` holds
     // `n` floats and outlives the launch (the callers synchronize before freeing it).
     unsafe { cudyn_launch(kernel, &config, args.as_mut_ptr(), 3, sizes.as_ptr()) }
@@ -191,6 +203,122 @@ fn gpu_a_name_expression_finds_the_template_kernel_and_a_stream_runs_it() {
         cudyn_stream_synchronize(stream),
         cudyn_status::CUDYN_ERROR_INVALID_ARGUMENT
     );
+    ok(cudyn_buffer_free(buffer));
+    ok(cudyn_kernel_release(kernel));
+    ok(cudyn_library_unload(library));
+}
+
+/// `scale<float>(float*, float, unsigned long long)` launched through `cudyn_launch_ex` with
+/// the argument types `types` and the values of `launch_scale`.
+fn launch_scale_typed(
+    kernel: *const cudyn_kernel,
+    mut address: u64,
+    mut factor: f32,
+    mut n: u64,
+    types: &[cudyn_arg_type; 3],
+    check_only: bool,
+) -> cudyn_status {
+    let mut args = scale_args(&mut address, &mut factor, &mut n);
+    let config = cudyn_launch_config_ex {
+        base: scale_config(n, null()),
+        cooperative: false,
+        cluster: cudyn_dim3 { x: 0, y: 0, z: 0 },
+    };
+    let sizes = [8, 4, 8];
+    if check_only {
+        // SAFETY: a live kernel and three sizes and types; nothing is launched.
+        return unsafe { cudyn_launch_check(kernel, &config, 3, sizes.as_ptr(), types.as_ptr()) };
+    }
+    // SAFETY: three pointers to values of the parameters' types; the buffer at `address` holds
+    // `n` floats and outlives the launch (the caller synchronizes before freeing it).
+    unsafe {
+        cudyn_launch_ex(
+            kernel,
+            &config,
+            args.as_mut_ptr(),
+            3,
+            sizes.as_ptr(),
+            types.as_ptr(),
+        )
+    }
+}
+
+#[test]
+#[ignore = "gpu: C callers get the type check of a C++ kernel: wrong types refused, right ones run"]
+fn gpu_c_callers_get_the_type_check() {
+    let (library, kernel) = scale_kernel();
+    let spelled = |index| {
+        let mut text: *mut c_char = null_mut();
+        // SAFETY: a live kernel and a writable out-pointer; the string is freed below.
+        ok(unsafe { cudyn_kernel_param_type(kernel, index, &mut text) });
+        // SAFETY: a string cudyn returned.
+        let spelled = unsafe { CStr::from_ptr(text) }.to_str().unwrap().to_owned();
+        ok(cudyn_capi::info::cudyn_string_free(text));
+        spelled
+    };
+    assert_eq!(
+        [spelled(0), spelled(1), spelled(2)],
+        ["float*", "float", "unsigned long long"]
+    );
+    let ty = |scalar, indirection| cudyn_arg_type {
+        scalar,
+        indirection,
+    };
+    let right = [
+        ty(CUDYN_TYPE_FLOAT, CUDYN_POINTER),
+        ty(CUDYN_TYPE_FLOAT, CUDYN_VALUE),
+        ty(CUDYN_TYPE_UINT64, CUDYN_VALUE),
+    ];
+    let input: Vec<f32> = (0..3000).map(|i| (i % 17) as f32 - 8.0).collect();
+    let (buffer, address) = buffer_of(&input);
+    let wrong = [
+        // An int for the float factor.
+        (
+            [right[0], ty(CUDYN_TYPE_INT32, CUDYN_VALUE), right[2]],
+            "parameter 1 is `float`",
+        ),
+        // A signed count for an unsigned one.
+        (
+            [right[0], right[1], ty(CUDYN_TYPE_INT64, CUDYN_VALUE)],
+            "`unsigned long long`",
+        ),
+        // A read-only pointer for the data the kernel writes.
+        (
+            [
+                ty(CUDYN_TYPE_FLOAT, CUDYN_CONST_POINTER),
+                right[1],
+                right[2],
+            ],
+            "read-only",
+        ),
+        // Doubles for floats.
+        (
+            [ty(CUDYN_TYPE_DOUBLE, CUDYN_POINTER), right[1], right[2]],
+            "`f64`",
+        ),
+    ];
+    for (types, expected) in wrong {
+        for check_only in [true, false] {
+            let status = launch_scale_typed(kernel, address, 2.0, 3000, &types, check_only);
+            assert_eq!(status, cudyn_status::CUDYN_ERROR_LAUNCH, "{types:?}");
+            assert!(
+                last_error().contains(expected),
+                "{expected}: {}",
+                last_error()
+            );
+        }
+    }
+    ok(launch_scale_typed(kernel, address, 2.0, 3000, &right, true));
+    ok(launch_scale_typed(
+        kernel, address, 2.0, 3000, &right, false,
+    ));
+    ok(cudyn_capi::info::cudyn_synchronize());
+    let mut out = vec![0f32; 3000];
+    // SAFETY: `out` holds 3000 floats.
+    ok(unsafe { cudyn_buffer_copy_to_host(buffer, 0, out.as_mut_ptr().cast(), 3000 * 4) });
+    // The refused launches changed nothing: one doubling.
+    let expected: Vec<f32> = input.iter().map(|v| v * 2.0).collect();
+    assert_eq!(out, expected);
     ok(cudyn_buffer_free(buffer));
     ok(cudyn_kernel_release(kernel));
     ok(cudyn_library_unload(library));

@@ -12,10 +12,12 @@ const SOURCES: &[(&str, &str)] = &[
     ("handles.rs", include_str!("../src/handles.rs")),
     ("info.rs", include_str!("../src/info.rs")),
     ("kernel.rs", include_str!("../src/kernel.rs")),
+    ("launch.rs", include_str!("../src/launch.rs")),
     ("library.rs", include_str!("../src/library.rs")),
     ("memory.rs", include_str!("../src/memory.rs")),
     ("status.rs", include_str!("../src/status.rs")),
     ("stream.rs", include_str!("../src/stream.rs")),
+    ("types.rs", include_str!("../src/types.rs")),
 ];
 
 const CONFIG: &str = include_str!("../cbindgen.toml");

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cudyn::ctype::param_types_of_symbol;
 use cudyn::inspect::archive::Archive;
 use cudyn::inspect::cubin::{Cubin, Space};
 use cudyn::inspect::fatbin::{Compression, Entry, EntryContents, EntryKind, Fatbin};
@@ -22,8 +23,13 @@ The kernel table (one per cubin), one row per kernel:
   stack    bytes of stack per thread
   threads  the most threads per block the kernel allows (__launch_bounds__); - when unbounded
   kernel   the C++ name, then the symbol the driver knows [in brackets] when it is mangled
-  params: #0 @0+8 #1 @8+4   under a row: parameter #0 at byte offset 0, 8 bytes long; #1 at 8,
-           4 bytes (the layout a launch's arguments must follow)
+  params: #0 @0+8 float* #1 @8+4 int   under a row: parameter #0 at byte offset 0, 8 bytes long,
+           a float*; #1 at 8, 4 bytes, an int: the layout and C types a launch's arguments
+           must follow (the types come from a C++ kernel's mangled name)
+  params: #0 @0+8 #1 @8+4  (size-checked only)   an extern \"C\" kernel: the cubin records
+           only sizes, so its launches are checked by size and offset, not by type
+  PTX entries list their .param types: a launch of a kernel loaded from PTX checks what they
+  say (.f32 is a float, .u32 any 32-bit integer, .u64 an integer or a pointer).
   A - in any column: the cubin does not record it. A ? for params: the kernel's parameter table
   cannot be read; a note under the cubin says why.
 
@@ -341,14 +347,30 @@ fn render_cubin(out: &mut String, cubin: &Cubin, depth: usize) {
             threads,
             display_name(&kernel.name, kernel.demangled.as_deref())
         );
+        // A C++ kernel's name spells its parameter types; an extern "C" one in a cubin has
+        // sizes only, and its launches are checked by size.
+        let types = param_types_of_symbol(&kernel.name).filter(|types| {
+            types.len() == kernel.params.len() && types.iter().any(Option::is_some)
+        });
         let params: Vec<String> = kernel
             .params
             .iter()
             .enumerate()
-            .map(|(index, p)| format!("#{index} @{}+{}", p.offset, p.size))
+            .map(|(index, p)| {
+                let ty = types.as_ref().and_then(|types| types.get(index)?.as_ref());
+                match ty {
+                    Some(ty) => format!("#{index} @{}+{} {ty}", p.offset, p.size),
+                    None => format!("#{index} @{}+{}", p.offset, p.size),
+                }
+            })
             .collect();
         if !params.is_empty() {
-            let _ = writeln!(out, "{pad}{:>41}params: {}", "", params.join(" "));
+            let checked = if types.is_some() {
+                ""
+            } else {
+                "  (size-checked only)"
+            };
+            let _ = writeln!(out, "{pad}{:>41}params: {}{checked}", "", params.join(" "));
         }
     }
     for variable in &cubin.variables {

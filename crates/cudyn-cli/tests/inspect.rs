@@ -179,6 +179,19 @@ fn kernels_lists_each_kernel_once_with_its_signature() {
     );
     assert_eq!(listing, expected);
 
+    // The table shows the C types a C++ name spells, and marks the extern "C" kernel, whose
+    // cubin records sizes only.
+    let (ok, table, stderr) = cudyn(&[fatbin.as_os_str()]);
+    assert!(ok, "{stderr}");
+    for line in [
+        "params: #0 @0+8 float* #1 @8+4 float\n",
+        "params: #0 @0+8 int* #1 @8+4 int\n",
+        "params: #0 @0+8 double*\n",
+        "params: #0 @0+8  (size-checked only)\n",
+    ] {
+        assert!(table.contains(line), "{line:?} missing from\n{table}");
+    }
+
     let (ok, stdout, _) = cudyn(&["--kernels".as_ref(), "--json".as_ref(), fatbin.as_os_str()]);
     assert!(ok);
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -205,6 +218,7 @@ fn help_explains_the_kernel_table() {
         "- when unbounded",
         "params: #0 @0+8",
         "byte offset 0, 8 bytes long",
+        "(size-checked only)",
         "A ? for params",
         "--kernels lists each file's kernels",
         "Exit status:",

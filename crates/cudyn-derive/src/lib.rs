@@ -11,8 +11,14 @@ use syn::{Data, DeriveInput, Error, Fields, Path};
 /// fields are all `DeviceRepr` and which has no padding, and refuses anything else at compile
 /// time (see the trait's documentation).
 ///
-/// `#[cudyn(crate = "path::to::cudyn")]` names the cudyn crate where it is not `::cudyn` (a
-/// renamed dependency or a re-export).
+/// `#[cudyn(c_name = "Odd")]` names the C type the struct stands for, so that a launch refuses it
+/// for a parameter of another struct type even of the same size (without it, a struct passes any
+/// parameter of its size and offset). `#[cudyn(crate = "path::to::cudyn")]` names the cudyn
+/// crate where it is not `::cudyn` (a renamed dependency or a re-export).
+///
+/// `#[cudyn(padded)]` accepts a struct with padding: instead of `DeviceRepr` it implements
+/// `cudyn::Pack`, whose `pack()` is the struct's bytes with the padding zeroed, a `DeviceRepr`
+/// value to pass or store.
 #[proc_macro_derive(DeviceRepr, attributes(cudyn))]
 pub fn derive_device_repr(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     let input = syn::parse_macro_input!(input as DeriveInput);
@@ -22,7 +28,11 @@ pub fn derive_device_repr(input: proc_macro::TokenStream) -> proc_macro::TokenSt
 }
 
 fn device_repr(input: &DeriveInput) -> syn::Result<TokenStream> {
-    let cudyn = crate_path(input)?;
+    let Attributes {
+        cudyn,
+        c_name,
+        padded,
+    } = attributes(input)?;
     let fields = struct_fields(input)?;
     check_repr(input)?;
     if let Some(param) = input.generics.params.first() {
@@ -66,6 +76,12 @@ fn device_repr(input: &DeriveInput) -> syn::Result<TokenStream> {
         end_of_previous = quote!(#offset + ::core::mem::size_of::<#ty>());
         last_label = label;
     }
+    let c_type = c_name.map(|c_name| {
+        quote! { const C_TYPE: #cudyn::ArgType = #cudyn::ArgType::Named(#c_name); }
+    });
+    if padded {
+        return Ok(packed(&cudyn, name, &fields, c_type));
+    }
     let tail_cudyn = respan(&cudyn, name.span());
     let tail_check = quote_spanned! {name.span()=>
         const _: () = #tail_cudyn::memory::derive_support::assert_no_tail_padding(
@@ -83,8 +99,72 @@ fn device_repr(input: &DeriveInput) -> syn::Result<TokenStream> {
         // SAFETY: checked above when this compiles: #[repr(C)] or #[repr(transparent)] (checked
         // by the derive), every field DeviceRepr (so plain data with every bit pattern valid) and
         // no padding byte between or after the fields.
-        unsafe impl #cudyn::DeviceRepr for #name {}
+        unsafe impl #cudyn::DeviceRepr for #name {
+            #c_type
+        }
     })
+}
+
+/// For `#[cudyn(padded)]`: `Pack` for the struct, whose `Packed` is a byte array of its size
+/// and alignment with each field written at its offset and the padding zero.
+fn packed(
+    cudyn: &Path,
+    name: &syn::Ident,
+    fields: &[&syn::Field],
+    c_type: Option<TokenStream>,
+) -> TokenStream {
+    let field_checks = fields.iter().map(|field| {
+        let ty = &field.ty;
+        quote_spanned! {ty.span()=>
+            #cudyn::memory::derive_support::assert_device_repr::<#ty>();
+        }
+    });
+    let writes = fields.iter().enumerate().map(|(index, field)| {
+        let member = match &field.ident {
+            Some(ident) => syn::Member::Named(ident.clone()),
+            None => syn::Member::Unnamed(index.into()),
+        };
+        quote! {
+            #cudyn::memory::derive_support::write_field(
+                &self.#member,
+                &mut packed.bytes,
+                ::core::mem::offset_of!(#name, #member),
+            );
+        }
+    });
+    quote! {
+        const _: () = {
+            #(#field_checks)*
+        };
+        const _: () = {
+            /// The struct's bytes, its padding zero: aligned as the struct by a field of no size.
+            #[derive(Clone, Copy)]
+            #[repr(C)]
+            pub struct Packed {
+                _align: [#name; 0],
+                bytes: [u8; ::core::mem::size_of::<#name>()],
+            }
+            // SAFETY: bytes only (the empty array has no bytes, only the struct's alignment, and
+            // the size is a multiple of it), so no padding and every bit pattern valid; it
+            // stands for the struct it packs.
+            unsafe impl #cudyn::DeviceRepr for Packed {
+                #c_type
+            }
+            // SAFETY: `Packed` has the struct's size and alignment, and `pack` writes each field
+            // at its offset into zeroed bytes.
+            unsafe impl #cudyn::Pack for #name {
+                type Packed = Packed;
+                fn pack(&self) -> Packed {
+                    let mut packed = Packed {
+                        _align: [],
+                        bytes: [0; ::core::mem::size_of::<#name>()],
+                    };
+                    #(#writes)*
+                    packed
+                }
+            }
+        };
+    }
 }
 
 /// `tokens` with every span set to `span`.
@@ -174,9 +254,20 @@ fn check_repr(input: &DeriveInput) -> syn::Result<()> {
     ))
 }
 
-/// The path of the cudyn crate: `::cudyn` unless `#[cudyn(crate = "...")]` says otherwise.
-fn crate_path(input: &DeriveInput) -> syn::Result<Path> {
+/// What the `#[cudyn(...)]` attributes say.
+struct Attributes {
+    /// The path of the cudyn crate: `::cudyn` unless `crate = "..."` says otherwise.
+    cudyn: Path,
+    /// The C type the struct stands for, from `c_name = "..."`.
+    c_name: Option<syn::LitStr>,
+    /// `padded`: the struct may have padding, which `Pack` zeroes.
+    padded: bool,
+}
+
+fn attributes(input: &DeriveInput) -> syn::Result<Attributes> {
     let mut path = syn::parse_quote!(::cudyn);
+    let mut c_name = None;
+    let mut padded = false;
     for attr in input
         .attrs
         .iter()
@@ -186,10 +277,27 @@ fn crate_path(input: &DeriveInput) -> syn::Result<Path> {
             if meta.path.is_ident("crate") {
                 path = meta.value()?.parse::<syn::LitStr>()?.parse()?;
                 Ok(())
+            } else if meta.path.is_ident("padded") {
+                padded = true;
+                Ok(())
+            } else if meta.path.is_ident("c_name") {
+                let name: syn::LitStr = meta.value()?.parse()?;
+                if name.value().trim().is_empty() {
+                    return Err(meta.error("`c_name` names the C type: it cannot be empty"));
+                }
+                c_name = Some(name);
+                Ok(())
             } else {
-                Err(meta.error("unknown cudyn attribute: the one known is `crate = \"path\"`"))
+                Err(meta.error(
+                    "unknown cudyn attribute: the known ones are `crate = \"path\"`, \
+                     `c_name = \"CType\"` and `padded`",
+                ))
             }
         })?;
     }
-    Ok(path)
+    Ok(Attributes {
+        cudyn: path,
+        c_name,
+        padded,
+    })
 }

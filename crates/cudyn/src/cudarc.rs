@@ -102,6 +102,7 @@ use ::cudarc::driver::{
 };
 
 use crate::context::{self, primary_context};
+use crate::ctype::ArgType;
 use crate::device::{initialized_driver, Device};
 use crate::error::{Error, Result};
 use crate::launch::KernelArg;
@@ -205,6 +206,12 @@ pub struct CudarcArg<'a> {
 // SAFETY: the kernel receives the device address, which is the `ptr` field, a CUdeviceptr.
 unsafe impl KernelArg for CudarcArg<'_> {
     const LAYOUT: Layout = Layout::new::<CUdeviceptr>();
+    /// A pointer, its elements' type unseen (cudarc's slices do not say it in C terms): it
+    /// passes any pointer parameter, and is refused for a number.
+    const C_TYPE: ArgType = ArgType::Pointer {
+        pointee: &ArgType::Unknown,
+        read_only: false,
+    };
     fn param(&self) -> *mut c_void {
         (&self.ptr as *const CUdeviceptr).cast_mut().cast()
     }

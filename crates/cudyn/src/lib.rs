@@ -100,6 +100,7 @@ mod arch;
 mod backend;
 mod builder;
 mod component;
+pub mod ctype;
 mod kinds;
 mod mismatch;
 mod parse_error;
@@ -144,13 +145,15 @@ pub use compile::{
     Program,
 };
 pub use context::{current_device, set_device, synchronize};
+pub use ctype::{ArgType, CType, Scalar};
 pub use device::{Device, DeviceAttribute, DeviceLimits, MemoryInfo};
 pub use digest::Digest;
-pub use error::{CallError, Error, Result};
+pub use error::{CallError, Error, ErrorKind, Result};
 pub use image::{Image, ImageKind};
 pub use inspect::{Inspection, ParseError};
 pub use launch::{
-    ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig,
+    ArgList, ArgumentMismatch, ConfigViolation, Dim3, KernelArg, KernelArgs, LaunchConfig, ListArg,
+    Reinterpret, StaticArgs,
 };
 pub use library::kernel;
 pub use library::kernel::{Kernel, KernelAttribute, KernelGetter};
@@ -161,7 +164,7 @@ pub use library::{
 pub use locate::Component;
 #[cfg(feature = "bytemuck")]
 pub use memory::Bytemuck;
-pub use memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
+pub use memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, Pack};
 pub use param::ParamLayout;
 pub use stream::{Event, Stream};
 pub use sys::set_library_path;

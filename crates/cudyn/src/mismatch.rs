@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use crate::ctype::{ArgType, CType};
+
 /// How launch arguments differ from the kernel's parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -35,6 +37,16 @@ pub enum ArgumentMismatch {
         /// The offset the arguments give it.
         given: usize,
     },
+    /// Parameter `index` has the C type `expected`, and the argument means another:
+    /// an `f32` for an `int`, a read-only buffer for a pointer the kernel may write.
+    Type {
+        /// The parameter's index, from 0.
+        index: usize,
+        /// The parameter's C type, as the device code says it.
+        expected: CType,
+        /// What the argument means.
+        given: ArgType,
+    },
 }
 
 impl fmt::Display for ArgumentMismatch {
@@ -64,7 +76,37 @@ impl fmt::Display for ArgumentMismatch {
                  device type's: for a float4, a #[derive(DeviceRepr)] #[repr(C, align(16))] \
                  struct rather than a [f32; 4])"
             ),
+            Self::Type {
+                index,
+                ref expected,
+                given,
+            } => {
+                write!(f, "parameter {index} is `{expected}` but {given} was given")?;
+                f.write_str(type_hint(expected, &given))
+            }
         }
+    }
+}
+
+/// What to do about an argument of meaning `given` for a parameter of type `expected`.
+fn type_hint(expected: &CType, given: &ArgType) -> &'static str {
+    match (expected, given) {
+        (
+            CType::Pointer {
+                is_const: false, ..
+            },
+            ArgType::Pointer {
+                read_only: true, ..
+            },
+        ) => {
+            ": the kernel may write through this pointer, so lend the buffer mutably \
+             (`&mut buffer` or a `DeviceSliceMut`)"
+        }
+        (CType::Scalar(param), ArgType::Scalar(arg)) if param.same_width_integer(*arg) => {
+            ": pass the parameter's type, or `cudyn::Reinterpret(value)` if the kernel is \
+             meant to read these bits as its own integer type"
+        }
+        _ => ": pass a value of the parameter's type",
     }
 }
 

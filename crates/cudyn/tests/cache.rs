@@ -75,6 +75,16 @@ fn a_repeat_is_a_hit_from_memory_then_from_disk_with_the_same_code_and_names() {
     assert_eq!(entries[0].kernels, [lowered]);
     assert_eq!(entries[0].arch, "sm_90");
     assert_eq!(entries[0].kind, cudyn::ImageKind::Cubin);
+    // Its path is the entry's file, inside the cache's folder, of the size listed.
+    assert!(
+        entries[0].path.starts_with(dir.path()),
+        "{:?}",
+        entries[0].path
+    );
+    assert_eq!(
+        std::fs::metadata(&entries[0].path).unwrap().len(),
+        entries[0].size
+    );
 }
 
 #[test]

@@ -58,6 +58,8 @@ extern "C" __global__ void vector_first(float4 v, int n) {}
 extern "C" __global__ void segment(char tag, Segment s) {}
 extern "C" __global__ void halves(__half a, char c, __nv_bfloat16 b) {}
 extern "C" __global__ void complex(char c, Complex z, const Complex* zs) {}
+struct Padded { char kind; double scale; int count; };
+extern "C" __global__ void padded(int n, Padded p, char c) {}
 "#;
 
 /// The parameter layout of each kernel in `KERNELS`, as compiled by NVRTC for sm_90.
@@ -80,6 +82,53 @@ fn kernel_params(kernel: &str) -> Vec<ParamLayout> {
         .param_layout(kernel)
         .unwrap_or_else(|error| panic!("{kernel}: {error}"))
         .unwrap_or_else(|| panic!("{kernel} is in the cubin"))
+}
+
+/// A struct with padding, as C has it: 7 bytes after `kind`, 4 after `count`.
+#[derive(Debug, Clone, Copy, DeviceRepr)]
+#[cudyn(c_name = "Padded", padded)]
+#[repr(C)]
+struct Padded {
+    kind: u8,
+    scale: f64,
+    count: i32,
+}
+
+#[test]
+fn a_padded_struct_packs_into_zeroed_bytes_with_its_c_layout() {
+    use cudyn::Pack;
+    let value = Padded {
+        kind: 0xab,
+        scale: -2.5,
+        count: 0x0102_0304,
+    };
+    let packed = value.pack();
+    assert_eq!(size_of_val(&packed), size_of::<Padded>());
+    assert_eq!(align_of_val(&packed), align_of::<Padded>());
+    // The bytes, written out independently: each field at its C offset, zeros between.
+    let mut expected = vec![0xab];
+    expected.extend([0; 7]);
+    expected.extend((-2.5f64).to_ne_bytes());
+    expected.extend(0x0102_0304i32.to_ne_bytes());
+    expected.extend([0; 4]);
+    // SAFETY: `Packed` is DeviceRepr: every byte initialized, no padding.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            std::ptr::from_ref(&packed).cast::<u8>(),
+            size_of_val(&packed),
+        )
+    };
+    assert_eq!(bytes, expected);
+    // The packed value passes the kernel's parameter, and names its C type.
+    assert_eq!(
+        check_arguments(&kernel_params("padded"), (3i32, packed, 1i8).layouts()),
+        Ok(())
+    );
+    assert_eq!(
+        (3i32, packed, 1i8).types()[1].c_spelling(),
+        "Padded",
+        "the packed value means the struct it packs"
+    );
 }
 
 #[test]

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Every example, by its program name.
-const EXAMPLES: [&str; 7] = [
+const EXAMPLES: [&str; 8] = [
     "hello_world",
     "saxpy_nvrtc",
     "interop",
@@ -25,6 +25,7 @@ const EXAMPLES: [&str; 7] = [
     "template_kernel",
     "struct_by_value",
     "globals",
+    "typed_arguments",
 ];
 
 /// The program of `example`: Cargo's, else the staged one; fails the test when neither exists.

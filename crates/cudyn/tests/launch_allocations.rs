@@ -187,7 +187,7 @@ fn checking_and_packing_32_arguments_as_a_tuple_or_a_list_allocates_nothing() {
             let (c, d, i, p) = (c, d, i, &p);
             let mut list = ArgList::new();
             for _ in 0..8 {
-                list.push(&c).push(&d).push(&i).push(&p);
+                list.push(&c).push(&d).push(&i).push(p);
             }
             lists += check_and_pack(&layout, &config, &list).unwrap();
             // One argument too many is refused, still without allocating.
@@ -213,5 +213,8 @@ fn a_list_beyond_its_inline_storage_moves_to_the_heap_once() {
         }
         assert_eq!(list.len(), INLINE_ARGS + 1);
     });
-    assert_eq!(counted, 2, "the layouts and the pointers each move once");
+    assert_eq!(
+        counted, 3,
+        "the layouts, the argument types and the pointers each move once"
+    );
 }

@@ -125,10 +125,9 @@ fn a_checked_launch_calls_the_driver_twice_whatever_its_arguments() {
     }
     let many = fake_driver::kernel("many", &c_params(&types));
     let values: Vec<(i32, u64)> = (0..10).map(|i| (i, i as u64)).collect();
-    let x_arg = &x;
     let calls = calls_of(100, || {
         let mut args = ArgList::new();
-        args.push(&x_arg);
+        args.push(&x);
         for (int, long) in &values {
             args.push(int).push(long);
         }

@@ -116,10 +116,9 @@ fn lists_of_21_and_200_mixed_arguments_have_the_layouts_nvrtc_gives_the_kernels(
         let mut out = DeviceBuffer::<f64>::alloc(0).unwrap();
         let pointers = vec![&empty; count];
         let values = Values::new(count - 1);
-        let out_arg = &mut out;
         let mut list = ArgList::new();
         values.push(&mut list, &pointers, count - 1);
-        list.push(&out_arg);
+        list.push(&mut out);
         assert_eq!(check_arguments(&params, list.layouts()), Ok(()), "{name}");
     }
 }
@@ -181,10 +180,9 @@ fn a_21_parameter_kernel_launched_as_a_tuple_and_as_a_list_receives_every_value(
     assert_copied(&out, &values);
 
     let mut out = poisoned(20);
-    let out_arg = &mut out;
     let mut list = ArgList::new();
     values.push(&mut list, &views, 20);
-    list.push(&out_arg);
+    list.push(&mut out);
     // SAFETY: as above.
     unsafe { many21.launch(&config, &list) }.unwrap();
     drop(list);
@@ -204,7 +202,6 @@ fn a_200_parameter_kernel_receives_every_value_and_wrong_lists_are_refused() {
     let views = views(&targets);
     let config = LaunchConfig::new(1, 1);
     let mut out = poisoned(199);
-    let out_arg = &mut out;
 
     // One argument short: the output is missing.
     let mut short = ArgList::new();
@@ -229,7 +226,7 @@ fn a_200_parameter_kernel_receives_every_value_and_wrong_lists_are_refused() {
     for i in 3..199 {
         wrong_size.push(&values.ints[i]);
     }
-    wrong_size.push(&out_arg);
+    wrong_size.push(&mut out);
     // SAFETY: refused by the size check before the driver (asserted), so nothing runs.
     let refused = unsafe { many200.launch(&config, &wrong_size) };
     assert!(
@@ -255,11 +252,9 @@ fn a_200_parameter_kernel_receives_every_value_and_wrong_lists_are_refused() {
             .all(|v| v.to_bits() == u64::MAX),
         "a refused launch ran"
     );
-
-    let out_arg = &mut out;
     let mut list = ArgList::new();
     values.push(&mut list, &views, 199);
-    list.push(&out_arg);
+    list.push(&mut out);
     assert_eq!(list.len(), 200);
     // SAFETY: many200 reads one int through each pointer parameter, each a one-element view of
     // `targets`, and writes out[0..199], which holds 199 doubles; the synchronization in

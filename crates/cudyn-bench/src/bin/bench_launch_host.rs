@@ -352,8 +352,10 @@ fn kernels(run: Run<'_>, direct: Direct, cudarc: &Cudarc) -> Result<(), String> 
         )
     }?;
 
+    // C++ kernels, named by their mangled names, so that the checked launch also checks types:
+    // saxpy(float, const float*, const float*, float*, unsigned long long).
     let saxpy = fake_driver::kernel(
-        "saxpy",
+        "_Z5saxpyfPKfS0_Pfy",
         &c_params(&[(4, 4), (8, 8), (8, 8), (8, 8), (8, 8)]),
     );
     let x = DeviceBuffer::<f32>::alloc(1024).map_err(cudyn_error)?;
@@ -397,7 +399,8 @@ fn kernels(run: Run<'_>, direct: Direct, cudarc: &Cudarc) -> Result<(), String> 
     for _ in 0..5 {
         types.extend([(4, 4), (8, 8), (4, 4), (8, 8)]);
     }
-    let args21 = fake_driver::kernel("args21", &c_params(&types));
+    // args21(float*, then five rounds of int, unsigned long long, float, double).
+    let args21 = fake_driver::kernel("_Z6args21Pfiyfdiyfdiyfdiyfdiyfd", &c_params(&types));
     let mut out_address = out.as_raw();
     let mut t = SCALARS;
     #[rustfmt::skip]
@@ -424,7 +427,7 @@ fn kernels(run: Run<'_>, direct: Direct, cudarc: &Cudarc) -> Result<(), String> 
             || {
                 #[rustfmt::skip]
                 let args = (
-                    &out, s.0, s.1, s.2, s.3, s.4, s.5, s.6, s.7, s.8, s.9, s.10, s.11, s.12,
+                    &mut out, s.0, s.1, s.2, s.3, s.4, s.5, s.6, s.7, s.8, s.9, s.10, s.11, s.12,
                     s.13, s.14, s.15, s.16, s.17, s.18, s.19,
                 );
                 args21.launch(&config, args)

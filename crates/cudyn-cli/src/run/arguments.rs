@@ -110,16 +110,18 @@ fn buffer_bytes(
 }
 
 /// The argument list of a launch: each scalar by value, each buffer as its device address. The
-/// views are mutable because `run` cannot know which buffers the kernel writes.
+/// views are mutable because `run` cannot know which buffers the kernel writes, and every
+/// argument is checked by size only: its Rust type (bits, bytes) is not what it means, which
+/// only the command line's text said.
 pub fn argument_list<'a>(arguments: &'a [Argument<DeviceSliceMut<'_, u8>>]) -> ArgList<'a> {
     let mut list = ArgList::new();
     for argument in arguments {
         match argument {
-            Argument::Scalar(ScalarBits::B1(bits)) => list.push(bits),
-            Argument::Scalar(ScalarBits::B2(bits)) => list.push(bits),
-            Argument::Scalar(ScalarBits::B4(bits)) => list.push(bits),
-            Argument::Scalar(ScalarBits::B8(bits)) => list.push(bits),
-            Argument::Buffer(view) => list.push(view),
+            Argument::Scalar(ScalarBits::B1(bits)) => list.push_sized(bits),
+            Argument::Scalar(ScalarBits::B2(bits)) => list.push_sized(bits),
+            Argument::Scalar(ScalarBits::B4(bits)) => list.push_sized(bits),
+            Argument::Scalar(ScalarBits::B8(bits)) => list.push_sized(bits),
+            Argument::Buffer(view) => list.push_sized(view),
         };
     }
     list

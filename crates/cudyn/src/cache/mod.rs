@@ -335,6 +335,7 @@ impl Cache {
                         .map(|kernel| kernel.name)
                         .collect(),
                     size: file.size,
+                    path: file.path.clone(),
                     created: listed.created,
                     // The file's time comes from the kernel's coarse clock, which can read a
                     // few milliseconds behind the clock `created` was taken from; across a

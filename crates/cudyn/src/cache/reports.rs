@@ -1,7 +1,7 @@
 //! What a cache reports: its statistics, its entries, and what its upkeep (verify, prune,
 //! clear) did.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 #[cfg(doc)]
@@ -53,6 +53,8 @@ pub struct EntryInfo {
     pub kernels: Vec<String>,
     /// The file's size in bytes.
     pub size: u64,
+    /// The entry's file, to copy, inspect or remove it.
+    pub path: PathBuf,
     /// When it was made.
     pub created: SystemTime,
     /// When cudyn last read or wrote it.

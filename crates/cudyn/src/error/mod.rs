@@ -14,10 +14,12 @@ use crate::kinds::{ImageKind, InputKind};
 use crate::version::Version;
 
 mod call;
+mod kind;
 mod messages;
 mod methods;
 
 pub use call::CallError;
+pub use kind::ErrorKind;
 pub use messages::LinkStop;
 use messages::{kernel_not_found_message, linked_kernel_message, not_found_message, nul_in};
 

@@ -1,6 +1,8 @@
 //! The argument check: launch arguments against a kernel's parameters, both as
-//! [`ParamLayout`]s, naming the first difference ([`ArgumentMismatch`]).
+//! [`ParamLayout`]s and, where the kernel's types are known, as C types, naming the first
+//! difference ([`ArgumentMismatch`]).
 
+use crate::ctype::{ArgType, CType};
 pub use crate::mismatch::ArgumentMismatch;
 use crate::param::ParamLayout;
 
@@ -41,6 +43,36 @@ pub fn check_arguments(
         return Ok(());
     }
     first_difference(params, args).map_or(Ok(()), Err)
+}
+
+/// Checks what launch arguments mean against the kernel's parameter types: the first argument
+/// a parameter of known type does not accept (see [`CType::accepts`]) is an
+/// [`ArgumentMismatch::Type`] naming both. A parameter of unknown type (`None`: an `extern "C"`
+/// kernel known from a cubin alone) and an argument of unknown meaning are checked by size
+/// only, in [`check_arguments`]. The two lists have the same length once that check passed;
+/// extra entries of either are not looked at.
+pub fn check_types(
+    params: &[Option<CType>],
+    args: &[&'static ArgType],
+) -> Result<(), ArgumentMismatch> {
+    for (index, (param, arg)) in params.iter().zip(args).enumerate() {
+        if let Some(param) = param {
+            if !param.accepts(arg) {
+                return Err(type_mismatch(index, param, arg));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn type_mismatch(index: usize, param: &CType, arg: &ArgType) -> ArgumentMismatch {
+    ArgumentMismatch::Type {
+        index,
+        expected: param.clone(),
+        given: *arg,
+    }
 }
 
 // A `ParamLayout` is two words and nothing else: no padding, every byte initialized.

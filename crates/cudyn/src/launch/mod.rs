@@ -5,10 +5,17 @@
 //!
 //! [`Kernel::launch`] takes the arguments as a tuple of up to 32 typed values (numbers and
 //! [`DeviceRepr`] structs by value, device buffers and views by reference) or, for any count,
-//! an [`ArgList`] (built with [`args!`](crate::args) or [`ArgList::push`]). Arguments describe
-//! themselves as [`ParamLayout`]s, the C layout of their values, and the launch compares them
-//! with the kernel's real parameters (from `cuKernelGetParamInfo`, or read offline from the
-//! device code): the count, and the size and offset of every parameter. The configuration is
+//! an [`ArgList`] (built with [`args!`](crate::args), collected from an iterator, or with
+//! [`ArgList::push`] and [`ArgList::extend`]). Arguments describe themselves as [`ParamLayout`]s,
+//! the C layout of their values, and as [`ArgType`]s, the C type they mean (`i32` is `int`,
+//! `&DeviceBuffer<f32>` is `const float*`), and the launch compares them with the kernel's real
+//! parameters (from `cuKernelGetParamInfo`, or read offline from the device code): the count,
+//! the size and offset of every parameter, and its C type where the device code says it
+//! ([`Kernel::param_types`]: every type of a C++ kernel, from its mangled name; a width and float
+//! or integer from PTX; nothing but sizes for an `extern "C"` kernel from a cubin). A type
+//! mismatch names both types ("parameter 3 is `int` but an `f32` was given"); signed for
+//! unsigned is refused unless wrapped in [`Reinterpret`]. [`Kernel::check`] runs every check
+//! and launches nothing. The configuration is
 //! checked against the device's limits, and a cooperative launch's grid against the blocks the
 //! device holds at once for this kernel (its occupancy, asked of the driver for cooperative
 //! launches only). A mismatch is an [`Error::LaunchArguments`] or
@@ -18,7 +25,9 @@
 //! The launch path allocates nothing up to [`INLINE_ARGS`] arguments: the kernel's layout and
 //! the device limits are cached after the first launch, a tuple's layout is computed at compile
 //! time (and once found equal to a kernel's layout, recognized by its address afterwards), and
-//! the argument pointers are packed on the stack. Besides the launch, the only driver call of a
+//! the argument pointers are packed on the stack. The type check costs nothing per launch of a
+//! tuple: a tuple's types are a constant of its type, checked once per kernel and recognized
+//! afterwards with its layout. Besides the launch, the only driver call of a
 //! launch is `cuCtxGetId`, since another context may have been made current since the last
 //! one. Launches go to the driver's `cuLaunchKernel` (the runtime's `cudaLaunchKernel` ends
 //! there too), or `cuLaunchKernelEx` for clusters and cooperative launches, with the kernel's
@@ -39,7 +48,9 @@
 //! 1. **Types, not just sizes.** Each argument has its parameter's type on the device: a pointer
 //!    parameter receives the address of live device memory of the pointee type (a buffer or a
 //!    view, not an integer that happens to be 8 bytes), a struct parameter a [`DeviceRepr`] type
-//!    with the device struct's layout.
+//!    with the device struct's layout. cudyn checks this where the kernel's types are known and
+//!    the argument says its meaning; the rest (an `extern "C"` kernel from a cubin, a struct
+//!    without a `c_name`, a [`Reinterpret`]ed value) is the caller's to keep.
 //! 2. **In bounds.** Every access the kernel makes, with these arguments and this configuration,
 //!    lies inside the buffer or view it was given: the counts and indices passed alongside the
 //!    buffers agree with their lengths, and dynamic shared memory use stays within
@@ -76,15 +87,17 @@ mod config;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
-pub use args::{ArgList, KernelArg, KernelArgs, INLINE_ARGS};
-pub use check::{check_arguments, ArgumentMismatch};
+pub use args::{ArgList, KernelArg, KernelArgs, ListArg, Reinterpret, StaticArgs, INLINE_ARGS};
+pub use check::{check_arguments, check_types, ArgumentMismatch};
 use config::within_limits;
 pub use config::{check_config, check_cooperative_grid, ConfigViolation, Dim3, LaunchConfig};
 
 use crate::api::driver as api;
 use crate::context::{self, Current};
+use crate::ctype::ArgType;
 use crate::error::{Error, Result};
 use crate::library::kernel::{Kernel, KernelAttribute};
+use crate::library::plan::ParamPlan;
 #[cfg(doc)]
 use crate::memory::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 use crate::param::ParamLayout;
@@ -123,36 +136,112 @@ impl Kernel {
     /// uses is freed and no other work races with it on that memory.
     #[inline]
     pub unsafe fn launch<A: KernelArgs>(&self, config: &LaunchConfig<'_>, args: A) -> Result<()> {
-        let layouts = match args.static_layouts() {
-            Some(layouts) => Layouts::Static(layouts),
-            None => Layouts::Transient(args.layouts()),
-        };
+        let known = args.static_args();
         args.with_pointers(|pointers| {
             // SAFETY: `KernelArgs` gives one pointer per layout, each to the argument's value,
-            // alive for this call; the caller keeps the launch-safety contract.
-            unsafe { self.launch_checked(config, layouts, pointers) }
+            // alive for this call, and `static_args` holds the same layouts and types; the
+            // caller keeps the launch-safety contract.
+            unsafe {
+                match known {
+                    Some(known) => self.launch_known(config, known, pointers),
+                    None => self.launch_listed(config, args.layouts(), args.types(), pointers),
+                }
+            }
         })
     }
 
-    /// The work of [`Kernel::launch`] that does not depend on the arguments' types, once for
-    /// every type: the checks, then the launch.
+    /// Runs every check a launch of `args` with `config` makes, on the current device, and
+    /// launches nothing: the arguments against the kernel's parameters (count, sizes, offsets,
+    /// and C types where they are known) and the configuration against the device's and the
+    /// kernel's limits. `Ok` when [`Kernel::launch`] would reach the driver.
+    ///
+    /// ```no_run
+    /// use cudyn::{DeviceBuffer, Error, LaunchConfig, Library};
+    /// // __global__ void scale(float* data, float factor, int n)
+    /// let scale = Library::from_file("scale.cubin")?.kernel("scale(float*, float, int)")?;
+    /// let mut data = DeviceBuffer::<f32>::zeroed(256)?;
+    /// let config = LaunchConfig::new(1, 256);
+    /// // An f32 where the kernel takes an int is refused, naming both types.
+    /// let refused = scale.check(&config, &(&mut data, 2.0f32, 256.0f32)).unwrap_err();
+    /// assert_eq!(refused.kind(), cudyn::ErrorKind::LaunchArguments);
+    /// scale.check(&config, &(&mut data, 2.0f32, 256i32))?;
+    /// # Ok::<(), cudyn::Error>(())
+    /// ```
+    pub fn check<A: KernelArgs>(&self, config: &LaunchConfig<'_>, args: &A) -> Result<()> {
+        let plan = self.plan()?;
+        self.compare(plan, args.layouts(), args.types())?;
+        let current = context::current()?;
+        self.check_config(config, &current)
+    }
+
+    /// The work of [`Kernel::launch`] for arguments described at compile time (a tuple), once
+    /// for every type: the argument check, which a description found to match before passes by
+    /// its address alone (the kernel's parameters and a constant never change, so neither is
+    /// read again), then the rest of the launch.
     ///
     /// # Safety
-    /// `pointers` holds one pointer per entry of `layouts`, pointer `i` to `layouts[i].size`
-    /// bytes of argument `i`'s value, valid for the call; the launch-safety contract of
-    /// [`crate::launch`] holds.
-    unsafe fn launch_checked(
+    /// `pointers` holds one pointer per entry of `known.layouts`, pointer `i` to
+    /// `known.layouts[i].size` bytes of argument `i`'s value, valid for the call; the
+    /// launch-safety contract of [`crate::launch`] holds.
+    unsafe fn launch_known(
         &self,
         config: &LaunchConfig<'_>,
-        layouts: Layouts<'_>,
+        known: &'static StaticArgs,
         pointers: *mut *mut c_void,
     ) -> Result<()> {
-        let params = self.params()?;
-        self.check_layouts(params, layouts)?;
+        let address = std::ptr::from_ref(known).cast_mut().cast();
+        if self.matched_args().load(Ordering::Relaxed) != address {
+            self.check_first_time(known)?;
+        }
+        // SAFETY: the arguments match the kernel's parameters (checked above); the caller's
+        // contract for the rest.
+        unsafe { self.launch_after_check(config, pointers) }
+    }
+
+    /// The argument check of a compile-time description not yet seen to match: the whole
+    /// comparison, and the description remembered when it passes.
+    #[cold]
+    #[inline(never)]
+    fn check_first_time(&self, known: &'static StaticArgs) -> Result<()> {
+        let plan = self.plan()?;
+        self.compare(plan, known.layouts, known.types)?;
+        let address = std::ptr::from_ref(known).cast_mut().cast();
+        self.matched_args().store(address, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The work of [`Kernel::launch`] for arguments listed at run time (an [`ArgList`]): the
+    /// whole argument check, then the rest of the launch.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch_known`], for `layouts`.
+    unsafe fn launch_listed(
+        &self,
+        config: &LaunchConfig<'_>,
+        layouts: &[ParamLayout],
+        types: &[&'static ArgType],
+        pointers: *mut *mut c_void,
+    ) -> Result<()> {
+        let plan = self.plan()?;
+        self.compare(plan, layouts, types)?;
+        // SAFETY: as in `launch_known`.
+        unsafe { self.launch_after_check(config, pointers) }
+    }
+
+    /// The configuration check and the launch, after the arguments passed theirs.
+    ///
+    /// # Safety
+    /// The arguments behind `pointers` match the kernel's parameters; the launch-safety contract
+    /// of [`crate::launch`] holds.
+    #[inline]
+    unsafe fn launch_after_check(
+        &self,
+        config: &LaunchConfig<'_>,
+        pointers: *mut *mut c_void,
+    ) -> Result<()> {
         let current = context::current()?;
         self.check_config(config, &current)?;
-        // SAFETY: the pointers match the kernel's parameters in number and size (checked
-        // above); the caller vouches for the rest.
+        // SAFETY: the caller's contract.
         unsafe { self.launch_on(&current, config, pointers) }
     }
 
@@ -174,31 +263,23 @@ impl Kernel {
         unsafe { self.launch_on(&current, config, params) }
     }
 
-    /// The argument check: `layouts` against the kernel's `params`. A list that lives as long as
-    /// the program and was found equal to `params` before is equal now (neither ever changes):
-    /// it is recognized by its address and length, and not compared again.
+    /// The comparison of arguments with the plan: sizes and offsets, then, when the kernel's
+    /// types are known, types.
     #[inline]
-    fn check_layouts(&self, params: &[ParamLayout], layouts: Layouts<'_>) -> Result<()> {
-        let (layouts, program_long) = match layouts {
-            Layouts::Static(layouts) => (layouts, true),
-            Layouts::Transient(layouts) => (layouts, false),
-        };
-        let matched = self.matched_layouts();
-        let start = layouts.as_ptr().cast_mut();
-        // The length is the kernel's, so the address and the length are the list that matched.
-        if program_long
-            & (layouts.len() == params.len())
-            & (matched.load(Ordering::Relaxed) == start)
-        {
-            return Ok(());
-        }
-        if let Err(mismatch) = check_arguments(params, layouts) {
-            return Err(self.arguments_error(mismatch));
-        }
-        if program_long {
-            matched.store(start, Ordering::Relaxed);
-        }
-        Ok(())
+    fn compare(
+        &self,
+        plan: &ParamPlan,
+        layouts: &[ParamLayout],
+        types: &[&'static ArgType],
+    ) -> Result<()> {
+        let checked = check_arguments(&plan.layouts, layouts).and_then(|()| {
+            if plan.typed {
+                check_types(&plan.types, types)
+            } else {
+                Ok(())
+            }
+        });
+        checked.map_err(|mismatch| self.arguments_error(mismatch))
     }
 
     #[cold]
@@ -396,13 +477,4 @@ impl Kernel {
         }
         self.with_library_log(error)
     }
-}
-
-/// The layouts of a launch's arguments, and whether they live as long as the program.
-#[derive(Clone, Copy)]
-enum Layouts<'a> {
-    /// A list that lives, unchanged, as long as the program ([`KernelArgs::static_layouts`]).
-    Static(&'static [ParamLayout]),
-    /// A list that lives as long as the arguments.
-    Transient(&'a [ParamLayout]),
 }

@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicPtr;
 use std::sync::{Arc, OnceLock};
 
 use super::function::ContextFunctions;
+use super::plan::ParamPlan;
 use super::Library;
 use crate::api::driver as api;
 use crate::api::runtime as runtime_api;
@@ -53,10 +54,10 @@ pub struct Kernel {
 pub(crate) struct KernelState {
     raw: CUkernel,
     name: SuccessCache<String>,
-    params: SuccessCache<Box<[ParamLayout]>>,
-    /// The start of the last program-long argument layout list found equal to `params`
-    /// (see `KernelArgs::static_layouts`); null when none was.
-    matched_layouts: AtomicPtr<ParamLayout>,
+    params: SuccessCache<ParamPlan>,
+    /// The address of the last program-long argument description found to match `params` (see
+    /// `KernelArgs::static_args`); null when none was.
+    matched_args: AtomicPtr<c_void>,
     /// The kernel's function in the contexts it was launched in (see `library::function`).
     functions: ContextFunctions,
 }
@@ -80,7 +81,7 @@ impl KernelState {
             raw,
             name,
             params: SuccessCache::new(),
-            matched_layouts: AtomicPtr::new(std::ptr::null_mut()),
+            matched_args: AtomicPtr::new(std::ptr::null_mut()),
             functions: ContextFunctions::default(),
         })
     }
@@ -337,10 +338,10 @@ impl Kernel {
         Ok(name)
     }
 
-    /// The start of the last program-long argument layout list found equal to the kernel's
+    /// The address of the last program-long argument description found to match the kernel's
     /// parameters, which the launch reads and sets.
-    pub(crate) fn matched_layouts(&self) -> &AtomicPtr<ParamLayout> {
-        &self.inner.matched_layouts
+    pub(crate) fn matched_args(&self) -> &AtomicPtr<c_void> {
+        &self.inner.matched_args
     }
 
     /// The kernel's name for messages, even when it cannot be read.
@@ -355,8 +356,16 @@ impl Kernel {
     /// failure is not kept: the next call asks again.
     #[inline]
     pub fn params(&self) -> Result<&[ParamLayout]> {
-        let params = self.inner.params.get_or_fetch(|| self.query_params())?;
-        Ok(params)
+        Ok(&self.plan()?.layouts)
+    }
+
+    /// The parameters' layout and types, fetched once.
+    #[inline]
+    pub(crate) fn plan(&self) -> Result<&ParamPlan> {
+        self.inner.params.get_or_fetch(|| {
+            let layouts = self.query_params()?;
+            Ok(ParamPlan::new(layouts, self.query_types()))
+        })
     }
 
     fn query_params(&self) -> Result<Box<[ParamLayout]>> {

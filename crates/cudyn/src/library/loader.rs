@@ -406,7 +406,8 @@ impl LibraryLoader {
             owned: true,
             log: JitLog::default(),
             names: names.to_vec(),
-            offline_image: driver_lacks_param_info().then(|| Arc::from(image)),
+            offline_image: (driver_lacks_param_info() || kind == ImageKind::Ptx)
+                .then(|| Arc::from(image)),
             _image: owned.filter(|_| self.options.preserve_binary),
             _jit_buffers: Default::default(),
             shared_always: self.sharing == Sharing::Always,

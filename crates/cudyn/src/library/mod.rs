@@ -70,7 +70,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::api::library::LibraryApi;
+use crate::ctype::CType;
 use crate::error::{Error, Result};
+use crate::formats::ptx;
 use crate::memory::DeviceRepr;
 use crate::param::ParamLayout;
 use crate::raw::{cudaLibrary_t, CUlibrary};
@@ -81,6 +83,7 @@ mod function;
 pub mod global;
 pub mod kernel;
 pub mod loader;
+pub(crate) mod plan;
 mod registry;
 mod retention;
 
@@ -126,7 +129,8 @@ struct Inner {
     /// Name expressions and their lowered names, from [`LibraryLoader::load_compiled`].
     names: Vec<(String, String)>,
     /// The device code, kept only when the driver cannot report parameter layouts (before
-    /// 12.4): kernels then read theirs offline from it.
+    /// 12.4), when kernels read theirs offline from it, and when it is PTX, whose parameter
+    /// types the driver does not report.
     offline_image: Option<Arc<[u8]>>,
     /// The bytes the driver may use in place (LibraryOptions::preserve_binary).
     _image: Option<Box<[u8]>>,
@@ -301,6 +305,24 @@ impl Library {
     pub(crate) fn offline_params(&self, name: &str) -> Option<Result<Box<[ParamLayout]>>> {
         let image = self.inner.offline_image.as_deref()?;
         Some(params_from_image(image, name).map_err(|error| self.inner.log.attach(error)))
+    }
+
+    /// The parameter types of kernel `name` that the library's PTX declares, when it was
+    /// loaded from PTX (see [`CType::from_ptx`]).
+    pub(crate) fn ptx_param_types(&self, name: &str) -> Option<Vec<Option<CType>>> {
+        let image = self.inner.offline_image.as_deref()?;
+        if !ptx::looks_like_ptx(image) {
+            return None;
+        }
+        let module = ptx::parse(image).ok()?;
+        Some(
+            module
+                .entry(name)?
+                .params
+                .iter()
+                .map(ptx::PtxParam::c_type)
+                .collect(),
+        )
     }
 
     /// The kernel named `name` (`cudaLibraryGetKernel`).

@@ -10,8 +10,10 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::raw::{CUcontext, CUdeviceptr};
 
+mod pack;
 mod repr;
 
+pub use pack::Pack;
 #[doc(hidden)]
 pub use repr::derive_support;
 #[cfg(feature = "bytemuck")]

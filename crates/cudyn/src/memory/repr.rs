@@ -2,6 +2,8 @@
 //! types that are: numbers, arrays, derived structs, and with features, `half`'s types and
 //! `bytemuck`'s `Pod` types through [`Bytemuck`].
 
+use crate::ctype::{ArgType, Scalar};
+
 /// Plain data that may be copied byte for byte between host and device and passed to a kernel by
 /// value.
 ///
@@ -70,21 +72,35 @@
             #[derive(cudyn::DeviceRepr)] are; `bool`, `char`, references, pointers and \
             Rust-layout types are not"
 )]
-pub unsafe trait DeviceRepr: Copy + 'static {}
+pub unsafe trait DeviceRepr: Copy + 'static {
+    /// What a value means in C, which a launch checks against a parameter's C type where the
+    /// kernel's types are known: `int` for `i32`, the `c_name` of a derived struct
+    /// (`#[cudyn(c_name = "Odd")]`). [`ArgType::Unknown`], the default, is checked by size only.
+    const C_TYPE: ArgType = ArgType::Unknown;
+}
 
 #[cfg(feature = "derive")]
 pub use cudyn_derive::DeviceRepr;
 
 macro_rules! device_repr {
-    ($($ty:ty),*) => { $(
+    ($($ty:ty => $scalar:ident),*) => { $(
         // SAFETY: a primitive number (or a transparent wrapper of `u16`, for `half`'s types):
         // fixed layout, no padding, any bit pattern valid.
-        unsafe impl DeviceRepr for $ty {}
+        unsafe impl DeviceRepr for $ty {
+            const C_TYPE: ArgType = ArgType::Scalar(Scalar::$scalar);
+        }
     )* };
 }
-device_repr!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
+device_repr!(
+    u8 => UnsignedChar, u16 => UnsignedShort, u32 => UnsignedInt, u64 => UnsignedLongLong,
+    i8 => SignedChar, i16 => Short, i32 => Int, i64 => LongLong, f32 => Float, f64 => Double
+);
+#[cfg(target_pointer_width = "64")]
+device_repr!(usize => UnsignedLong, isize => Long);
+#[cfg(not(target_pointer_width = "64"))]
+device_repr!(usize => UnsignedInt, isize => Int);
 #[cfg(feature = "half")]
-device_repr!(half::f16, half::bf16);
+device_repr!(half::f16 => Half, half::bf16 => BFloat16);
 
 // SAFETY: an array of plain data is plain data with the C array layout, and has no padding
 // since its elements have none and each element's size is a multiple of its alignment.
@@ -128,6 +144,11 @@ unsafe impl<T: bytemuck::Pod> bytemuck::TransparentWrapper<T> for Bytemuck<T> {}
 #[doc(hidden)]
 pub mod derive_support {
     use super::DeviceRepr;
+
+    /// Writes `field`'s bytes at `offset` of `bytes` (see `Pack`).
+    pub fn write_field<F: DeviceRepr>(field: &F, bytes: &mut [u8], offset: usize) {
+        crate::memory::pack::write_field(field, bytes, offset);
+    }
 
     /// Compiles only when `T` is `DeviceRepr`: the derive calls it for each field's type.
     pub const fn assert_device_repr<T: DeviceRepr>() {}

@@ -13,6 +13,7 @@ mod tokens;
 pub(crate) use check::{validate, validate_text};
 use tokens::tokenize;
 
+use crate::ctype::CType;
 use crate::param::ParamLayout;
 use crate::parse_error::{ParseError, Problem};
 use crate::symbols::demangle;
@@ -79,6 +80,14 @@ pub struct PtxVariable {
     pub ty: String,
     /// Size in bytes, when known.
     pub size: Option<u64>,
+}
+
+impl PtxParam {
+    /// What the declaration says of the parameter's C type: a width and float or integer,
+    /// never signedness (see [`CType::from_ptx`]).
+    pub fn c_type(&self) -> Option<CType> {
+        CType::from_ptx(&self.ty, self.count, self.pointee_space.as_deref())
+    }
 }
 
 impl PtxModule {
