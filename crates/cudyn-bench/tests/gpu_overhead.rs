@@ -1,4 +1,4 @@
-//! The regression checks of cudyn's overhead over the raw CUDA C API, on the GPU machine: the
+//! The regression checks of cudyn's overhead over the raw CUDA C API, on a GPU host: the
 //! `cudyn-bench` program measures both in the same run and fails when cudyn's load (cubin, PTX,
 //! fatbin, with a kernel lookup) takes more than 1.10x raw, or its checked launch more than 1.02x
 //! (`--max-ratio`). Not timed here: the program's own interleaved medians decide.

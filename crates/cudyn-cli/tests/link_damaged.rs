@@ -360,7 +360,7 @@ fn ten_thousand_damaged_inputs_never_end_the_caller_or_run_past_their_limit() {
 }
 
 #[test]
-#[ignore = "gpu: the GPU machine's larger run (many cores, no GPU used): 60,000 damaged inputs, \
+#[ignore = "gpu: the larger run, for a many-core GPU host (no GPU used): 60,000 damaged inputs, \
             libcudadevrt.a among them; several minutes"]
 fn gpu_sixty_thousand_damaged_inputs_with_cuda_s_device_runtime() {
     sweep(60_000, true);

@@ -113,7 +113,6 @@ pub fn link_lto_programs(programs: &[Program], arch: Option<Arch>) -> Result<Lin
     link_lto(&codes, Some(arch))
 }
 
-
 /// Compiler or linker options as C strings, in order.
 fn c_strings(what: &'static str, options: &[String]) -> Result<Vec<CString>> {
     options

@@ -20,7 +20,7 @@
 //! Usage: `bench_curves [--json FILE] [--only CURVE,...] [--quick]`. `--quick` takes fewer and
 //! smaller points (a dry run on a small machine). The JSON is what `scripts/bench-plots` draws
 //! into docs/. On a machine without a GPU the curves that need one are listed as skipped and the
-//! program exits non-zero. Run on the GPU machine (16 cores, H200) the whole run takes about
+//! program exits non-zero. Run on an H200 host with 16 cores the whole run takes about
 //! three minutes.
 
 #[path = "../../../../cudyn/tests/batch_sources/mod.rs"]
