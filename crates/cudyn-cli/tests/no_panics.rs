@@ -32,7 +32,7 @@ macro_rules! sources {
     };
 }
 
-const SOURCES: [(&str, &str); 21] = sources!(
+const SOURCES: [(&str, &str); 22] = sources!(
     "cache.rs",
     "compile.rs",
     "completions.rs",
@@ -44,6 +44,7 @@ const SOURCES: [(&str, &str); 21] = sources!(
     "link/mod.rs",
     "main.rs",
     "output.rs",
+    "remote.rs",
     "run/arguments.rs",
     "run/gpu.rs",
     "run/limits.rs",
