@@ -1,9 +1,10 @@
 //! Benchmark of the compile cache's remote tier (Redis), on the loopback; needs NVRTC and a
 //! `redis-server` (Debian's package, or `CUDYN_REDIS_SERVER`), no GPU.
 //!
-//! 1. A remote hit of a cubin of about 100 KiB: `Program::compile_in` with the local cache
-//!    emptied (`Cache::clear`, before the clock: memory and disk miss, the entry read from
-//!    Redis, its MAC and code checked, then written to the local disk cache), against the
+//! 1. A remote hit of a cubin of about 100 KiB: `Program::compile_in` of a program another host
+//!    published, in a host's cache that has been used but lacks that program (memory and disk
+//!    miss, the entry read from Redis, its MAC and code checked, then written to the local disk
+//!    cache; each round a program of its own, the source told apart by a comment), against the
 //!    reference in the same run, a local disk hit of the same program (a cache of a warm folder,
 //!    new, so that memory misses). Both in one process whose compiler is known, medians of many
 //!    repetitions. Also printed: a process's first remote hit, which connects to Redis first (a
@@ -38,6 +39,8 @@ const SOURCES: usize = 16;
 /// Repetitions of each hit in 1., runs of each fleet in 2.
 const HITS: usize = 101;
 const FLEET_RUNS: usize = 3;
+/// Rounds of 1. that measure a remote hit: each needs a program compiled and published first.
+const NEW_KEYS: usize = 31;
 
 /// About 100 KiB of cubin for sm_90: 35 kernels of an unrolled loop.
 fn large_source() -> String {
@@ -113,16 +116,28 @@ fn remote_hit(redis: &RedisServer, key: &Path, scratch: &Path) {
         .arg("cudyn:*")
         .query(&mut connection)
         .unwrap();
-    let emptied = Cache::open(scratch.join("emptied")).unwrap();
-    emptied.set_remote(Some(config())).unwrap();
-    for round in 0..HITS {
-        // Remote, connected: the local cache emptied before the clock starts.
-        emptied.clear().unwrap();
-        let start = Instant::now();
-        let hit = program.compile_in(&emptied).unwrap();
-        remote.push(start.elapsed());
-        assert_eq!(hit.cache_use(), &CacheUse::Hit);
-        assert_eq!(hit.code(), code.code());
+    // Programs another host published, one per round: the host's cache below has none of them.
+    let published: Vec<Program> = (0..NEW_KEYS)
+        .map(|round| {
+            let variant = Program::new(format!("{}// copy {round}\n", large_source()))
+                .arch(Arch::new(9, 0));
+            let compiled = variant.compile_in(&publisher).unwrap();
+            assert_eq!(compiled.cache_use(), &CacheUse::Miss);
+            variant
+        })
+        .collect();
+    let host = Cache::open(scratch.join("host")).unwrap();
+    host.set_remote(Some(config())).unwrap();
+    // In use: connected, its compiler known and its folder made, by a first remote hit.
+    assert_eq!(program.compile_in(&host).unwrap().cache_use(), &CacheUse::Hit);
+    for (round, variant) in (0..HITS).zip(published.iter().cycle()) {
+        if round < NEW_KEYS {
+            let start = Instant::now();
+            let hit = variant.compile_in(&host).unwrap();
+            remote.push(start.elapsed());
+            assert_eq!(hit.cache_use(), &CacheUse::Hit);
+            assert_eq!(hit.code(), code.code());
+        }
         // A process's first: a new, empty local cache and a new remote tier, not yet connected.
         let folder = scratch.join(format!("empty-{round}"));
         let empty = Cache::open(&folder).unwrap();
@@ -152,11 +167,11 @@ fn remote_hit(redis: &RedisServer, key: &Path, scratch: &Path) {
         get.push(start.elapsed());
         assert!(value.len() > size);
     }
-    assert_eq!(emptied.stats().unwrap().remote.unwrap().hits, HITS as u64);
+    assert_eq!(host.stats().unwrap().remote.unwrap().hits, NEW_KEYS as u64 + 1);
     let (remote, disk, get) = (median(remote), median(disk), median(get));
     let first = median(first);
     println!(
-        "1. a hit of a {:.1} KiB cubin, medians of {HITS}:",
+        "1. a hit of a {:.1} KiB cubin, medians of {HITS} ({NEW_KEYS} for the remote hit):",
         size as f64 / 1024.0
     );
     println!("   local disk hit (reference)      {:>9.3} ms", ms(disk));
