@@ -339,6 +339,7 @@ impl Request<'_> {
         Ok(())
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,8 +119,8 @@ fn remote_hit(redis: &RedisServer, key: &Path, scratch: &Path) {
     // Programs another host published, one per round: the host's cache below has none of them.
     let published: Vec<Program> = (0..NEW_KEYS)
         .map(|round| {
-            let variant = Program::new(format!("{}// copy {round}\n", large_source()))
-                .arch(Arch::new(9, 0));
+            let variant =
+                Program::new(format!("{}// copy {round}\n", large_source())).arch(Arch::new(9, 0));
             let compiled = variant.compile_in(&publisher).unwrap();
             assert_eq!(compiled.cache_use(), &CacheUse::Miss);
             variant
@@ -129,7 +129,10 @@ fn remote_hit(redis: &RedisServer, key: &Path, scratch: &Path) {
     let host = Cache::open(scratch.join("host")).unwrap();
     host.set_remote(Some(config())).unwrap();
     // In use: connected, its compiler known and its folder made, by a first remote hit.
-    assert_eq!(program.compile_in(&host).unwrap().cache_use(), &CacheUse::Hit);
+    assert_eq!(
+        program.compile_in(&host).unwrap().cache_use(),
+        &CacheUse::Hit
+    );
     for (round, variant) in (0..HITS).zip(published.iter().cycle()) {
         if round < NEW_KEYS {
             let start = Instant::now();
@@ -167,7 +170,10 @@ fn remote_hit(redis: &RedisServer, key: &Path, scratch: &Path) {
         get.push(start.elapsed());
         assert!(value.len() > size);
     }
-    assert_eq!(host.stats().unwrap().remote.unwrap().hits, NEW_KEYS as u64 + 1);
+    assert_eq!(
+        host.stats().unwrap().remote.unwrap().hits,
+        NEW_KEYS as u64 + 1
+    );
     let (remote, disk, get) = (median(remote), median(disk), median(get));
     let first = median(first);
     println!(
