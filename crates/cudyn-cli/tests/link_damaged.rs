@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use cudyn::compile::{set_workers, Arch, InputKind, LinkOptions, Output, WorkerSetting};
 use cudyn::error::LinkStop;
-use cudyn::{Error, Program};
+use cudyn::Error;
 use damage::{damages, table_damages, Damage, Depth};
 
 const ARCH: Arch = Arch::new(9, 0);
@@ -54,17 +54,6 @@ struct Original {
     bytes: Vec<u8>,
     partner: Vec<u8>,
     lto: bool,
-}
-
-fn nvrtc(source: &str, output: Output) -> Vec<u8> {
-    Program::new(source)
-        .arch(ARCH)
-        .output(output)
-        .relocatable(true)
-        .cache(false)
-        .compile()
-        .expect("NVRTC (the CUDA wheels)")
-        .into_code()
 }
 
 /// Runs nvcc (found as cudyn-build finds it) in `folder` with `args`.
@@ -110,12 +99,15 @@ fn originals(with_devrt: bool) -> Vec<Original> {
     );
     nvcc(dir, &["-lib", "helper.o", "-o", "libhelper.a"]);
     let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
-    let (kernel_cubin, helper_cubin) = (nvrtc(KERNEL, Output::Cubin), nvrtc(HELPER, Output::Cubin));
+    let (kernel_cubin, helper_cubin) = (
+        common::relocatable_piece(KERNEL, ARCH, Output::Cubin),
+        common::relocatable_piece(HELPER, ARCH, Output::Cubin),
+    );
     let mut originals = vec![
         Original {
             what: "LTO-IR (NVRTC)",
-            bytes: nvrtc(KERNEL, Output::LtoIr),
-            partner: nvrtc(HELPER, Output::LtoIr),
+            bytes: common::relocatable_piece(KERNEL, ARCH, Output::LtoIr),
+            partner: common::relocatable_piece(HELPER, ARCH, Output::LtoIr),
             lto: true,
         },
         Original {
@@ -373,8 +365,8 @@ fn gpu_sixty_thousand_damaged_inputs_with_cuda_s_device_runtime() {
 #[test]
 fn a_crash_of_nvjitlink_on_damaged_lto_ir_ends_only_the_worker() {
     set_workers(WorkerSetting::Executable(common::cudyn_binary()));
-    let helper = nvrtc(HELPER, Output::LtoIr);
-    let mut damaged = nvrtc(KERNEL, Output::LtoIr);
+    let helper = common::relocatable_piece(HELPER, ARCH, Output::LtoIr);
+    let mut damaged = common::relocatable_piece(KERNEL, ARCH, Output::LtoIr);
     for (at, value) in [(426, 0x09), (1662, 0x0d)] {
         damaged[at] = value;
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use cudyn::compile::{set_workers, Arch, InputKind, LinkOptions, Linked, Output, WorkerSetting};
 use cudyn::error::LinkStop;
-use cudyn::{Error, Program};
+use cudyn::Error;
 
 const ARCH: Arch = Arch::new(9, 0);
 const KERNEL: &str = "__device__ float twice(float x);\n\
@@ -29,17 +29,6 @@ fn workers() {
     });
 }
 
-fn piece(source: &str, output: Output) -> Vec<u8> {
-    Program::new(source)
-        .arch(ARCH)
-        .output(output)
-        .relocatable(true)
-        .cache(false)
-        .compile()
-        .expect("NVRTC (the CUDA wheels)")
-        .into_code()
-}
-
 fn link(options: LinkOptions, kind: InputKind, inputs: &[(&[u8], &str)]) -> cudyn::Result<Linked> {
     let mut linker = options.arch(ARCH).cache(false).linker()?;
     for (bytes, name) in inputs {
@@ -55,7 +44,10 @@ fn an_isolated_link_makes_what_a_link_in_this_process_makes() {
         (InputKind::LtoIr, Output::LtoIr, true),
         (InputKind::Cubin, Output::Cubin, false),
     ] {
-        let (kernel, helper) = (piece(KERNEL, output), piece(HELPER, output));
+        let (kernel, helper) = (
+            common::relocatable_piece(KERNEL, ARCH, output),
+            common::relocatable_piece(HELPER, ARCH, output),
+        );
         let inputs = [(&kernel[..], "kernel"), (&helper[..], "helper")];
         let here = link(LinkOptions::new().lto(lto), kind, &inputs).unwrap();
         for _ in 0..3 {
@@ -69,7 +61,7 @@ fn an_isolated_link_makes_what_a_link_in_this_process_makes() {
 #[test]
 fn nvjitlink_s_own_failure_comes_back_as_it_is() {
     workers();
-    let kernel = piece(KERNEL, Output::Cubin);
+    let kernel = common::relocatable_piece(KERNEL, ARCH, Output::Cubin);
     let inputs = [(&kernel[..], "kernel_piece.cubin")];
     let here = link(LinkOptions::new(), InputKind::Cubin, &inputs).unwrap_err();
     let isolated = link(LinkOptions::new().isolated(true), InputKind::Cubin, &inputs).unwrap_err();
@@ -82,8 +74,8 @@ fn nvjitlink_s_own_failure_comes_back_as_it_is() {
 /// A link of the helper and a piece named `name`, which the workers misbehave on.
 fn misbehaving(name: &str, options: LinkOptions) -> (Error, Duration) {
     workers();
-    let helper = piece(HELPER, Output::LtoIr);
-    let kernel = piece(KERNEL, Output::LtoIr);
+    let helper = common::relocatable_piece(HELPER, ARCH, Output::LtoIr);
+    let kernel = common::relocatable_piece(KERNEL, ARCH, Output::LtoIr);
     let started = Instant::now();
     let error = link(
         options.lto(true),

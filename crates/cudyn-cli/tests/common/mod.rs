@@ -52,3 +52,21 @@ pub fn assert_arch_fix_first(run: &std::process::Output, command: &str) -> Strin
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     stderr
 }
+
+/// `source` compiled by NVRTC (the CUDA wheels) as relocatable device code for `arch`, in the
+/// form `output` (a relocatable cubin or LTO-IR), the compile cache left out: a link's input.
+#[allow(dead_code)]
+pub fn relocatable_piece(
+    source: &str,
+    arch: cudyn::compile::Arch,
+    output: cudyn::compile::Output,
+) -> Vec<u8> {
+    cudyn::compile::Program::new(source)
+        .arch(arch)
+        .output(output)
+        .relocatable(true)
+        .cache(false)
+        .compile()
+        .expect("NVRTC (the CUDA wheels)")
+        .into_code()
+}
