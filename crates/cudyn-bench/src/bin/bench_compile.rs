@@ -21,8 +21,13 @@
 #[path = "../../../cudyn/tests/raw_runtime/mod.rs"]
 mod raw_runtime;
 
+#[path = "../durations.rs"]
+mod durations;
+
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
+
+use durations::median;
 
 use cudyn::compile::{
     self, compile_all, compile_all_on, Arch, InputKind, LinkOptions, Output, Program,
@@ -58,11 +63,6 @@ fn report(part: &str, outcome: Result<()>) {
     if let Err(error) = outcome {
         println!("{part}: failed: {error}");
     }
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 fn ms(duration: Duration) -> f64 {

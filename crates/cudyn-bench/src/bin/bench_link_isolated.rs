@@ -18,7 +18,12 @@
 //! `cargo run --release -p cudyn-bench --bin bench_link_isolated` (the worker is the `cudyn`
 //! beside the benchmark, or the one `CUDYN_WORKER` names). An argument sets the rounds (41).
 
+#[path = "../durations.rs"]
+mod durations;
+
 use std::time::{Duration, Instant};
+
+use durations::median;
 
 use cudyn::compile::{Arch, InputKind, LinkOptions, Output, Program};
 use cudyn::Result;
@@ -91,11 +96,6 @@ fn link(case: &Case, isolated: bool) -> Result<Duration> {
     }
     std::hint::black_box(linker.finish()?);
     Ok(started.elapsed())
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 fn main() -> std::process::ExitCode {

@@ -34,9 +34,14 @@
 //! (`detect`, `check`, `detect+validate`, `key`, `inspect`) N times on each file and prints nothing; the count of
 //! N + 1 rounds less that of 1 round, over N, is the step's cost per call.
 
+#[path = "../durations.rs"]
+mod durations;
+
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use durations::median;
 
 use cudyn::compile::{Arch, FatbinBuilder, Output, Program};
 use cudyn::{Image, Result};
@@ -240,11 +245,6 @@ fn images() -> Result<Vec<(&'static str, Vec<u8>)>> {
     let (cubin, ptx) = (compile(Output::Cubin)?, compile(Output::Ptx)?);
     let fatbin = fatbin(&cubin, &ptx)?;
     Ok(vec![("cubin", cubin), ("ptx", ptx), ("fatbin", fatbin)])
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 fn micros(duration: Duration) -> f64 {

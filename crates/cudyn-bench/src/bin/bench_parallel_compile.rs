@@ -17,8 +17,13 @@
 #[path = "../../../cudyn/tests/batch_sources/mod.rs"]
 mod batch_sources;
 
+#[path = "../durations.rs"]
+mod durations;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use durations::median;
 
 use cudyn::compile::{compile_all_on, compile_batch, Arch, BatchRun, Program};
 
@@ -121,11 +126,6 @@ fn programs(count: usize) -> Vec<Program> {
             )
         })
         .collect()
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 fn ms(duration: Duration) -> f64 {

@@ -21,10 +21,15 @@
 #[path = "../../../cudyn/tests/common/redis_server.rs"]
 mod redis_server;
 
+#[path = "../durations.rs"]
+mod durations;
+
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use durations::median;
 
 use cudyn::cache::RemoteConfig;
 use cudyn::compile::{Arch, CacheUse, Program};
@@ -65,11 +70,6 @@ fn fleet_source(index: usize) -> String {
          int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
          if (i < n) x[i] = x[i] * {index}.5f + {index};\n}}\n"
     )
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 /// A key file of 32 random bytes, readable by its owner alone.
