@@ -162,12 +162,13 @@ pub(crate) fn accept(mac: &MacKey, expected: &Expected, value: &[u8]) -> Result<
 /// What the check before a load finds in `code`, which must be of `kind`: `None` for code that
 /// only a link takes (a relocatable cubin, LTO-IR), checked as a link's input.
 fn check_code(code: &[u8], kind: ImageKind) -> Result<Option<Checked>, Refusal> {
-    if image::detect(code).ok() != Some(kind) {
-        return Err(Refusal::Invalid);
-    }
     let nobody = String::new;
+    let detected = match image::detected_with_text(code, &nobody) {
+        Ok(detected) if detected.kind == kind => detected,
+        _ => return Err(Refusal::Invalid),
+    };
     let digest = image::digest(code);
-    match image::validate_loadable(code, kind.into(), Some(&digest), &nobody) {
+    match image::validate_loadable(code, detected, Some(&digest), &nobody) {
         Ok(facts) => Ok(Some(Checked { facts, digest })),
         Err(_) => match image::validate_link_input(code, kind, &nobody) {
             Ok(()) => Ok(None),
