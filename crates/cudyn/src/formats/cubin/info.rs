@@ -174,6 +174,7 @@ enum Shape {
     Symbols,
 }
 
+#[inline]
 fn shape(code: u8) -> Option<Shape> {
     Some(match code {
         // A symbol, then its value: u16 offset and u16 size for the constant bank.
@@ -191,47 +192,67 @@ fn shape(code: u8) -> Option<Shape> {
     })
 }
 
+/// Why an attribute cannot be read where its readers read it: found without building text, so
+/// that the check every load makes of every attribute costs no allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flaw {
+    /// The value holds less than readers take: `len` bytes.
+    TooShort { len: usize },
+    /// The value bytes are not a whole number of 4-byte symbol indices.
+    NotWords,
+    /// It names a symbol at or past the symbol count.
+    PastSymbols { index: u32, count: usize },
+}
+
+/// The [`Flaw`] of an attribute of `code` holding `value`, if it has one; symbol indices are
+/// compared with `symbols` when the count is known.
+#[inline]
+fn flaw(code: u8, value: Value<'_>, symbols: Option<usize>) -> Option<Flaw> {
+    let shape = shape(code)?;
+    let past = |index: u32| {
+        let count = symbols?;
+        usize::try_from(index)
+            .map_or(true, |index| index >= count)
+            .then_some(Flaw::PastSymbols { index, count })
+    };
+    match (shape, value) {
+        (Shape::Number, Value::Half(_)) => None,
+        (Shape::Number, value) => value
+            .number()
+            .is_none()
+            .then_some(Flaw::TooShort { len: 4 }),
+        (Shape::Symbol { len } | Shape::Bytes { len }, Value::Bytes(bytes))
+            if bytes.len() < len =>
+        {
+            Some(Flaw::TooShort { len })
+        }
+        (Shape::Symbol { .. }, Value::Bytes(bytes)) => past(first_word(bytes)?),
+        (Shape::Bytes { .. }, Value::Bytes(_)) => None,
+        (Shape::Symbols, Value::Bytes(bytes)) if bytes.len() % 4 != 0 => Some(Flaw::NotWords),
+        (Shape::Symbols, Value::Bytes(bytes)) => bytes
+            .chunks_exact(4)
+            .find_map(|word| past(u32::from_le_bytes([word[0], word[1], word[2], word[3]]))),
+        (Shape::Symbols, _) => None,
+        (Shape::Symbol { len } | Shape::Bytes { len }, _) => Some(Flaw::TooShort { len }),
+    }
+}
+
 /// Why `attribute` of a `.nv.info` section cannot be read where its readers read it, if it
 /// cannot: a value of another format or shorter than they take, or a symbol index at or past
 /// `symbols` (when the symbol count is known). The driver's loader and nvJitLink read the
 /// symbol table at those indices without checking them, and take the value's bytes as long as
 /// these attributes always are.
 pub(crate) fn unreadable(attribute: &Attribute<'_>, symbols: Option<usize>) -> Option<String> {
-    let shape = shape(attribute.code)?;
-    // Every load runs this on every attribute of every list, nearly always finding nothing: the
-    // value is described only for a message.
-    let what = || match attribute.value {
+    let what = match attribute.value {
         Value::None => "no value".to_owned(),
         Value::Half(_) => "a 16-bit value".to_owned(),
         Value::Bytes(bytes) => format!("{} value bytes", bytes.len()),
     };
-    let too_short = |len: usize| format!("holds {}; readers take {len} bytes", what());
-    let past = |index: u32| {
-        let count = symbols?;
-        usize::try_from(index)
-            .map_or(true, |index| index >= count)
-            .then(|| format!("names symbol {index} of {count}"))
-    };
-    match (shape, attribute.value) {
-        (Shape::Number, Value::Half(_)) => None,
-        (Shape::Number, value) => value.number().is_none().then(|| too_short(4)),
-        (Shape::Symbol { len } | Shape::Bytes { len }, Value::Bytes(bytes))
-            if bytes.len() < len =>
-        {
-            Some(too_short(len))
-        }
-        (Shape::Symbol { .. }, Value::Bytes(bytes)) => past(first_word(bytes)?),
-        (Shape::Bytes { .. }, Value::Bytes(_)) => None,
-        (Shape::Symbols, Value::Bytes(bytes)) if bytes.len() % 4 != 0 => Some(format!(
-            "holds {}, not a whole number of 4-byte symbol indices",
-            what()
-        )),
-        (Shape::Symbols, Value::Bytes(bytes)) => bytes
-            .chunks_exact(4)
-            .find_map(|word| past(u32::from_le_bytes([word[0], word[1], word[2], word[3]]))),
-        (Shape::Symbols, _) => None,
-        (Shape::Symbol { len } | Shape::Bytes { len }, _) => Some(too_short(len)),
-    }
+    Some(match flaw(attribute.code, attribute.value, symbols)? {
+        Flaw::TooShort { len } => format!("holds {what}; readers take {len} bytes"),
+        Flaw::NotWords => format!("holds {what}, not a whole number of 4-byte symbol indices"),
+        Flaw::PastSymbols { index, count } => format!("names symbol {index} of {count}"),
+    })
 }
 
 /// The first attribute of the `.nv.info` list `data` that is [`unreadable`], with why; `None`
@@ -241,6 +262,43 @@ pub(crate) fn first_unreadable(data: &[u8], symbols: usize) -> Option<(Attribute
     Attributes::new(data).find_map(|attribute| {
         unreadable(&attribute, Some(symbols)).map(|problem| (attribute, problem))
     })
+}
+
+/// Whether the attribute list `data` is sound: [`first_damage`] finds nothing and, when
+/// `symbols` is given (a `.nv.info` list), neither does [`first_unreadable`]. One pass over the
+/// bytes that builds nothing: every load of a cubin runs it on every list, and nearly always
+/// finds them sound; the two functions above then say where and why when it does not.
+pub(crate) fn is_sound(data: &[u8], symbols: Option<usize>) -> bool {
+    let readable = |code: u8, value: Value<'_>| match symbols {
+        Some(count) => flaw(code, value, Some(count)).is_none(),
+        None => true,
+    };
+    let mut rest = data;
+    while let Some((&[format, code, low, high], values)) = rest.split_first_chunk::<4>() {
+        let (value, after) = match format {
+            EIFMT_NVAL => (Value::None, values),
+            EIFMT_BVAL => (Value::Half(u16::from(low)), values),
+            EIFMT_HVAL => (Value::Half(u16::from_le_bytes([low, high])), values),
+            EIFMT_SVAL => {
+                match values.split_at_checked(usize::from(u16::from_le_bytes([low, high]))) {
+                    Some((bytes, after)) => (Value::Bytes(bytes), after),
+                    None => return false,
+                }
+            }
+            _ => return false,
+        };
+        if !readable(code, value) {
+            return false;
+        }
+        rest = after;
+    }
+    // Fewer than 4 bytes left: as `first_damage` and `Attributes` read them.
+    match *rest {
+        [] => true,
+        [EIFMT_NVAL, code, ..] => readable(code, Value::None),
+        [EIFMT_BVAL, code, byte] => readable(code, Value::Half(u16::from(byte))),
+        _ => false,
+    }
 }
 
 /// One attribute of a list.
@@ -346,6 +404,56 @@ mod tests {
             code,
             value,
         }
+    }
+
+    /// The one-pass check agrees with the two that say where and why, on lists built of the
+    /// attributes cudyn reads (and others), every format, values short and long, symbol indices
+    /// in and out of range, and cut at every length.
+    #[test]
+    fn the_one_pass_check_agrees_with_the_checks_that_explain() {
+        let codes = [
+            attr::REGCOUNT,
+            attr::KPARAM_INFO,
+            attr::MAX_THREADS,
+            attr::CBANK_PARAM_SIZE,
+            attr::EXTERNS,
+            0x37,
+        ];
+        let mut random = fastrand::Rng::with_seed(0x5eed);
+        let (mut sound, mut unsound) = (0, 0);
+        for _ in 0..20_000 {
+            let mut list = Vec::new();
+            for _ in 0..random.usize(0..5) {
+                let format = random.u8(0..6);
+                let code = codes[random.usize(..codes.len())];
+                match format {
+                    EIFMT_SVAL => {
+                        let len = [0, 3, 4, 8, 12, 13][random.usize(..6)];
+                        let declared = if random.u8(..10) == 0 { len + 1 } else { len };
+                        list.extend([format, code]);
+                        list.extend((declared as u16).to_le_bytes());
+                        list.extend((0..len).map(|_| random.u8(0..20)));
+                    }
+                    _ => list.extend([format, code, random.u8(..), random.u8(..)]),
+                }
+            }
+            list.truncate(list.len() - random.usize(0..=list.len().min(3)));
+            for symbols in [None, Some(random.usize(0..20))] {
+                let explained = first_damage(&list).is_none()
+                    && symbols.is_none_or(|count| first_unreadable(&list, count).is_none());
+                assert_eq!(is_sound(&list, symbols), explained, "{list:?} {symbols:?}");
+                if explained {
+                    sound += 1;
+                } else {
+                    unsound += 1;
+                }
+            }
+        }
+        // Both verdicts were met many times: the comparison covered each.
+        assert!(
+            sound > 5_000 && unsound > 5_000,
+            "{sound} sound, {unsound} not"
+        );
     }
 
     #[test]

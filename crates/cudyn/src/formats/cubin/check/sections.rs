@@ -13,7 +13,7 @@ use object::read::elf::{FileHeader, NoteIterator, Rel, Rela, SectionHeader};
 use super::layout::{check_layout, InOrder, Owner};
 use super::symbols::SymbolTable;
 use super::{alignment_error, holds_bytes, linkable, misaligned, outside, sht, Header, LE};
-use crate::formats::cubin::info::{first_damage, first_unreadable};
+use crate::formats::cubin::info::{first_damage, first_unreadable, is_sound};
 use crate::formats::cubin::{elf_error, variable_space};
 use crate::formats::object_problem;
 use crate::formats::{Facts, Purpose};
@@ -483,6 +483,10 @@ impl Walk<'_> {
     /// otherwise, and names no symbol.
     #[inline(always)]
     fn attributes(&self, index: usize, named: &[u8], contents: &[u8]) -> Result<(), ParseError> {
+        let nv_info = named.first_chunk() == Some(b".nv.info");
+        if is_sound(contents, nv_info.then_some(self.symbol_count)) {
+            return Ok(());
+        }
         if let Some(offset) = first_damage(contents) {
             return Err(ParseError::new(
                 section_place(index, named),
@@ -490,7 +494,7 @@ impl Walk<'_> {
                 format!("its attribute at byte {offset} is damaged or runs past its end"),
             ));
         }
-        if named.first_chunk() != Some(b".nv.info") {
+        if !nv_info {
             return Ok(());
         }
         if let Some((attribute, problem)) = first_unreadable(contents, self.symbol_count) {
