@@ -9,12 +9,14 @@
 //!
 //! Decompressing an entry costs far more than the rest of the check (about 15 µs for 4 KiB of
 //! zstd-compressed PTX), so a compressed entry found whole is remembered for the life of the
-//! process by a blake3 hash of everything its check reads (its kind, flags, sizes and payload):
-//! the same fatbin loaded again, or another holding the same entry, is not decompressed again.
-//! Any change to those bytes changes the hash, and the entry is checked afresh. A load that
+//! process with everything its check reads (its kind, flags, sizes and payload): the same fatbin
+//! loaded again, or another holding the same entry, is not decompressed again. An entry is
+//! recalled only when every one of those bytes equals the remembered ones, compared in full; a
+//! fast hash (xxh3) only finds the candidate, so no crafted collision can recall another entry's
+//! verdict, and the recall costs a fraction of a cryptographic hash of the payload. A load that
 //! hashed the whole fatbin already (one that may share its library) names the entry by that
-//! digest and the entry's place instead, which covers the same bytes without hashing the payload
-//! a second time.
+//! blake3 digest and the entry's place instead, which covers the same bytes without reading the
+//! payload again.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -26,12 +28,47 @@ use crate::digest::Digest;
 use crate::formats::{cubin, ptx, Facts, Purpose, Refusal};
 use crate::parse_error::{Fault, ParseError, Problem};
 
-/// Compressed entries found whole, by [`entry_key`]; emptied when it reaches
-/// [`MAX_REMEMBERED`].
-static CHECKED: Mutex<Option<HashMap<[u8; 32], Facts>>> = Mutex::new(None);
+/// Compressed entries found whole, by the xxh3 of what their check read; emptied when it
+/// reaches [`MAX_REMEMBERED`] entries or [`MAX_REMEMBERED_BYTES`].
+static CHECKED: Mutex<Option<Remembered>> = Mutex::new(None);
 
-/// Entries remembered at most: 1024 keys and facts are about 40 KiB.
+/// Entries remembered at most.
 const MAX_REMEMBERED: usize = 1024;
+/// Payload bytes remembered at most: 64 MiB.
+const MAX_REMEMBERED_BYTES: usize = 64 << 20;
+
+/// The entries found whole, each with the bytes its check read, and their payloads' total size.
+#[derive(Default)]
+struct Remembered {
+    entries: HashMap<u128, (Checked, Facts)>,
+    payload_bytes: usize,
+}
+
+/// What the check of a compressed entry read: the fields of its header the check depends on
+/// (or the digest of its whole fatbin and its place in it), and its payload (empty when the
+/// digest names it).
+#[derive(Debug, PartialEq, Eq)]
+struct Checked {
+    fields: Vec<u8>,
+    payload: Box<[u8]>,
+}
+
+/// What the check of `raw` read, borrowed: see [`Checked`].
+struct Read<'a> {
+    fields: Vec<u8>,
+    payload: &'a [u8],
+}
+
+impl Read<'_> {
+    fn key(&self) -> u128 {
+        let seed = xxhash_rust::xxh3::xxh3_64(&self.fields);
+        xxhash_rust::xxh3::xxh3_128_with_seed(self.payload, seed)
+    }
+
+    fn is(&self, checked: &Checked) -> bool {
+        self.fields == checked.fields && *self.payload == *checked.payload
+    }
+}
 
 #[cfg(test)]
 thread_local! {
@@ -81,16 +118,16 @@ pub(crate) fn validate(
                 "its code is obfuscated, so cudyn cannot check it before the driver reads it",
             )));
         }
-        let key = (compression != Compression::None).then(|| match whole {
-            Some(whole) => entry_key_in(whole, &raw),
-            None => entry_key(&raw),
+        let read = (compression != Compression::None).then(|| match whole {
+            Some(whole) => entry_read_in(whole, &raw),
+            None => entry_read(&raw),
         });
-        if let Some(known) = key.as_ref().and_then(recall) {
+        if let Some(known) = read.as_ref().and_then(recall) {
             facts = Some(facts.map_or(known, |facts| facts.either(known)));
             continue;
         }
         #[cfg(test)]
-        if key.is_some() {
+        if read.is_some() {
             DECOMPRESSED.set(DECOMPRESSED.get() + 1);
         }
         let code = raw.code().map_err(|fault| {
@@ -113,8 +150,8 @@ pub(crate) fn validate(
             }
         };
         let checked = checked.map_err(|refusal| refusal.inside(&place()))?;
-        if let Some(key) = key.filter(|_| purpose == Purpose::Load) {
-            remember(key, checked);
+        if let Some(read) = read.filter(|_| purpose == Purpose::Load) {
+            remember(&read, checked);
         }
         facts = Some(facts.map_or(checked, |facts| facts.either(checked)));
     }
@@ -127,49 +164,63 @@ pub(crate) fn validate(
     Ok(facts.unwrap_or(Facts::NO_VARIABLES))
 }
 
-/// The hash of everything the check of a compressed entry's code reads: its kind, its flags
-/// (the compression), its sizes and its whole payload.
-fn entry_key(raw: &RawEntry<'_>) -> [u8; 32] {
+/// Everything the check of a compressed entry's code reads: its kind, its flags (the
+/// compression), its sizes and its whole payload.
+fn entry_read<'a>(raw: &RawEntry<'a>) -> Read<'a> {
     let header = raw.header;
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(b"cudyn fatbin entry checked 1\0");
-    hasher.update(&header.kind.get(LE).to_le_bytes());
-    hasher.update(&header.flags.get(LE).to_le_bytes());
-    hasher.update(&header.compressed_size.get(LE).to_le_bytes());
-    hasher.update(&header.decompressed_size.get(LE).to_le_bytes());
-    hasher.update(&(raw.payload.len() as u64).to_le_bytes());
-    hasher.update(raw.payload);
-    *hasher.finalize().as_bytes()
+    let mut fields = b"entry\0".to_vec();
+    fields.extend(header.kind.get(LE).to_le_bytes());
+    fields.extend(header.flags.get(LE).to_le_bytes());
+    fields.extend(header.compressed_size.get(LE).to_le_bytes());
+    fields.extend(header.decompressed_size.get(LE).to_le_bytes());
+    fields.extend((raw.payload.len() as u64).to_le_bytes());
+    Read {
+        fields,
+        payload: raw.payload,
+    }
 }
 
-/// The key of a compressed entry of the fatbin whose bytes have the digest `whole`: the digest
-/// covers every byte of the fatbin, so with the entry's place it names exactly the bytes
-/// [`entry_key`] hashes, without reading them.
-fn entry_key_in(whole: &Digest, raw: &RawEntry<'_>) -> [u8; 32] {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(b"cudyn fatbin entry checked, by its fatbin 1\0");
-    hasher.update(whole.as_bytes());
-    hasher.update(&(raw.offset as u64).to_le_bytes());
-    *hasher.finalize().as_bytes()
+/// What the check of a compressed entry of the fatbin whose bytes have the digest `whole`
+/// reads, named without reading it: the digest covers every byte of the fatbin, so with the
+/// entry's place it names exactly the bytes [`entry_read`] gives.
+fn entry_read_in<'a>(whole: &Digest, raw: &RawEntry<'_>) -> Read<'a> {
+    let mut fields = b"in fatbin\0".to_vec();
+    fields.extend(whole.as_bytes());
+    fields.extend((raw.offset as u64).to_le_bytes());
+    Read {
+        fields,
+        payload: &[],
+    }
 }
 
-fn checked_entries() -> std::sync::MutexGuard<'static, Option<HashMap<[u8; 32], Facts>>> {
+fn checked_entries() -> std::sync::MutexGuard<'static, Option<Remembered>> {
     // Nothing panics while holding the lock: a poisoned one still holds a consistent table.
     CHECKED.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
-/// What the check of the entry of `key` found, when it was found whole before.
-fn recall(key: &[u8; 32]) -> Option<Facts> {
-    checked_entries().as_ref()?.get(key).copied()
+/// What the check of the entry that read `read` found, when it was found whole before.
+fn recall(read: &Read<'_>) -> Option<Facts> {
+    let checked = checked_entries();
+    let (remembered, facts) = checked.as_ref()?.entries.get(&read.key())?;
+    read.is(remembered).then_some(*facts)
 }
 
-fn remember(key: [u8; 32], facts: Facts) {
+fn remember(read: &Read<'_>, facts: Facts) {
     let mut checked = checked_entries();
-    let table = checked.get_or_insert_with(HashMap::new);
-    if table.len() >= MAX_REMEMBERED {
-        table.clear();
+    let table = checked.get_or_insert_with(Remembered::default);
+    if table.entries.len() >= MAX_REMEMBERED
+        || table.payload_bytes + read.payload.len() > MAX_REMEMBERED_BYTES
+    {
+        *table = Remembered::default();
     }
-    table.insert(key, facts);
+    let remembered = Checked {
+        fields: read.fields.clone(),
+        payload: read.payload.into(),
+    };
+    table.payload_bytes += read.payload.len();
+    if let Some((replaced, _)) = table.entries.insert(read.key(), (remembered, facts)) {
+        table.payload_bytes -= replaced.payload.len();
+    }
 }
 
 /// An entry's PTX: the driver reads it as a C string, so it must end with a NUL.
@@ -233,6 +284,30 @@ mod tests {
     #[test]
     fn a_compressed_entry_found_whole_is_not_decompressed_again_but_any_change_is_checked() {
         entries_are_remembered_exactly(false);
+    }
+
+    /// A recall compares every byte: an entry whose key collides with a remembered one (forged
+    /// here by filing one entry's verdict under another's key) is not recalled.
+    #[test]
+    fn a_colliding_key_recalls_nothing_unless_every_byte_is_equal() {
+        let read = |payload: &'static [u8]| Read {
+            fields: b"entry\0test".to_vec(),
+            payload,
+        };
+        let (good, forged) = (read(b"checked payload"), read(b"other payload"));
+        remember(&good, Facts::NO_VARIABLES);
+        assert_eq!(recall(&good), Some(Facts::NO_VARIABLES));
+        let remembered = Checked {
+            fields: good.fields.clone(),
+            payload: good.payload.into(),
+        };
+        checked_entries()
+            .as_mut()
+            .unwrap()
+            .entries
+            .insert(forged.key(), (remembered, Facts::NO_VARIABLES));
+        assert_eq!(recall(&forged), None);
+        assert_eq!(recall(&good), Some(Facts::NO_VARIABLES));
     }
 
     #[test]
