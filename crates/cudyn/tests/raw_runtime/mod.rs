@@ -104,6 +104,11 @@ impl RawLibrary {
         Ok(RawLibrary { raw })
     }
 
+    /// The library handle, which the driver's library calls take as a `CUlibrary`.
+    pub fn as_raw(&self) -> cudaLibrary_t {
+        self.raw
+    }
+
     /// `cudaLibraryGetKernel`.
     pub fn kernel(&self, name: &str) -> Result<cudaKernel_t> {
         let name = CString::new(name).map_err(|_| Error::NulByte {
