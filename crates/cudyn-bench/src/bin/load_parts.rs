@@ -20,10 +20,11 @@
 //! - `runtime kernel` and `cudyn kernel`: the first lookup alone, in a library loaded untimed.
 //!
 //! `load_parts start SOURCE [--starts N]`: the first launch of `saxpy` from a warm disk cache in
-//! new processes, cudyn's and raw's interleaved, each step timed: cudyn's cache hit
-//! (`Program::compile`), load, lookup, the launch's checks (`Kernel::check`: the parameters
-//! asked of the driver, the configuration against the limits), the launch and synchronize; raw's read of the cubin
-//! file, `cudaLibraryLoadData`, `cudaLibraryGetKernel`, `cudaLaunchKernel` and synchronize. As in
+//! new processes, cudyn's and raw's interleaved, each step timed: cudyn's finding of the GPU's
+//! architecture (`Arch::current`), its cache hit (`Program::compile`), load, lookup, the parameters asked of the driver (`Kernel::params`), the
+//! rest of the launch's checks (`Kernel::check`), the launch and synchronize; raw's read of the cubin
+//! file, `cudaLibraryLoadData`, `cudaLibraryGetKernel`, the same `cuKernelGetParamInfo` calls
+//! (which raw launches need not make), `cudaLaunchKernel` and synchronize. As in
 //! `cudyn-bench`'s `start` rows, the context and buffers are made before the clock starts.
 //!
 //! ```text
@@ -310,7 +311,16 @@ impl Driver {
 }
 
 /// The steps of a first launch, in the order a child prints their times.
-const STEPS: [&str; 6] = ["code", "load", "lookup", "check", "launch", "synchronize"];
+const STEPS: [&str; 8] = [
+    "arch",
+    "code",
+    "load",
+    "lookup",
+    "params",
+    "check",
+    "launch",
+    "synchronize",
+];
 
 /// Fills a warm cache with `source`'s cubin, then runs `starts` pairs of new processes (cudyn's
 /// and raw's, alternating which goes first) and prints each step's median.
@@ -401,37 +411,58 @@ fn start_child(side: &str) -> Result<(), String> {
     let mut marks = [Instant::now(); STEPS.len() + 1];
     if side == "cudyn" {
         marks[0] = Instant::now();
-        let compiled = Program::new(source.as_str()).compile().map_err(error)?;
+        let arch = cudyn::Arch::current().map_err(error)?;
         marks[1] = Instant::now();
-        let library = Library::loader().load_compiled(&compiled).map_err(error)?;
+        let compiled = Program::new(source.as_str())
+            .arch(arch)
+            .compile()
+            .map_err(error)?;
         marks[2] = Instant::now();
-        let saxpy = library.kernel("saxpy").map_err(error)?;
+        let library = Library::loader().load_compiled(&compiled).map_err(error)?;
         marks[3] = Instant::now();
+        let saxpy = library.kernel("saxpy").map_err(error)?;
+        marks[4] = Instant::now();
+        saxpy.params().map_err(error)?;
+        marks[5] = Instant::now();
+        let config = LaunchConfig::new(grid, BLOCK);
+        saxpy
+            .check(&config, &(2.0f32, &x, &y, &mut out, N as u64))
+            .map_err(error)?;
+        marks[6] = Instant::now();
         // SAFETY: saxpy reads x[i], y[i] and writes out[i] for i < n, and the buffers hold n
         // floats; the synchronize below waits for it.
-        unsafe {
-            saxpy.launch(
-                &LaunchConfig::new(grid, BLOCK),
-                (2.0f32, &x, &y, &mut out, N as u64),
-            )
-        }
-        .map_err(error)?;
-        marks[4] = Instant::now();
+        unsafe { saxpy.launch(&config, (2.0f32, &x, &y, &mut out, N as u64)) }.map_err(error)?;
+        marks[7] = Instant::now();
         cudyn::synchronize().map_err(error)?;
-        marks[5] = Instant::now();
+        marks[8] = Instant::now();
         if !matches!(compiled.cache_use(), cudyn::compile::CacheUse::Hit) {
             return Err(format!("not a cache hit: {:?}", compiled.cache_use()));
         }
     } else {
+        // No architecture to find: the cubin's is known.
         marks[0] = Instant::now();
-        let image = std::fs::read(&cubin).map_err(|e| e.to_string())?;
         marks[1] = Instant::now();
-        let library = RawLibrary::load(&image).map_err(|e| e.to_string())?;
+        let image = std::fs::read(&cubin).map_err(|e| e.to_string())?;
         marks[2] = Instant::now();
-        let kernel = library.kernel("saxpy").map_err(|e| e.to_string())?;
+        let library = RawLibrary::load(&image).map_err(|e| e.to_string())?;
         marks[3] = Instant::now();
-        // Nothing is checked: the check step is empty.
+        let kernel = library.kernel("saxpy").map_err(|e| e.to_string())?;
         marks[4] = Instant::now();
+        // The parameters as cudyn asks for them (`cuKernelGetParamInfo` until it refuses the
+        // index), to see what the driver's answer costs; nothing else is checked.
+        let mut index = 0;
+        loop {
+            let (mut offset, mut size) = (0usize, 0usize);
+            // SAFETY: the kernel's library is loaded; the driver writes two size_t.
+            let status =
+                unsafe { sys::cuKernelGetParamInfo(kernel.cast(), index, &mut offset, &mut size) };
+            if status != sys::CUresult::CUDA_SUCCESS {
+                break;
+            }
+            index += 1;
+        }
+        marks[5] = Instant::now();
+        marks[6] = Instant::now();
         let mut values = (2.0f32, x.as_raw(), y.as_raw(), out.as_raw(), N as u64);
         let mut args: [*mut c_void; 5] = [
             std::ptr::addr_of_mut!(values.0).cast(),
@@ -441,9 +472,9 @@ fn start_child(side: &str) -> Result<(), String> {
             std::ptr::addr_of_mut!(values.4).cast(),
         ];
         raw_runtime::launch(kernel, grid, BLOCK, &mut args).map_err(|e| e.to_string())?;
-        marks[5] = Instant::now();
+        marks[7] = Instant::now();
         raw_runtime::synchronize().map_err(|e| e.to_string())?;
-        marks[6] = Instant::now();
+        marks[8] = Instant::now();
     }
     if out.to_vec().map_err(error)?.iter().any(|&v| v != 3.0) {
         return Err(format!("{side}: saxpy computed a wrong result"));
