@@ -4,14 +4,16 @@
 
 use std::time::{Duration, Instant};
 
-use cudyn::compile::compile_all;
+use cudyn::compile::{compile_batch, BatchRun};
 use cudyn::{Arch, Program};
 
 use crate::batch_sources;
 use crate::raw_runtime::raw_nvrtc_cubin;
 
 /// The time to compile `count` sources new to NVRTC and every cache for `arch`, `sequential`ly or
-/// as a `batch`, everything counted (NVRTC's opening, the workers' start-up).
+/// as a `batch` (`compile_all`'s work), everything counted (NVRTC's opening, the workers'
+/// start-up). A batch must run in worker processes: one that fell back to this process's threads
+/// is an error that says why, not a figure.
 pub fn compile(how: &str, count: usize, arch: Arch) -> Result<Duration, String> {
     let tag = format!(
         "process {} at {:?}",
@@ -37,12 +39,17 @@ pub fn compile(how: &str, count: usize, arch: Arch) -> Result<Duration, String> 
                 .map(|(k, source)| Program::new(source).name(format!("poly_{k}.cu")).arch(arch))
                 .collect();
             let start = Instant::now();
-            let results = compile_all(&programs);
+            let batch = compile_batch(&programs);
             let elapsed = start.elapsed();
-            for result in results {
+            for result in batch.results {
                 result.map_err(|e| e.to_string())?;
             }
-            Ok(elapsed)
+            match batch.run {
+                BatchRun::Workers { .. } => Ok(elapsed),
+                other => Err(format!(
+                    "the batch of {count} did not run in worker processes: {other:?} (after {elapsed:?})"
+                )),
+            }
         }
         _ => Err(format!("no way to compile called {how}")),
     }

@@ -43,12 +43,29 @@ pub fn curves(run: &Run) -> Result<Value, String> {
             "speed_up": sequential_ms / batch_ms,
         }))
     };
-    let by_sources = (sources.iter())
-        .map(|&count| point("sources", count, count, cores, "sources"))
-        .collect::<Result<Vec<_>, _>>()?;
-    let by_cores = (core_counts.iter())
-        .map(|&count| point("cores", count, batch, count, "cores"))
-        .collect::<Result<Vec<_>, _>>()?;
+    // A point that cannot be measured (a batch that fell back to this process's threads, say)
+    // is listed with its reason, and the curve goes on.
+    let mut failed = Vec::new();
+    let mut measured = |key: &str, value: usize, figure: Result<Value, String>| match figure {
+        Ok(point) => Some(point),
+        Err(why) => {
+            eprintln!("compile: the point {key} = {value} was not measured: {why}");
+            failed.push(json!({ key: value, "why": why }));
+            None
+        }
+    };
+    let by_sources: Vec<Value> = (sources.iter())
+        .filter_map(|&count| {
+            measured(
+                "sources",
+                count,
+                point("sources", count, count, cores, "sources"),
+            )
+        })
+        .collect();
+    let by_cores: Vec<Value> = (core_counts.iter())
+        .filter_map(|&count| measured("cores", count, point("cores", count, batch, count, "cores")))
+        .collect();
     Ok(json!({
         "what": "compile_all against NVRTC one after another; each figure one new process with \
                  an empty cache, everything counted",
@@ -58,6 +75,7 @@ pub fn curves(run: &Run) -> Result<Value, String> {
         "links": batch_sources::links(),
         "by_sources": by_sources,
         "by_cores": {"sources": batch, "points": by_cores},
+        "not_measured": failed,
     }))
 }
 
