@@ -469,7 +469,7 @@ impl Remote {
     }
 
     /// The checked entry in `value`, or `None` (counted) when it is refused.
-    fn accept(&self, expected: &Expected, value: &[u8]) -> Option<Entry> {
+    fn accept(&self, expected: &Expected, value: Vec<u8>) -> Option<Entry> {
         if value.len() > MAX_ENTRY_BYTES {
             self.count(Event::RefusedInvalid);
             return None;
@@ -505,7 +505,7 @@ impl Remote {
         };
         if !value.is_empty() {
             return self
-                .accept(expected, &value)
+                .accept(expected, value)
                 .map_or(Found::Miss(None), |entry| Found::Hit(Box::new(entry)));
         }
         self.count(Event::Miss);
@@ -533,7 +533,7 @@ impl Remote {
             });
             if !value.is_empty() {
                 return self
-                    .accept(expected, &value)
+                    .accept(expected, value)
                     .map_or(Found::Miss(None), |entry| Found::Hit(Box::new(entry)));
             }
             if lease.is_some() {
