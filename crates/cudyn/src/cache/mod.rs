@@ -704,8 +704,8 @@ impl Shared {
 }
 
 impl Drop for Cache {
-    /// Waits for the writes still queued, within [`DRAIN_BOUND`], so that the next start finds
-    /// them on disk.
+    /// Waits for the writes still queued (entries found in the remote tier, written to disk off
+    /// the caller's path), for at most 2 s, so that the next start finds them on disk.
     fn drop(&mut self) {
         self.finish();
     }
