@@ -507,3 +507,91 @@ fn an_absent_hung_or_garbled_remote_costs_a_few_short_timeouts_then_is_left_alon
         assert_eq!(cache.remote_totals().errors, 3, "{what}: the host's tally");
     }
 }
+
+/// Set only in the process [`a_remote_hit_is_on_disk_for_the_next_start_after_a_drop_or_an_exit`]
+/// starts: the programs it compiles, from 0 on, before it exits at once.
+const HIT_AND_EXIT_ENV: &str = "CUDYN_REMOTE_HIT_AND_EXIT";
+
+/// The programs `0..count` compiled in `cache`: every one a hit.
+fn all_hits(cache: &Cache, count: usize) {
+    for index in 0..count {
+        let compiled = program(index).compile_in(cache).unwrap();
+        assert_eq!(compiled.cache_use(), &CacheUse::Hit, "program {index}");
+        assert_eq!(
+            blake3::hash(compiled.code()).to_hex().to_string(),
+            reference()[index]
+        );
+    }
+}
+
+#[test]
+fn a_remote_hit_is_on_disk_for_the_next_start_after_a_drop_or_an_exit() {
+    const PROGRAMS: usize = 4;
+    if let Ok(count) = std::env::var(HIT_AND_EXIT_ENV) {
+        // Through the process-wide cache the environment names; no look at the folder before
+        // the exit, which alone must wait for the writes.
+        for index in 0..count.parse().unwrap() {
+            let compiled = program(index).compile().unwrap();
+            assert_eq!(compiled.cache_use(), &CacheUse::Hit);
+        }
+        // At once, not through the test harness's own end.
+        std::process::exit(0);
+    }
+    let redis = RedisServer::start();
+    let keys = tempfile::tempdir().unwrap();
+    let key = key_file(keys.path(), "key");
+    let folders = tempfile::tempdir().unwrap();
+    let remote = || Some(RemoteConfig::new(&redis.url(), &key).unwrap());
+    let publisher = Cache::open(folders.path().join("publisher")).unwrap();
+    publisher.set_remote(remote()).unwrap();
+    for index in 0..PROGRAMS {
+        let compiled = program(index).compile_in(&publisher).unwrap();
+        assert_eq!(compiled.cache_use(), &CacheUse::Miss);
+    }
+
+    // A cache dropped right after its remote hits: the drop waits for their writes.
+    let dropped = folders.path().join("dropped");
+    let host = Cache::open(&dropped).unwrap();
+    host.set_remote(remote()).unwrap();
+    all_hits(&host, PROGRAMS);
+    // The remote tier's own counters: `Cache::stats` would wait for the writes itself.
+    assert_eq!(host.remote().unwrap().stats().hits, PROGRAMS as u64);
+    drop(host);
+    let next = Cache::open(&dropped).unwrap();
+    all_hits(&next, PROGRAMS);
+    let stats = next.stats().unwrap();
+    assert_eq!(
+        (stats.disk_hits, stats.misses, stats.entries),
+        (PROGRAMS as u64, 0, PROGRAMS as u64),
+        "the next start is local: {stats:?}"
+    );
+    assert_eq!(next.remote_totals().hits, PROGRAMS as u64, "the tally");
+
+    // A process that exits right after its remote hits: its exit waits for their writes.
+    let exited = folders.path().join("exited");
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "a_remote_hit_is_on_disk_for_the_next_start_after_a_drop_or_an_exit",
+            "--exact",
+            "--test-threads",
+            "1",
+        ])
+        .env(HIT_AND_EXIT_ENV, PROGRAMS.to_string())
+        .env("CUDYN_CACHE_DIR", &exited)
+        .env("CUDYN_CACHE_REMOTE", redis.url())
+        .env("CUDYN_CACHE_REMOTE_KEY_FILE", &key)
+        .env_remove("CUDYN_CACHE")
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let next = Cache::open(&exited).unwrap();
+    all_hits(&next, PROGRAMS);
+    let stats = next.stats().unwrap();
+    assert_eq!(
+        (stats.disk_hits, stats.misses, stats.entries),
+        (PROGRAMS as u64, 0, PROGRAMS as u64),
+        "the next start is local: {stats:?}"
+    );
+    assert_eq!(next.remote_totals().hits, PROGRAMS as u64, "the tally");
+}

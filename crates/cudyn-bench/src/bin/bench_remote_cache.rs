@@ -3,8 +3,9 @@
 //!
 //! 1. A remote hit of a cubin of about 100 KiB: `Program::compile_in` of a program another host
 //!    published, in a host's cache that has been used but lacks that program (memory and disk
-//!    miss, the entry read from Redis, its MAC and code checked, then written to the local disk
-//!    cache; each round a program of its own, the source told apart by a comment), against the
+//!    miss, the entry read from Redis, its MAC and code checked, then handed to the cache's
+//!    writer thread for the local disk cache, whose write is off the clock but must be done by
+//!    the end; each round a program of its own, the source told apart by a comment), against the
 //!    reference in the same run, a local disk hit of the same program (a cache of a warm folder,
 //!    new, so that memory misses). Both in one process whose compiler is known, medians of many
 //!    repetitions. Also printed: a process's first remote hit, which connects to Redis first (a
@@ -170,9 +171,12 @@ fn remote_hit(redis: &RedisServer, key: &Path, scratch: &Path) {
         get.push(start.elapsed());
         assert!(value.len() > size);
     }
+    let stats = host.stats().unwrap();
+    assert_eq!(stats.remote.unwrap().hits, NEW_KEYS as u64 + 1);
     assert_eq!(
-        host.stats().unwrap().remote.unwrap().hits,
-        NEW_KEYS as u64 + 1
+        stats.entries,
+        NEW_KEYS as u64 + 1,
+        "every remote hit written to the local disk"
     );
     let (remote, disk, get) = (median(remote), median(disk), median(get));
     let first = median(first);
@@ -182,7 +186,7 @@ fn remote_hit(redis: &RedisServer, key: &Path, scratch: &Path) {
     );
     println!("   local disk hit (reference)      {:>9.3} ms", ms(disk));
     println!(
-        "   remote hit, written to disk     {:>9.3} ms  ({:.2}x the disk hit; target <= 1 ms)",
+        "   remote hit, disk write queued   {:>9.3} ms  ({:.2}x the disk hit; target <= 1 ms)",
         ms(remote),
         ms(remote) / ms(disk)
     );

@@ -229,8 +229,14 @@ impl Entry {
     /// The entry in `bytes`, or `None` when they are not a whole, intact entry. The code and
     /// the toolchain record stay in `bytes`, shared, not copied.
     pub fn decode(bytes: Vec<u8>) -> Option<Entry> {
+        Self::decode_from(bytes, 0)
+    }
+
+    /// [`decode`](Entry::decode) of the entry file that `bytes` holds from `start` on (a
+    /// value of the remote tier, after its seal), its parts sharing `bytes` rather than a copy.
+    pub(crate) fn decode_from(bytes: Vec<u8>, start: usize) -> Option<Entry> {
         let buffer = Arc::new(bytes);
-        let file = codec::unsealed(&buffer)?.strip_prefix(MAGIC)?;
+        let file = codec::unsealed(buffer.get(start..)?)?.strip_prefix(MAGIC)?;
         Self::read(&buffer, Reader(file)).ok()
     }
 

@@ -14,8 +14,10 @@
 //!   [`Program::cache(false)`](crate::Program::cache) for one program.
 //! - **Remote**: `CUDYN_CACHE_REMOTE=redis://host:port/db` with `CUDYN_CACHE_REMOTE_KEY_FILE`,
 //!   or [`Cache::set_remote`], puts a Redis shared by a fleet behind memory and disk: a hit there
-//!   is checked and written to disk, a miss compiles and publishes, one host compiles a key while
-//!   the others wait ([`remote`] says how, and what it trusts).
+//!   is checked and written to disk (off the caller's path, by a thread of the cache's own that
+//!   the cache's drop and the process's exit wait for, within a bound), a miss compiles and
+//!   publishes, one host compiles a key while the others wait ([`remote`] says how, and what it
+//!   trusts).
 //! - **Size**: at most [`DEFAULT_MAX_BYTES`] (1 GiB) on disk, or `$CUDYN_CACHE_MAX_BYTES`, or
 //!   [`Cache::set_max_bytes`]; least recently used entries are evicted first, by use times cudyn
 //!   records itself. The total is kept in a ledger file that every write adds to, and the
@@ -106,6 +108,7 @@ use crate::error::{Error, Result};
 use crate::image::ImageKind;
 use crate::version::Version;
 
+mod background;
 pub(crate) mod entry;
 mod evict;
 mod folder;
@@ -127,6 +130,7 @@ pub use reports::{CacheStats, EntryInfo, NotRemoved, PruneReport, VerifyReport};
 use size::max_bytes_from_environment;
 pub use size::{parse_bytes, SizeError};
 
+use background::{Background, DRAIN_BOUND};
 use entry::Entry;
 use key::Fields;
 use memory::{MemoryCache, DEFAULT_MEMORY_BYTES};
@@ -158,13 +162,22 @@ pub const MAX_BYTES_ENV: &str = "CUDYN_CACHE_MAX_BYTES";
 /// ```
 #[derive(Debug)]
 pub struct Cache {
+    /// What the writes done off the caller's path need too.
+    shared: Arc<Shared>,
+    /// The remote tier behind this cache, when there is one (see [`remote`]).
+    remote: RwLock<Option<Arc<Remote>>>,
+    /// The writes of entries found in the remote tier (see [`background`]).
+    background: Background,
+}
+
+/// A cache's folder, memory and counters.
+#[derive(Debug)]
+struct Shared {
     dir: PathBuf,
     memory: Mutex<MemoryCache>,
     max_bytes: AtomicU64,
     counters: Counters,
     warned_of_failed_write: AtomicBool,
-    /// The remote tier behind this cache, when there is one (see [`remote`]).
-    remote: RwLock<Option<Arc<Remote>>>,
 }
 
 #[derive(Debug, Default)]
@@ -194,12 +207,15 @@ impl Cache {
     /// The cache at `dir`, a folder [`store::prepare_folder`] accepted.
     fn in_checked_folder(dir: PathBuf) -> Cache {
         Cache {
-            dir,
-            memory: Mutex::new(MemoryCache::new(DEFAULT_MEMORY_BYTES)),
-            max_bytes: AtomicU64::new(max_bytes_from_environment()),
-            counters: Counters::default(),
-            warned_of_failed_write: AtomicBool::new(false),
+            shared: Arc::new(Shared {
+                dir,
+                memory: Mutex::new(MemoryCache::new(DEFAULT_MEMORY_BYTES)),
+                max_bytes: AtomicU64::new(max_bytes_from_environment()),
+                counters: Counters::default(),
+                warned_of_failed_write: AtomicBool::new(false),
+            }),
             remote: RwLock::new(None),
+            background: Background::default(),
         }
     }
 
@@ -248,14 +264,16 @@ impl Cache {
 
     /// Where the entries live.
     pub fn path(&self) -> &Path {
-        &self.dir
+        &self.shared.dir
     }
 
     /// Puts the remote tier `config` describes behind this cache (see [`remote`]), or takes it
     /// away (`None`). Connects nothing: the first miss of the local tiers does.
     pub fn set_remote(&self, config: Option<RemoteConfig>) -> Result<()> {
         let remote = config
-            .map(|config| Remote::new(config).map(|remote| Arc::new(remote.tallied_in(&self.dir))))
+            .map(|config| {
+                Remote::new(config).map(|remote| Arc::new(remote.tallied_in(&self.shared.dir)))
+            })
             .transpose()?;
         *self
             .remote
@@ -268,7 +286,11 @@ impl Cache {
     /// tally of it records (see [`remote`]): a close account, not an exact one. Its `url` is
     /// left empty.
     pub fn remote_totals(&self) -> RemoteStats {
-        remote::tally::totals(&self.dir)
+        self.wait_for_writes();
+        if let Some(remote) = self.remote() {
+            remote.flush_tally();
+        }
+        remote::tally::totals(&self.shared.dir)
     }
 
     /// The remote tier behind this cache, if any.
@@ -290,24 +312,25 @@ impl Cache {
 
     /// Sets the size cap of the disk cache, in bytes.
     pub fn set_max_bytes(&self, max_bytes: u64) {
-        self.max_bytes.store(max_bytes, Ordering::Relaxed);
+        self.shared.max_bytes.store(max_bytes, Ordering::Relaxed);
     }
 
     /// Counters of this process and totals on disk.
     pub fn stats(&self) -> Result<CacheStats> {
-        let files = evict::list(&self.dir)?;
+        self.wait_for_writes();
+        let files = evict::list(&self.shared.dir)?;
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         Ok(CacheStats {
-            memory_hits: load(&self.counters.memory_hits),
-            disk_hits: load(&self.counters.disk_hits),
-            misses: load(&self.counters.misses),
-            writes: load(&self.counters.writes),
-            corrupt: load(&self.counters.corrupt),
-            evictions: load(&self.counters.evictions),
-            failed_writes: load(&self.counters.failed_writes),
+            memory_hits: load(&self.shared.counters.memory_hits),
+            disk_hits: load(&self.shared.counters.disk_hits),
+            misses: load(&self.shared.counters.misses),
+            writes: load(&self.shared.counters.writes),
+            corrupt: load(&self.shared.counters.corrupt),
+            evictions: load(&self.shared.counters.evictions),
+            failed_writes: load(&self.shared.counters.failed_writes),
             entries: files.len() as u64,
             bytes: files.iter().map(|file| file.size).sum(),
-            max_bytes: self.max_bytes.load(Ordering::Relaxed),
+            max_bytes: self.shared.max_bytes.load(Ordering::Relaxed),
             remote: self.remote().map(|remote| remote.stats()),
         })
     }
@@ -315,7 +338,8 @@ impl Cache {
     /// Every intact entry on disk, most recently used first (damaged ones are skipped; see
     /// [`verify`](Self::verify)).
     pub fn entries(&self) -> Result<Vec<EntryInfo>> {
-        Ok(evict::list(&self.dir)?
+        self.wait_for_writes();
+        Ok(evict::list(&self.shared.dir)?
             .into_iter()
             .filter_map(|file| {
                 let entry = Entry::decode(std::fs::read(&file.path).ok()?)?;
@@ -351,6 +375,7 @@ impl Cache {
     /// inputs the entry holds); damaged ones, and those of another version's format, are
     /// removed.
     pub fn verify(&self) -> Result<VerifyReport> {
+        self.wait_for_writes();
         let mut report = VerifyReport {
             checked: 0,
             removed: Vec::new(),
@@ -358,7 +383,7 @@ impl Cache {
             not_removed: Vec::new(),
         };
         let mut kept = std::collections::BTreeSet::new();
-        for file in evict::list(&self.dir)? {
+        for file in evict::list(&self.shared.dir)? {
             report.checked += 1;
             let bytes = std::fs::read(&file.path).ok();
             let other_format = bytes.as_deref().is_some_and(Entry::is_other_format);
@@ -385,11 +410,11 @@ impl Cache {
             if other_format {
                 report.outdated.push(stem);
             } else {
-                bump(&self.counters.corrupt, 1);
+                bump(&self.shared.counters.corrupt, 1);
                 report.removed.push(stem);
             }
         }
-        evict::remove_orphaned_links(&self.dir.join(DIRECT), &kept);
+        evict::remove_orphaned_links(&self.shared.dir.join(DIRECT), &kept);
         Ok(report)
     }
 
@@ -397,83 +422,83 @@ impl Cache {
     /// temporary files that writers which died left over an hour ago). An entry that cannot be
     /// removed stays and is reported ([`PruneReport::not_removed`]); the next older one is tried.
     pub fn prune(&self, max_bytes: u64) -> Result<PruneReport> {
-        evict::remove_stale_temporaries(&self.dir);
-        let files = evict::list(&self.dir)?;
-        let evicted = evict::evict(&files, max_bytes);
-        let mut memory = self.lock_memory();
-        for file in &evicted.removed {
-            if let Some(key) = key_of_file(&file.path) {
-                memory.remove(&key);
-            }
-        }
-        drop(memory);
-        let mut kept: std::collections::BTreeSet<_> = files.iter().map(|file| file.file).collect();
-        for file in &evicted.removed {
-            kept.remove(&file.file);
-        }
-        evict::remove_orphaned_links(&self.dir.join(DIRECT), &kept);
-        bump(&self.counters.evictions, evicted.removed.len() as u64);
-        ledger::start(&self.dir, evicted.remaining);
-        Ok(PruneReport {
-            removed: evicted.removed.len(),
-            freed_bytes: evicted.removed.iter().map(|file| file.size).sum(),
-            remaining_bytes: evicted.remaining,
-            not_removed: evicted
-                .failed
-                .iter()
-                .map(|(file, error)| NotRemoved::new(&file.path, error))
-                .collect(),
-        })
+        self.wait_for_writes();
+        self.shared.prune(max_bytes)
     }
 
     /// Removes every entry, on disk and in memory, with their direct names, the toolchains
     /// remembered in its `compilers/` folder and the remote tier's tally; reports what was
     /// removed and what could not be, as [`prune`](Cache::prune) does.
     pub fn clear(&self) -> Result<PruneReport> {
+        self.wait_for_writes();
         self.lock_memory().clear();
-        resolved::forget_all(&self.dir);
-        let _ = std::fs::remove_dir_all(self.dir.join(DIRECT));
-        let _ = std::fs::remove_file(self.dir.join(remote::tally::NAME));
+        resolved::forget_all(&self.shared.dir);
+        let _ = std::fs::remove_dir_all(self.shared.dir.join(DIRECT));
+        let _ = std::fs::remove_file(self.shared.dir.join(remote::tally::NAME));
         self.prune(0)
     }
 
     fn lock_memory(&self) -> std::sync::MutexGuard<'_, MemoryCache> {
-        self.memory
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        self.shared.lock_memory()
     }
 
     fn entry_path(&self, key: &Key) -> PathBuf {
-        // Built by hand: the formatting machinery's code would be a process's first touch of it
-        // on the path of a warm start, which every page of new code slows down.
-        let mut name = key.hex();
-        name.push('.');
-        name.push_str(store::EXTENSION);
-        self.dir.join(name)
+        self.shared.entry_path(key)
+    }
+
+    /// Waits (within [`DRAIN_BOUND`]) for the writes done off the caller's path that were
+    /// queued before, so that what follows sees their files and counts.
+    fn wait_for_writes(&self) {
+        self.background.wait(DRAIN_BOUND);
+    }
+
+    /// What the end of a cache waits for: its queued writes (within [`DRAIN_BOUND`]), then the
+    /// remote tier's events not yet added to the folder's tally.
+    fn finish(&self) {
+        self.wait_for_writes();
+        if let Some(remote) = self.remote() {
+            remote.flush_tally();
+        }
+    }
+
+    /// Queues `write`, to be done off the caller's path (see [`background`]); the process-wide
+    /// cache's first such write also has the process's exit wait for them.
+    fn write_behind(&self, write: impl FnOnce() + Send + 'static) {
+        let global = GLOBAL.get().and_then(|global| global.as_ref().ok());
+        if global.is_some_and(|global| std::ptr::eq(global, self)) {
+            static AT_EXIT: std::sync::Once = std::sync::Once::new();
+            AT_EXIT.call_once(|| {
+                // SAFETY: `finish_global_at_exit` is a plain function that takes nothing and
+                // never unwinds (every lock it takes recovers from poison); a failure to
+                // register it only leaves the writes to the thread, which the exit may cut short.
+                unsafe { libc::atexit(finish_global_at_exit) };
+            });
+        }
+        self.background.submit(write);
     }
 
     /// The entry of `key`, from memory or disk; a damaged file counts as corrupt and a miss.
     pub(crate) fn lookup(&self, key: &Key) -> Option<Arc<Entry>> {
         if let Some(entry) = self.lock_memory().get(key) {
-            bump(&self.counters.memory_hits, 1);
+            bump(&self.shared.counters.memory_hits, 1);
             return Some(entry);
         }
         let path = self.entry_path(key);
         let found = store::read_and_touch(&path).map(Entry::decode);
         match found {
             Some(Some(entry)) if entry.key == *key => {
-                bump(&self.counters.disk_hits, 1);
+                bump(&self.shared.counters.disk_hits, 1);
                 let entry = Arc::new(entry);
                 self.lock_memory().insert(Arc::clone(&entry));
                 Some(entry)
             }
             Some(_) => {
-                bump(&self.counters.corrupt, 1);
-                bump(&self.counters.misses, 1);
+                bump(&self.shared.counters.corrupt, 1);
+                bump(&self.shared.counters.misses, 1);
                 None
             }
             None => {
-                bump(&self.counters.misses, 1);
+                bump(&self.shared.counters.misses, 1);
                 None
             }
         }
@@ -485,9 +510,13 @@ impl Cache {
         // One buffer, built by hand: this is on the path of every warm start.
         let (environment, program) = (fingerprint.name(), inputs.name());
         let mut path = std::ffi::OsString::with_capacity(
-            self.dir.as_os_str().len() + DIRECT.len() + environment.len() + program.len() + 16,
+            self.shared.dir.as_os_str().len()
+                + DIRECT.len()
+                + environment.len()
+                + program.len()
+                + 16,
         );
-        path.push(self.dir.as_os_str());
+        path.push(self.shared.dir.as_os_str());
         for part in [
             "/",
             DIRECT,
@@ -518,7 +547,7 @@ impl Cache {
 
     /// Counts an entry found through its direct name as a disk hit and keeps it in memory.
     pub(crate) fn accept_direct(&self, entry: Entry) -> Arc<Entry> {
-        bump(&self.counters.disk_hits, 1);
+        bump(&self.shared.counters.disk_hits, 1);
         let entry = Arc::new(entry);
         self.lock_memory().insert(Arc::clone(&entry));
         entry
@@ -526,28 +555,95 @@ impl Cache {
 
     /// Files the entry of `key`, on disk, under a direct name too. A failure (a file system
     /// without hard links, the entry evicted meanwhile) only costs later processes the read of
-    /// the remembered toolchain.
+    /// the remembered toolchain. Linked after the writes queued before it, when there are any
+    /// (the entry's own among them, for an entry the remote tier handed over).
     pub(crate) fn link_direct(&self, key: &Key, fingerprint: &Fingerprint, inputs: &Fields) {
-        let _ = store::link_atomically(
-            &self.entry_path(key),
-            &self.direct_path(fingerprint, inputs),
-        );
+        let (entry, name) = (self.entry_path(key), self.direct_path(fingerprint, inputs));
+        if self.background.is_idle() {
+            let _ = store::link_atomically(&entry, &name);
+        } else {
+            self.write_behind(move || {
+                let _ = store::link_atomically(&entry, &name);
+            });
+        }
     }
 
     /// Forgets the direct names filed under `fingerprint`: the toolchain remembered for it is
     /// being replaced, and they name what the one before made.
     pub(crate) fn forget_direct(&self, fingerprint: &Fingerprint) {
-        let _ = std::fs::remove_dir_all(self.dir.join(DIRECT).join(fingerprint.name()));
+        let _ = std::fs::remove_dir_all(self.shared.dir.join(DIRECT).join(fingerprint.name()));
     }
 
     /// Stores an entry in memory and on disk, then evicts down to the size cap when the ledger
     /// says the total passes it or a listing is due; whether it was written. A failed write
     /// leaves the result uncached (the compile itself succeeded): it is counted, and the first
-    /// one of the process printed as a warning.
+    /// one of the process printed as a warning. An entry the remote tier handed over is written
+    /// off the caller's path (see [`background`]): then `true` says it was queued.
     pub(crate) fn store(&self, entry: Entry) -> bool {
-        let path = self.entry_path(&entry.key);
         let entry = Arc::new(entry);
         self.lock_memory().insert(Arc::clone(&entry));
+        // An entry the remote tier just handed over: the caller has its code, only the next
+        // start needs the file, so it is written off the caller's path, with the hit's tally.
+        match self
+            .remote()
+            .filter(|remote| remote.take_fetched(&entry.key))
+        {
+            Some(remote) => {
+                let shared = Arc::clone(&self.shared);
+                self.write_behind(move || {
+                    shared.write(&entry);
+                    remote.flush_tally();
+                });
+                true
+            }
+            None => self.shared.write(&entry),
+        }
+    }
+
+    /// The version remembered for the library file `file`, if it was ever opened by a process
+    /// using this cache.
+    pub(crate) fn remembered_version(&self, file: &crate::sys::LibraryFile) -> Option<Version> {
+        let text = std::fs::read_to_string(self.version_path(file)).ok()?;
+        let (major, minor) = text.trim().split_once('.')?;
+        Some(Version::new(major.parse().ok()?, minor.parse().ok()?))
+    }
+
+    /// Remembers the version of the library file `file`.
+    pub(crate) fn remember_version(&self, file: &crate::sys::LibraryFile, version: Version) {
+        let _ =
+            store::write_atomically(&self.version_path(file), format!("{version}\n").as_bytes());
+    }
+
+    fn version_path(&self, file: &crate::sys::LibraryFile) -> PathBuf {
+        let mut hasher = KeyHasher::new("library version");
+        key::add_library(&mut hasher, file);
+        self.shared
+            .dir
+            .join("compilers")
+            .join(hasher.finish().hex())
+    }
+}
+
+impl Shared {
+    fn lock_memory(&self) -> std::sync::MutexGuard<'_, MemoryCache> {
+        self.memory
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn entry_path(&self, key: &Key) -> PathBuf {
+        // Built by hand: the formatting machinery's code would be a process's first touch of it
+        // on the path of a warm start, which every page of new code slows down.
+        let mut name = key.hex();
+        name.push('.');
+        name.push_str(store::EXTENSION);
+        self.dir.join(name)
+    }
+
+    /// Writes `entry` to disk, then evicts down to the size cap when the ledger says the total
+    /// passes it or a listing is due; whether it was written (see [`Cache::store`]).
+    fn write(&self, entry: &Entry) -> bool {
+        let path = self.entry_path(&entry.key);
         let bytes = entry.encode();
         match store::write_atomically(&path, &bytes) {
             Ok(()) => {
@@ -575,24 +671,51 @@ impl Cache {
         }
     }
 
-    /// The version remembered for the library file `file`, if it was ever opened by a process
-    /// using this cache.
-    pub(crate) fn remembered_version(&self, file: &crate::sys::LibraryFile) -> Option<Version> {
-        let text = std::fs::read_to_string(self.version_path(file)).ok()?;
-        let (major, minor) = text.trim().split_once('.')?;
-        Some(Version::new(major.parse().ok()?, minor.parse().ok()?))
+    /// [`Cache::prune`], without waiting for queued writes: the writes call it.
+    fn prune(&self, max_bytes: u64) -> Result<PruneReport> {
+        evict::remove_stale_temporaries(&self.dir);
+        let files = evict::list(&self.dir)?;
+        let evicted = evict::evict(&files, max_bytes);
+        let mut memory = self.lock_memory();
+        for file in &evicted.removed {
+            if let Some(key) = key_of_file(&file.path) {
+                memory.remove(&key);
+            }
+        }
+        drop(memory);
+        let mut kept: std::collections::BTreeSet<_> = files.iter().map(|file| file.file).collect();
+        for file in &evicted.removed {
+            kept.remove(&file.file);
+        }
+        evict::remove_orphaned_links(&self.dir.join(DIRECT), &kept);
+        bump(&self.counters.evictions, evicted.removed.len() as u64);
+        ledger::start(&self.dir, evicted.remaining);
+        Ok(PruneReport {
+            removed: evicted.removed.len(),
+            freed_bytes: evicted.removed.iter().map(|file| file.size).sum(),
+            remaining_bytes: evicted.remaining,
+            not_removed: evicted
+                .failed
+                .iter()
+                .map(|(file, error)| NotRemoved::new(&file.path, error))
+                .collect(),
+        })
     }
+}
 
-    /// Remembers the version of the library file `file`.
-    pub(crate) fn remember_version(&self, file: &crate::sys::LibraryFile, version: Version) {
-        let _ =
-            store::write_atomically(&self.version_path(file), format!("{version}\n").as_bytes());
+impl Drop for Cache {
+    /// Waits for the writes still queued (entries found in the remote tier, written to disk off
+    /// the caller's path), for at most 2 s, so that the next start finds them on disk.
+    fn drop(&mut self) {
+        self.finish();
     }
+}
 
-    fn version_path(&self, file: &crate::sys::LibraryFile) -> PathBuf {
-        let mut hasher = KeyHasher::new("library version");
-        key::add_library(&mut hasher, file);
-        self.dir.join("compilers").join(hasher.finish().hex())
+/// Registered with `atexit` by the process-wide cache's first write off the caller's path:
+/// the process-wide cache is never dropped.
+extern "C" fn finish_global_at_exit() {
+    if let Some(Ok(cache)) = GLOBAL.get() {
+        cache.finish();
     }
 }
 
@@ -744,9 +867,12 @@ mod tests {
         let key = Key([7; 32]);
         cache.store(sample(key, 10));
         cache.store(sample(Key([8; 32]), 10));
-        assert_eq!(cache.counters.failed_writes.load(Ordering::Relaxed), 2);
-        assert_eq!(cache.counters.writes.load(Ordering::Relaxed), 0);
-        assert!(cache.warned_of_failed_write.load(Ordering::Relaxed));
+        assert_eq!(
+            cache.shared.counters.failed_writes.load(Ordering::Relaxed),
+            2
+        );
+        assert_eq!(cache.shared.counters.writes.load(Ordering::Relaxed), 0);
+        assert!(cache.shared.warned_of_failed_write.load(Ordering::Relaxed));
         assert!(cache.lookup(&key).is_some());
     }
 

@@ -31,6 +31,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use super::key::{self, FieldSink, Fields, Key, KeyHasher};
@@ -61,6 +62,9 @@ pub(crate) struct ResolvedCompiler {
     /// Files the headers were read from whose stamps are not checked yet: a recall for a
     /// program that includes no header checks NVRTC's file alone.
     unchecked: Vec<(PathBuf, Stamp)>,
+    /// Its [`record`], once made: every entry this process stores carries it, and making it
+    /// takes a `stat` of each of its files (NVRTC's and the headers' version files).
+    record: OnceLock<Vec<u8>>,
 }
 
 impl ResolvedCompiler {
@@ -88,6 +92,7 @@ impl ResolvedCompiler {
             identity,
             nvrtc_identity,
             unchecked: Vec::new(),
+            record: OnceLock::new(),
         }
     }
 
@@ -306,6 +311,7 @@ pub(crate) fn from_record(record: &[u8], with_headers: bool) -> Option<ResolvedC
         identity,
         nvrtc_identity,
         unchecked,
+        record: OnceLock::new(),
     })
 }
 
@@ -329,7 +335,18 @@ pub(crate) fn forget_all(dir: &Path) {
 /// version, folder) and CCCL's version. Unsealed: its file, or the entry holding it, seals it.
 /// `None` when the compiler is this process's own (a copy already loaded, which another process
 /// would not find) or one of its files changed too recently to trust a later check of it.
+///
+/// Made once per compiler: the stamps it holds are of the files this compiler was identified
+/// from, which a later process checks against the files as they are then.
 pub(crate) fn record(compiler: &ResolvedCompiler) -> Option<Vec<u8>> {
+    if let Some(record) = compiler.record.get() {
+        return Some(record.clone());
+    }
+    let record = make_record(compiler)?;
+    Some(compiler.record.get_or_init(|| record).clone())
+}
+
+fn make_record(compiler: &ResolvedCompiler) -> Option<Vec<u8>> {
     if compiler.file.origin == Origin::AlreadyLoaded {
         return None;
     }

@@ -3,7 +3,10 @@
 //!
 //! - **Order**: memory, then disk, then Redis. A value found in Redis is checked, then written
 //!   to the local disk cache, so that the next start on that host is local; a miss compiles and
-//!   publishes the result.
+//!   publishes the result. A hit costs one round trip, the value's `GETRANGE`; the write to disk
+//!   and the hit's record in the folder's tally are done off the caller's path, by a thread of
+//!   the cache's own which the cache's drop and the process's exit wait for (within a bound: a
+//!   process killed first costs its next start a remote hit, not a disk hit).
 //! - **One compile per key across hosts**: a host that misses takes a lease on the key in Redis
 //!   (`SET NX PX`) and compiles; hosts missing the same key meanwhile poll for the entry, within
 //!   a bound ([`RemoteConfig::wait`]). The lease expires ([`RemoteConfig::lease`]), so a host
@@ -23,6 +26,7 @@
 //!
 //! Only NVRTC's results go through the remote tier; links stay local.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -224,7 +228,16 @@ pub struct Remote {
     counters: [AtomicU64; 8],
     /// The cache folder whose tally the events are added to too.
     tally: Option<PathBuf>,
+    /// Events counted but not yet added to the tally: a hit's is added with the write of its
+    /// entry, off the caller's path ([`Remote::flush_tally`]).
+    untallied: [AtomicU64; 8],
+    /// The keys of the latest hits, until the cache stores their entries (see
+    /// [`Remote::take_fetched`]).
+    fetched: Mutex<VecDeque<Key>>,
 }
+
+/// The most hits [`Remote::take_fetched`] remembers: more are stored as any other entry.
+const FETCHED_KEPT: usize = 64;
 
 impl std::fmt::Debug for Remote {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -266,6 +279,13 @@ impl Drop for Lease {
     }
 }
 
+impl Drop for Remote {
+    /// The events not yet in the tally are added to it.
+    fn drop(&mut self) {
+        self.flush_tally();
+    }
+}
+
 /// A reply of `SET ... NX`: whether the key was set.
 fn was_set(reply: &Value) -> bool {
     matches!(reply, Value::Okay)
@@ -296,6 +316,8 @@ impl Remote {
             breaker: Mutex::new(Breaker::new()),
             counters: Default::default(),
             tally: None,
+            untallied: Default::default(),
+            fetched: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -308,9 +330,46 @@ impl Remote {
 
     fn count(&self, event: Event) {
         self.counters[event as usize].fetch_add(1, Ordering::Relaxed);
-        if let Some(dir) = &self.tally {
-            tally::add(dir, event);
+        if self.tally.is_none() {
+            return;
         }
+        self.untallied[event as usize].fetch_add(1, Ordering::Relaxed);
+        // A hit is the fast path: its record waits for the write of its entry. Every other
+        // event comes with a compile or a timeout, beside which a file's append is nothing.
+        if event != Event::Hit {
+            self.flush_tally();
+        }
+    }
+
+    /// Adds the events counted since the last call to the folder's tally, in one append.
+    pub(crate) fn flush_tally(&self) {
+        let Some(dir) = &self.tally else {
+            return;
+        };
+        let counts: Vec<(Event, u64)> = tally::EVENTS
+            .into_iter()
+            .filter_map(|event| {
+                let count = self.untallied[event as usize].swap(0, Ordering::Relaxed);
+                (count > 0).then_some((event, count))
+            })
+            .collect();
+        if !counts.is_empty() {
+            tally::add(dir, &counts);
+        }
+    }
+
+    /// Whether `key` is that of an entry this remote just handed over (found and checked),
+    /// which the cache is storing now; forgotten once asked.
+    pub(crate) fn take_fetched(&self, key: &Key) -> bool {
+        let mut fetched = self.lock_fetched();
+        let found = fetched.iter().position(|fetched| fetched == key);
+        found.and_then(|at| fetched.remove(at)).is_some()
+    }
+
+    fn lock_fetched(&self) -> std::sync::MutexGuard<'_, VecDeque<Key>> {
+        self.fetched
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// What the remote tier did in this process.
@@ -410,7 +469,7 @@ impl Remote {
     }
 
     /// The checked entry in `value`, or `None` (counted) when it is refused.
-    fn accept(&self, expected: &Expected, value: &[u8]) -> Option<Entry> {
+    fn accept(&self, expected: &Expected, value: Vec<u8>) -> Option<Entry> {
         if value.len() > MAX_ENTRY_BYTES {
             self.count(Event::RefusedInvalid);
             return None;
@@ -418,6 +477,11 @@ impl Remote {
         match seal::accept(&self.config.mac, expected, value) {
             Ok(entry) => {
                 self.count(Event::Hit);
+                let mut fetched = self.lock_fetched();
+                if fetched.len() == FETCHED_KEPT {
+                    fetched.pop_front();
+                }
+                fetched.push_back(entry.key);
                 Some(entry)
             }
             Err(Refusal::Mac) => {
@@ -441,7 +505,7 @@ impl Remote {
         };
         if !value.is_empty() {
             return self
-                .accept(expected, &value)
+                .accept(expected, value)
                 .map_or(Found::Miss(None), |entry| Found::Hit(Box::new(entry)));
         }
         self.count(Event::Miss);
@@ -469,7 +533,7 @@ impl Remote {
             });
             if !value.is_empty() {
                 return self
-                    .accept(expected, &value)
+                    .accept(expected, value)
                     .map_or(Found::Miss(None), |entry| Found::Hit(Box::new(entry)));
             }
             if lease.is_some() {

@@ -147,9 +147,11 @@ pub(crate) enum Refusal {
 /// architecture, and its code, checked as every image is before a load (the manifest's own
 /// account of that check is not trusted: it is made again here). The toolchain and program
 /// inputs the entry carries are dropped: the caller knows its own.
-pub(crate) fn accept(mac: &MacKey, expected: &Expected, value: &[u8]) -> Result<Entry, Refusal> {
-    let file = mac.open(&expected.key, value).ok_or(Refusal::Mac)?;
-    let mut entry = Entry::decode(file.to_vec()).ok_or(Refusal::Invalid)?;
+pub(crate) fn accept(mac: &MacKey, expected: &Expected, value: Vec<u8>) -> Result<Entry, Refusal> {
+    let file = mac.open(&expected.key, &value).ok_or(Refusal::Mac)?;
+    // The entry file ends the value: decoded in place, without a copy of its code.
+    let start = value.len() - file.len();
+    let mut entry = Entry::decode_from(value, start).ok_or(Refusal::Invalid)?;
     if entry.key != expected.key || entry.output != expected.output || entry.arch != expected.arch {
         return Err(Refusal::Invalid);
     }
@@ -227,7 +229,7 @@ mod tests {
         let accepted = accept(
             &self::key(),
             &expected,
-            &self::key().seal(&key, &good.encode()),
+            self::key().seal(&key, &good.encode()),
         );
         let accepted = accepted.expect("the expected entry");
         assert_eq!(accepted.code, good.code);
@@ -245,7 +247,7 @@ mod tests {
             accept(
                 &self::key(),
                 &expected,
-                &self::key().seal(&key, &entry.encode()),
+                self::key().seal(&key, &entry.encode()),
             )
             .unwrap_err()
         };
@@ -276,13 +278,13 @@ mod tests {
         damaged[40] ^= 1;
         let value = self::key().seal(&key, &damaged);
         assert_eq!(
-            accept(&self::key(), &expected, &value).unwrap_err(),
+            accept(&self::key(), &expected, value).unwrap_err(),
             Refusal::Invalid
         );
         let other = MacKey::from_secret(&[b'z'; 40]).unwrap();
         let value = other.seal(&key, &good.encode());
         assert_eq!(
-            accept(&self::key(), &expected, &value).unwrap_err(),
+            accept(&self::key(), &expected, value).unwrap_err(),
             Refusal::Mac
         );
     }

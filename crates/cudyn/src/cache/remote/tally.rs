@@ -1,12 +1,14 @@
 //! What the remote tier did on this host, across processes: a small file in the cache's folder,
 //! `remote-tally`, that each process appends its events to, which `cudyn cache stats` sums.
 //!
-//! Each event is one 8-byte record, appended with `O_APPEND` (one `write`, which processes do
-//! not interleave): the event's number in [`Event`] in the first byte, a count in the other
-//! seven (little-endian). A file grown past [`FOLD_AT`] is folded into one record per event by
-//! the process whose append passed it; an event appended meanwhile by another process is lost,
-//! so the totals are a close account, not an exact one. Nothing here is ever fatal: an event
-//! that cannot be recorded is not.
+//! Events are 8-byte records, appended with `O_APPEND` (one `write` per append, which processes
+//! do not interleave): the event's number in [`Event`] in the first byte, a count in the other
+//! seven (little-endian). A process appends its events as they come, but a remote hit's with the
+//! write of its entry, off the caller's path, and any still held when its cache ends (see
+//! [`super::Remote::flush_tally`]); a process killed holding some loses them. A file grown past
+//! [`FOLD_AT`] is folded into one record per event by the process whose append passed it; an
+//! event appended meanwhile by another process is lost, so the totals are a close account, not
+//! an exact one. Nothing here is ever fatal: an event that cannot be recorded is not.
 
 use std::fs::OpenOptions;
 use std::io::{Read as _, Write as _};
@@ -37,7 +39,8 @@ pub(crate) enum Event {
     RefusedInvalid,
 }
 
-const EVENTS: [Event; 8] = [
+/// Every event, in the order of their numbers.
+pub(crate) const EVENTS: [Event; 8] = [
     Event::Hit,
     Event::Miss,
     Event::Wait,
@@ -55,13 +58,18 @@ fn record(event: Event, count: u64) -> [u8; RECORD] {
     record
 }
 
-/// Records `event` in the tally of the cache folder `dir`.
-pub(crate) fn add(dir: &Path, event: Event) {
+/// Records each event of `counts` that many times in the tally of the cache folder `dir`, in
+/// one append.
+pub(crate) fn add(dir: &Path, counts: &[(Event, u64)]) {
     let path = dir.join(NAME);
     let Ok(mut file) = OpenOptions::new().create(true).append(true).open(&path) else {
         return;
     };
-    if file.write_all(&record(event, 1)).is_err() {
+    let records: Vec<u8> = counts
+        .iter()
+        .flat_map(|&(event, count)| record(event, count))
+        .collect();
+    if file.write_all(&records).is_err() {
         return;
     }
     if file
@@ -132,7 +140,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(totals(dir.path()), RemoteStats::default());
         for event in [Event::Hit, Event::Hit, Event::Wait, Event::RefusedMac] {
-            add(dir.path(), event);
+            add(dir.path(), &[(event, 1)]);
         }
         let expected = RemoteStats {
             hits: 2,
@@ -144,12 +152,15 @@ mod tests {
         // Past the fold: the file shrinks to one record per event, the totals stay.
         let appends = FOLD_AT as usize / RECORD;
         for _ in 0..appends {
-            add(dir.path(), Event::Error);
+            add(dir.path(), &[(Event::Error, 1)]);
         }
+        // Several events, several at a time, in one append.
+        add(dir.path(), &[(Event::Hit, 3), (Event::Miss, 2)]);
         let len = std::fs::metadata(dir.path().join(NAME)).unwrap().len();
         assert!(len < FOLD_AT, "folded: {len}");
         assert_eq!(totals(dir.path()).errors, appends as u64);
-        assert_eq!(totals(dir.path()).hits, 2);
+        assert_eq!(totals(dir.path()).hits, 5);
+        assert_eq!(totals(dir.path()).misses, 2);
         // A damaged tail and an unknown event are not counted.
         std::fs::write(
             dir.path().join(NAME),
