@@ -4,16 +4,16 @@
 
 use std::time::{Duration, Instant};
 
-use cudyn::compile::{compile_batch, BatchRun};
+use cudyn::compile::compile_all;
 use cudyn::{Arch, Program};
 
 use crate::batch_sources;
 use crate::raw_runtime::raw_nvrtc_cubin;
 
 /// The time to compile `count` sources new to NVRTC and every cache for `arch`, `sequential`ly or
-/// as a `batch` (`compile_all`'s work), everything counted (NVRTC's opening, the workers'
-/// start-up). A batch must run in worker processes: one that fell back to this process's threads
-/// is an error that says why, not a figure.
+/// as a `batch` (`compile_all`, which compiles fewer than three programs, or on one core, on this
+/// process's threads, and more in worker processes), everything counted (NVRTC's opening, the
+/// workers' start-up).
 pub fn compile(how: &str, count: usize, arch: Arch) -> Result<Duration, String> {
     let tag = format!(
         "process {} at {:?}",
@@ -39,17 +39,12 @@ pub fn compile(how: &str, count: usize, arch: Arch) -> Result<Duration, String> 
                 .map(|(k, source)| Program::new(source).name(format!("poly_{k}.cu")).arch(arch))
                 .collect();
             let start = Instant::now();
-            let batch = compile_batch(&programs);
+            let results = compile_all(&programs);
             let elapsed = start.elapsed();
-            for result in batch.results {
+            for result in results {
                 result.map_err(|e| e.to_string())?;
             }
-            match batch.run {
-                BatchRun::Workers { .. } => Ok(elapsed),
-                other => Err(format!(
-                    "the batch of {count} did not run in worker processes: {other:?} (after {elapsed:?})"
-                )),
-            }
+            Ok(elapsed)
         }
         _ => Err(format!("no way to compile called {how}")),
     }
