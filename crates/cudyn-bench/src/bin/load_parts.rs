@@ -34,7 +34,6 @@
 //! ```
 
 #[path = "../../../cudyn/tests/raw_runtime/mod.rs"]
-#[allow(dead_code)]
 mod raw_runtime;
 
 #[path = "../durations.rs"]
