@@ -557,15 +557,7 @@ fn a_remote_hit_is_on_disk_for_the_next_start_after_a_drop_or_an_exit() {
     // The remote tier's own counters: `Cache::stats` would wait for the writes itself.
     assert_eq!(host.remote().unwrap().stats().hits, PROGRAMS as u64);
     drop(host);
-    let next = Cache::open(&dropped).unwrap();
-    all_hits(&next, PROGRAMS);
-    let stats = next.stats().unwrap();
-    assert_eq!(
-        (stats.disk_hits, stats.misses, stats.entries),
-        (PROGRAMS as u64, 0, PROGRAMS as u64),
-        "the next start is local: {stats:?}"
-    );
-    assert_eq!(next.remote_totals().hits, PROGRAMS as u64, "the tally");
+    next_start_is_local(&dropped, PROGRAMS);
 
     // A process that exits right after its remote hits: its exit waits for their writes.
     let exited = folders.path().join("exited");
@@ -585,13 +577,20 @@ fn a_remote_hit_is_on_disk_for_the_next_start_after_a_drop_or_an_exit() {
         .status()
         .unwrap();
     assert!(status.success(), "{status}");
-    let next = Cache::open(&exited).unwrap();
-    all_hits(&next, PROGRAMS);
+    next_start_is_local(&exited, PROGRAMS);
+}
+
+/// A new cache of `folder` gets each of the `programs` as a disk hit, and its tally holds the
+/// remote hits that filled it: the writes queued off the caller's path were done.
+fn next_start_is_local(folder: &std::path::Path, programs: usize) {
+    let next = Cache::open(folder).unwrap();
+    all_hits(&next, programs);
     let stats = next.stats().unwrap();
+    let count = programs as u64;
     assert_eq!(
         (stats.disk_hits, stats.misses, stats.entries),
-        (PROGRAMS as u64, 0, PROGRAMS as u64),
+        (count, 0, count),
         "the next start is local: {stats:?}"
     );
-    assert_eq!(next.remote_totals().hits, PROGRAMS as u64, "the tally");
+    assert_eq!(next.remote_totals().hits, count, "the tally");
 }
