@@ -280,7 +280,8 @@ impl Cache {
             .map_err(Clone::clone)
     }
 
-    /// Where the entries live.
+    /// Where the entries live. The process-wide cache has adopted the earlier layout's folder
+    /// inside it by then (see the [module documentation](self)).
     pub fn path(&self) -> &Path {
         self.adopt_earlier_layout();
         &self.shared.dir
