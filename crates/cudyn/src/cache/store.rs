@@ -193,11 +193,39 @@ fn unique_suffix() -> u64 {
 /// A file of the cache, open, with its metadata and its bytes: one read of the length the
 /// metadata gives (the cache's files are replaced whole, never written in place).
 pub(crate) fn read_whole(path: &Path) -> Option<(File, fs::Metadata, Vec<u8>)> {
-    let mut file = File::open(path).ok()?;
+    let file = File::open(path).ok()?;
     let metadata = file.metadata().ok()?;
-    let mut bytes = vec![0; usize::try_from(metadata.len()).ok()?];
-    file.read_exact(&mut bytes).ok()?;
+    let bytes = read_exactly(&file, usize::try_from(metadata.len()).ok()?)?;
     Some((file, metadata, bytes))
+}
+
+/// The next `len` bytes of `file`, or `None` when it ends before them or a read fails. Read
+/// into memory not zeroed first: an entry is read on every warm start, and zeroing its buffer
+/// costs as much as the read's copy (std's safe reads either zero the buffer or, to read
+/// uninitialised memory, cut it into 8 KiB reads or ask for the file's size again).
+fn read_exactly(file: &File, len: usize) -> Option<Vec<u8>> {
+    use std::os::fd::AsRawFd as _;
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(len).ok()?;
+    while bytes.len() < len {
+        let (done, wanted) = (bytes.len(), len - bytes.len());
+        let spare = &mut bytes.spare_capacity_mut()[..wanted];
+        // SAFETY: `read` writes at most `wanted` bytes from `spare`'s start, memory the vector
+        // owns (its spare capacity, at least `wanted` long), which nothing else refers to
+        // meanwhile; `file` keeps the descriptor open for the call.
+        let read = unsafe { libc::read(file.as_raw_fd(), spare.as_mut_ptr().cast(), wanted) };
+        match usize::try_from(read) {
+            // The file is shorter than its metadata said: replaced meanwhile, or cut short.
+            Ok(0) => return None,
+            // SAFETY: the kernel wrote the `read` bytes after the vector's length (never more
+            // than it was asked for, `wanted`), so the first `done + read` are initialised.
+            Ok(read) => unsafe { bytes.set_len(done + read.min(wanted)) },
+            Err(_) if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {
+            }
+            Err(_) => return None,
+        }
+    }
+    Some(bytes)
 }
 
 /// A small file of the cache whole, or `None`: one `read` into a buffer larger than such files
@@ -291,6 +319,26 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_whole_read_returns_files_of_any_size_and_refuses_one_cut_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry.cudyn");
+        for size in [0, 1, 4095, 4096, 13464, (1 << 20) + 3] {
+            let bytes: Vec<u8> = (0..size).map(|i| (i * 13 + size) as u8).collect();
+            fs::write(&path, &bytes).unwrap();
+            let (_, metadata, read) = read_whole(&path).unwrap();
+            assert_eq!((metadata.len(), read), (size as u64, bytes), "{size} bytes");
+        }
+        assert!(read_whole(&dir.path().join("missing")).is_none());
+        // Fewer bytes than asked for: the file ended early.
+        fs::write(&path, b"short").unwrap();
+        assert_eq!(
+            read_exactly(&File::open(&path).unwrap(), 5).unwrap(),
+            b"short"
+        );
+        assert!(read_exactly(&File::open(&path).unwrap(), 6).is_none());
     }
 
     #[test]
