@@ -4,8 +4,7 @@
 
 use super::tokens::Tokens;
 use super::{
-    is_identifier, line_of, not_text, text, ENDS_INSIDE_STATEMENT, ENTRY_PARAMS_OPEN,
-    ENTRY_WITHOUT_NAME,
+    line_of, not_text, text, ENDS_INSIDE_STATEMENT, ENTRY_PARAMS_OPEN, ENTRY_WITHOUT_NAME,
 };
 use crate::formats::Facts;
 use crate::parse_error::{ParseError, Problem};
@@ -119,7 +118,7 @@ fn check_text(text: &str) -> Result<Outline, ParseError> {
     let mut tokens = Tokens::new(text);
     loop {
         let token = match at {
-            At::Statement(s) if s.depth > 0 => pass_braces(&mut tokens, &mut brackets),
+            At::Statement(s) if s.depth > 0 => tokens.pass_braces(|bracket| brackets.see(bracket)),
             // An entry's name and the token after it, whatever they are.
             At::Statement(s) if matches!(s.entry, EntryHead::Name | EntryHead::AfterName) => {
                 tokens.next_token()
@@ -186,35 +185,20 @@ impl<'a> Brackets<'a> {
         if self.error.is_some() {
             return;
         }
-        let expected: &[u8] = match token {
-            b"{" | b"(" | b"[" => {
+        // Brackets are one-byte tokens: told by their byte.
+        let expected = match token {
+            [b'{' | b'(' | b'['] => {
                 self.open.push(token);
                 return;
             }
-            b"}" => b"{",
-            b")" => b"(",
-            b"]" => b"[",
+            [b'}'] => b'{',
+            [b')'] => b'(',
+            [b']'] => b'[',
             _ => return,
         };
-        if self.open.pop() != Some(expected) {
+        if !matches!(self.open.pop(), Some([open]) if *open == expected) {
             self.error = Some(token);
         }
-    }
-}
-
-/// Passes over the inside of braces, where only brackets matter (to their pairing and to where
-/// the statement ends): to the `}` that closes them, returned as the next token.
-fn pass_braces<'a>(tokens: &mut Tokens<'a>, brackets: &mut Brackets<'a>) -> Option<&'a [u8]> {
-    let mut depth = 0usize;
-    loop {
-        let bracket = tokens.next_bracket()?;
-        match bracket {
-            b"{" => depth += 1,
-            b"}" if depth == 0 => return Some(bracket),
-            b"}" => depth -= 1,
-            _ => {}
-        }
-        brackets.see(bracket);
     }
 }
 
@@ -287,7 +271,11 @@ fn statement<'a>(
 ) -> bool {
     statement.entry = match (statement.entry, token) {
         (EntryHead::None, b".entry") if !statement.head_done => EntryHead::Name,
-        (EntryHead::Name, name) if std::str::from_utf8(name).is_ok_and(is_identifier) => {
+        // `is_identifier` of the name, read as bytes: a token is whole characters, and one
+        // beyond ASCII is no identifier's first.
+        (EntryHead::Name, [first, ..])
+            if first.is_ascii_alphabetic() || matches!(first, b'_' | b'$' | b'%') =>
+        {
             EntryHead::AfterName
         }
         (EntryHead::Name, _) => EntryHead::Unreadable(ENTRY_WITHOUT_NAME),
