@@ -218,8 +218,13 @@ fn text(bytes: &[u8]) -> Option<&str> {
 /// pass where UTF-8 validation and a search for a NUL take two, each slower.
 fn is_ascii_without_nul(bytes: &[u8]) -> bool {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: every x86-64 processor has SSE2, the one feature the function requires.
-    return unsafe { is_ascii_without_nul_sse2(bytes) };
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2, the one feature the function requires.
+        return unsafe { is_ascii_without_nul_avx2(bytes) };
+    } else {
+        // SAFETY: every x86-64 processor has SSE2, the one feature the function requires.
+        return unsafe { is_ascii_without_nul_sse2(bytes) };
+    }
     // `b - 1` wraps to 0xff for 0 alone, so the high bit of `(b - 1) | b` is set for 0 and for
     // the bytes beyond ASCII. Each loop over 64 bytes has no early exit, which lets the compiler
     // test many bytes at once.
@@ -258,6 +263,28 @@ fn is_ascii_without_nul_sse2(bytes: &[u8]) -> bool {
     // `greatest`, which is what the mask collects.
     let nul = _mm_cmpeq_epi8(least, _mm_setzero_si128());
     _mm_movemask_epi8(_mm_or_si128(nul, greatest)) == 0 && tail.iter().all(|&b| b != 0 && b < 0x80)
+}
+
+/// [`is_ascii_without_nul_sse2`] with AVX2: 32 bytes to an instruction.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn is_ascii_without_nul_avx2(bytes: &[u8]) -> bool {
+    use std::arch::x86_64::{
+        _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_max_epu8, _mm256_min_epu8,
+        _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8, _mm256_setzero_si256,
+    };
+    let (blocks, tail) = bytes.as_chunks::<32>();
+    let (mut least, mut greatest) = (_mm256_set1_epi8(-1), _mm256_setzero_si256());
+    for block in blocks {
+        // SAFETY: `block` is 32 bytes to read; the load needs no alignment.
+        let x = unsafe { _mm256_loadu_si256(block.as_ptr().cast()) };
+        least = _mm256_min_epu8(least, x);
+        greatest = _mm256_max_epu8(greatest, x);
+    }
+    // As in `is_ascii_without_nul_sse2`.
+    let nul = _mm256_cmpeq_epi8(least, _mm256_setzero_si256());
+    _mm256_movemask_epi8(_mm256_or_si256(nul, greatest)) == 0
+        && tail.iter().all(|&b| b != 0 && b < 0x80)
 }
 
 /// Whether `bytes` hold a 0. Each loop over 64 bytes has no early exit, which lets the compiler
