@@ -292,6 +292,9 @@ fn stops_from<const SEMICOLON: bool, const DOT: bool>(
         }
         return Some(stops);
     }
+    // Only x86-64 has AVX2.
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = avx2;
     let mut offset = 0;
     while offset < rest.len() {
         let window = masked(bytes, at + offset, stop_mask::<SEMICOLON, DOT>)?;
