@@ -8,9 +8,12 @@
 //! bracket or a statement (a file cut short) is an error.
 
 mod check;
+mod detect;
 mod tokens;
 
 pub(crate) use check::{validate, validate_text};
+use detect::text;
+pub(crate) use detect::{looks_like_ptx, recognized_text};
 use tokens::tokenize;
 
 use crate::ctype::CType;
@@ -152,71 +155,6 @@ impl PtxEntry {
         }
         Ok(out)
     }
-}
-
-/// Whether `bytes` are PTX text: printable text (a trailing NUL, as NVRTC writes, allowed) whose
-/// lines include a `.version` and a `.target` directive.
-pub(crate) fn looks_like_ptx(bytes: &[u8]) -> bool {
-    recognized_text(bytes).is_some()
-}
-
-/// The text of `bytes` (without trailing NULs) when they [look like PTX](looks_like_ptx): read
-/// as text once, for detection, and handed to [`validate_text`], which then need not read it so
-/// again.
-pub(crate) fn recognized_text(bytes: &[u8]) -> Option<&str> {
-    let text = text(bytes)?;
-    let directive = |line: &str, name: &str| {
-        line.strip_prefix(name)
-            .is_some_and(|rest| rest.starts_with(char::is_whitespace))
-    };
-    // One pass for both: they are the first lines of PTX, and the text is read no further.
-    let (mut version, mut target) = (false, false);
-    for line in text.lines() {
-        let line = line.trim_start();
-        version |= directive(line, ".version");
-        target |= directive(line, ".target");
-        if version && target {
-            return Some(text);
-        }
-    }
-    None
-}
-
-/// The text of a PTX image: valid UTF-8 up to trailing NULs, with no NUL inside.
-fn text(bytes: &[u8]) -> Option<&str> {
-    let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-    let bytes = &bytes[..end];
-    if is_ascii_without_nul(bytes) {
-        // SAFETY: every byte is ASCII, as just checked, and ASCII is UTF-8.
-        return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
-    }
-    let text = std::str::from_utf8(bytes).ok()?;
-    (!has_nul(text.as_bytes())).then_some(text)
-}
-
-/// Whether every byte of `bytes` is ASCII other than NUL: what PTX nearly always is, told in one
-/// pass where UTF-8 validation and a search for a NUL take two, each slower.
-fn is_ascii_without_nul(bytes: &[u8]) -> bool {
-    // `b - 1` wraps to 0xff for 0 alone, so the high bit of `(b - 1) | b` is set for 0 and for
-    // the bytes beyond ASCII. Each loop over 64 bytes has no early exit, which lets the compiler
-    // test many bytes at once.
-    let outside = |bytes: &[u8]| {
-        bytes
-            .iter()
-            .fold(0, |seen, &b| seen | b.wrapping_sub(1) | b)
-    };
-    let (blocks, tail) = bytes.as_chunks::<64>();
-    blocks.iter().all(|block| outside(block) < 0x80) && outside(tail) < 0x80
-}
-
-/// Whether `bytes` hold a 0. Each loop over 64 bytes has no early exit, which lets the compiler
-/// test many bytes at once: several times faster than `memchr` on PTX, which has no NUL.
-fn has_nul(bytes: &[u8]) -> bool {
-    let (blocks, tail) = bytes.as_chunks::<64>();
-    blocks
-        .iter()
-        .any(|block| block.iter().fold(false, |nul, &b| nul | (b == 0)))
-        || tail.contains(&0)
 }
 
 /// Reads a PTX module.
