@@ -6,9 +6,8 @@
 //! The folder named is the folder of the entries, the one [`Cache::path`](super::Cache::path)
 //! gives and [`Cache::open`](super::Cache::open) takes. cudyn 0.1 kept the
 //! entries in a `kernels` folder inside the folder named by `CUDYN_CACHE_DIR` or `set_dir`; such a
-//! folder is adopted: its contents move up into the folder named, once per process, by the first
-//! use of the process-wide cache other than a hit by direct name (see
-//! [`Cache::adopt_earlier_layout`](super::Cache::adopt_earlier_layout)).
+//! folder is adopted: its contents move up into the folder named, once, the first time a cache
+//! is opened there.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -116,7 +115,7 @@ pub(super) fn configured() -> Result<(PathBuf, bool)> {
 }
 
 /// The earlier layout's folder of entries inside `dir`.
-pub(super) const EARLIER: &str = "kernels";
+const EARLIER: &str = "kernels";
 
 /// Moves the contents of the earlier layout's `kernels` folder inside `dir` (a private folder of
 /// this user, as [`store::prepare_folder`] accepts) up into `dir`, and removes it when it is left

@@ -9,8 +9,7 @@
 //!   process, [`dir`] names it, [`Cache::open`] opens a cache in any folder the same way. A
 //!   relative `CUDYN_CACHE_DIR` is refused (it would put a cache in every folder a program runs
 //!   in). cudyn 0.1 kept the entries in a `kernels` folder inside `$CUDYN_CACHE_DIR`: that
-//!   folder's contents are moved up by the first use of the cache other than a hit by direct
-//!   name (which reads only the current layout), so that a warm start does not look for it.
+//!   folder's contents are moved up the first time the cache is opened.
 //! - **Off**: `CUDYN_CACHE=off` (or `0`, `false`), [`set_enabled(false)`](set_enabled), or
 //!   [`Program::cache(false)`](crate::Program::cache) for one program.
 //! - **Remote**: `CUDYN_CACHE_REMOTE=redis://host:port/db` with `CUDYN_CACHE_REMOTE_KEY_FILE`,
@@ -169,10 +168,6 @@ pub struct Cache {
     remote: RwLock<Option<Arc<Remote>>>,
     /// The writes of entries found in the remote tier (see [`background`]).
     background: Background,
-    /// For a folder named explicitly (the process-wide cache's): the adoption of the earlier
-    /// layout's folder inside it ([`folder::adopt_earlier_layout`]), done by the first use of the
-    /// cache that is not a hit by direct name (see [`Cache::adopt_earlier_layout`]).
-    earlier_layout: Option<std::sync::Once>,
 }
 
 /// A cache's folder, memory and counters.
@@ -206,12 +201,11 @@ impl Cache {
     pub fn open(dir: impl Into<PathBuf>) -> Result<Cache> {
         let dir = dir.into();
         store::prepare_folder(&dir)?;
-        Ok(Cache::in_checked_folder(dir, false))
+        Ok(Cache::in_checked_folder(dir))
     }
 
-    /// The cache at `dir`, a folder [`store::prepare_folder`] accepted; `named` when the folder
-    /// was named explicitly, which may hold the earlier layout's folder to adopt.
-    fn in_checked_folder(dir: PathBuf, named: bool) -> Cache {
+    /// The cache at `dir`, a folder [`store::prepare_folder`] accepted.
+    fn in_checked_folder(dir: PathBuf) -> Cache {
         Cache {
             shared: Arc::new(Shared {
                 dir,
@@ -222,20 +216,6 @@ impl Cache {
             }),
             remote: RwLock::new(None),
             background: Background::default(),
-            earlier_layout: named.then(std::sync::Once::new),
-        }
-    }
-
-    /// Adopts the earlier layout's folder inside the cache's, once, when it was named explicitly.
-    /// Called first by every use of the cache but the lookup of a direct name: a hit there reads
-    /// an entry of the current layout (an earlier layout's direct names lie below its own
-    /// folder), and a warm start that hits so asks for nothing more than it needs (the `stat` of
-    /// a `kernels` folder that is almost never there). Every other use (a lookup by key, a
-    /// write, a listing, the path handed out, the remembered compilers read through it) finds
-    /// the earlier entries moved up first, as when the adoption was done on opening.
-    fn adopt_earlier_layout(&self) {
-        if let Some(once) = &self.earlier_layout {
-            once.call_once(|| folder::adopt_earlier_layout(&self.shared.dir));
         }
     }
 
@@ -271,8 +251,10 @@ impl Cache {
                 folder::require_switched_on()?;
                 let (dir, named) = folder::configured()?;
                 store::prepare_folder(&dir)?;
-                // The earlier layout is adopted by the first use that needs it, not here.
-                let cache = Cache::in_checked_folder(dir, named);
+                if named {
+                    folder::adopt_earlier_layout(&dir);
+                }
+                let cache = Cache::in_checked_folder(dir);
                 cache.adopt_remote_from_environment();
                 Ok(cache)
             })
@@ -280,21 +262,14 @@ impl Cache {
             .map_err(Clone::clone)
     }
 
-    /// Where the entries live. The process-wide cache has adopted the earlier layout's folder
-    /// inside it by then (see the [module documentation](self)).
+    /// Where the entries live.
     pub fn path(&self) -> &Path {
-        self.adopt_earlier_layout();
         &self.shared.dir
     }
 
     /// Puts the remote tier `config` describes behind this cache (see [`remote`]), or takes it
     /// away (`None`). Connects nothing: the first miss of the local tiers does.
     pub fn set_remote(&self, config: Option<RemoteConfig>) -> Result<()> {
-        // The remote tier's tally lives in the folder; no tier (every start without
-        // `CUDYN_CACHE_REMOTE` says so) needs nothing of it.
-        if config.is_some() {
-            self.adopt_earlier_layout();
-        }
         let remote = config
             .map(|config| {
                 Remote::new(config).map(|remote| Arc::new(remote.tallied_in(&self.shared.dir)))
@@ -311,7 +286,6 @@ impl Cache {
     /// tally of it records (see [`remote`]): a close account, not an exact one. Its `url` is
     /// left empty.
     pub fn remote_totals(&self) -> RemoteStats {
-        self.adopt_earlier_layout();
         self.wait_for_writes();
         if let Some(remote) = self.remote() {
             remote.flush_tally();
@@ -343,7 +317,6 @@ impl Cache {
 
     /// Counters of this process and totals on disk.
     pub fn stats(&self) -> Result<CacheStats> {
-        self.adopt_earlier_layout();
         self.wait_for_writes();
         let files = evict::list(&self.shared.dir)?;
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
@@ -365,7 +338,6 @@ impl Cache {
     /// Every intact entry on disk, most recently used first (damaged ones are skipped; see
     /// [`verify`](Self::verify)).
     pub fn entries(&self) -> Result<Vec<EntryInfo>> {
-        self.adopt_earlier_layout();
         self.wait_for_writes();
         Ok(evict::list(&self.shared.dir)?
             .into_iter()
@@ -403,7 +375,6 @@ impl Cache {
     /// inputs the entry holds); damaged ones, and those of another version's format, are
     /// removed.
     pub fn verify(&self) -> Result<VerifyReport> {
-        self.adopt_earlier_layout();
         self.wait_for_writes();
         let mut report = VerifyReport {
             checked: 0,
@@ -451,7 +422,6 @@ impl Cache {
     /// temporary files that writers which died left over an hour ago). An entry that cannot be
     /// removed stays and is reported ([`PruneReport::not_removed`]); the next older one is tried.
     pub fn prune(&self, max_bytes: u64) -> Result<PruneReport> {
-        self.adopt_earlier_layout();
         self.wait_for_writes();
         self.shared.prune(max_bytes)
     }
@@ -460,7 +430,6 @@ impl Cache {
     /// remembered in its `compilers/` folder and the remote tier's tally; reports what was
     /// removed and what could not be, as [`prune`](Cache::prune) does.
     pub fn clear(&self) -> Result<PruneReport> {
-        self.adopt_earlier_layout();
         self.wait_for_writes();
         self.lock_memory().clear();
         resolved::forget_all(&self.shared.dir);
@@ -510,7 +479,6 @@ impl Cache {
 
     /// The entry of `key`, from memory or disk; a damaged file counts as corrupt and a miss.
     pub(crate) fn lookup(&self, key: &Key) -> Option<Arc<Entry>> {
-        self.adopt_earlier_layout();
         if let Some(entry) = self.lock_memory().get(key) {
             bump(&self.shared.counters.memory_hits, 1);
             return Some(entry);
@@ -566,8 +534,7 @@ impl Cache {
 
     /// The entry filed under a direct name, read whole and intact, or `None`. Not yet a hit: the
     /// caller checks that it is the entry of its key, then [accepts](Cache::accept_direct) it.
-    /// Reading it records a use of the entry, whose file this is. The one use of the cache that
-    /// does not adopt the earlier layout first (see [`Cache::adopt_earlier_layout`]).
+    /// Reading it records a use of the entry, whose file this is.
     pub(crate) fn lookup_direct(
         &self,
         fingerprint: &Fingerprint,
@@ -591,7 +558,6 @@ impl Cache {
     /// the remembered toolchain. Linked after the writes queued before it, when there are any
     /// (the entry's own among them, for an entry the remote tier handed over).
     pub(crate) fn link_direct(&self, key: &Key, fingerprint: &Fingerprint, inputs: &Fields) {
-        self.adopt_earlier_layout();
         let (entry, name) = (self.entry_path(key), self.direct_path(fingerprint, inputs));
         if self.background.is_idle() {
             let _ = store::link_atomically(&entry, &name);
@@ -605,7 +571,6 @@ impl Cache {
     /// Forgets the direct names filed under `fingerprint`: the toolchain remembered for it is
     /// being replaced, and they name what the one before made.
     pub(crate) fn forget_direct(&self, fingerprint: &Fingerprint) {
-        self.adopt_earlier_layout();
         let _ = std::fs::remove_dir_all(self.shared.dir.join(DIRECT).join(fingerprint.name()));
     }
 
@@ -615,7 +580,6 @@ impl Cache {
     /// one of the process printed as a warning. An entry the remote tier handed over is written
     /// off the caller's path (see [`background`]): then `true` says it was queued.
     pub(crate) fn store(&self, entry: Entry) -> bool {
-        self.adopt_earlier_layout();
         let entry = Arc::new(entry);
         self.lock_memory().insert(Arc::clone(&entry));
         // An entry the remote tier just handed over: the caller has its code, only the next
@@ -651,7 +615,6 @@ impl Cache {
     }
 
     fn version_path(&self, file: &crate::sys::LibraryFile) -> PathBuf {
-        self.adopt_earlier_layout();
         let mut hasher = KeyHasher::new("library version");
         key::add_library(&mut hasher, file);
         self.shared
@@ -812,65 +775,6 @@ mod tests {
     fn a_cache_is_shared_between_threads() {
         fn shareable<T: Send + Sync>() {}
         shareable::<Cache>();
-    }
-
-    #[test]
-    fn the_earlier_layout_is_adopted_by_the_first_use_that_is_not_a_direct_hit() {
-        use std::os::unix::fs::PermissionsExt as _;
-        let dir = tempfile::tempdir().unwrap();
-        let (old, new) = (Key([1; 32]), Key([2; 32]));
-        let environment = resolved::fingerprint(|_| None, None);
-        let name = Fields(b"program".to_vec());
-        // A folder of the current layout, with an entry filed under a direct name...
-        let current = Cache::open(dir.path()).unwrap();
-        assert!(current.store(sample(new, 10)));
-        current.link_direct(&new, &environment, &name);
-        let earlier = dir.path().join(folder::EARLIER);
-        let old_file = format!("{}.{}", old.hex(), store::EXTENSION);
-        // ... and an earlier layout's folder, holding another entry, put back before each use.
-        let put_back = || {
-            let _ = std::fs::remove_file(dir.path().join(&old_file));
-            std::fs::create_dir(&earlier).unwrap();
-            std::fs::set_permissions(&earlier, std::fs::Permissions::from_mode(0o700)).unwrap();
-            std::fs::write(earlier.join(&old_file), sample(old, 10).encode()).unwrap();
-        };
-        // What each use is, and the use.
-        type Use = (&'static str, fn(&Cache));
-        let uses: [Use; 6] = [
-            ("a lookup by key", |cache| {
-                assert!(cache.lookup(&Key([1; 32])).is_some())
-            }),
-            ("the path", |cache| assert!(cache.path().is_dir())),
-            ("a listing", |cache| {
-                assert_eq!(cache.stats().unwrap().entries, 2)
-            }),
-            ("a write", |cache| {
-                assert!(cache.store(sample(Key([3; 32]), 10)))
-            }),
-            ("a filing", |cache| {
-                let environment = resolved::fingerprint(|_| None, None);
-                cache.link_direct(&Key([2; 32]), &environment, &Fields(b"other".to_vec()));
-            }),
-            ("a verification", |cache| {
-                assert!(cache.verify().unwrap().removed.is_empty())
-            }),
-        ];
-        for (what, use_it) in uses {
-            put_back();
-            let named = Cache::in_checked_folder(dir.path().to_owned(), true);
-            // A hit by direct name reads the current layout and leaves the earlier one be.
-            let hit = named.lookup_direct(&environment, &name);
-            assert_eq!(hit, Some(sample(new, 10)), "{what}");
-            assert!(earlier.exists(), "a direct hit adopted the earlier layout");
-            use_it(&named);
-            assert!(!earlier.exists(), "{what} left the earlier layout");
-            assert!(dir.path().join(&old_file).is_file(), "{what}");
-        }
-        // A folder opened by `Cache::open` is taken as it is.
-        put_back();
-        let opened = Cache::open(dir.path()).unwrap();
-        assert!(opened.lookup(&old).is_none());
-        assert!(earlier.exists());
     }
 
     #[test]
