@@ -53,16 +53,23 @@ struct Checked {
     payload: Box<[u8]>,
 }
 
-/// What the check of `raw` read, borrowed: see [`Checked`].
+/// What the check of `raw` read, borrowed (see [`Checked`]), and its key in the table, hashed
+/// once for the recall and the remembering alike.
 struct Read<'a> {
     fields: Vec<u8>,
     payload: &'a [u8],
+    key: u128,
 }
 
-impl Read<'_> {
-    fn key(&self) -> u128 {
-        let seed = xxhash_rust::xxh3::xxh3_64(&self.fields);
-        xxhash_rust::xxh3::xxh3_128_with_seed(self.payload, seed)
+impl<'a> Read<'a> {
+    fn new(fields: Vec<u8>, payload: &'a [u8]) -> Read<'a> {
+        let seed = xxhash_rust::xxh3::xxh3_64(&fields);
+        let key = xxhash_rust::xxh3::xxh3_128_with_seed(payload, seed);
+        Read {
+            fields,
+            payload,
+            key,
+        }
     }
 
     fn is(&self, checked: &Checked) -> bool {
@@ -174,10 +181,7 @@ fn entry_read<'a>(raw: &RawEntry<'a>) -> Read<'a> {
     fields.extend(header.compressed_size.get(LE).to_le_bytes());
     fields.extend(header.decompressed_size.get(LE).to_le_bytes());
     fields.extend((raw.payload.len() as u64).to_le_bytes());
-    Read {
-        fields,
-        payload: raw.payload,
-    }
+    Read::new(fields, raw.payload)
 }
 
 /// What the check of a compressed entry of the fatbin whose bytes have the digest `whole`
@@ -187,10 +191,7 @@ fn entry_read_in<'a>(whole: &Digest, raw: &RawEntry<'_>) -> Read<'a> {
     let mut fields = b"in fatbin\0".to_vec();
     fields.extend(whole.as_bytes());
     fields.extend((raw.offset as u64).to_le_bytes());
-    Read {
-        fields,
-        payload: &[],
-    }
+    Read::new(fields, &[])
 }
 
 fn checked_entries() -> std::sync::MutexGuard<'static, Option<Remembered>> {
@@ -201,7 +202,7 @@ fn checked_entries() -> std::sync::MutexGuard<'static, Option<Remembered>> {
 /// What the check of the entry that read `read` found, when it was found whole before.
 fn recall(read: &Read<'_>) -> Option<Facts> {
     let checked = checked_entries();
-    let (remembered, facts) = checked.as_ref()?.entries.get(&read.key())?;
+    let (remembered, facts) = checked.as_ref()?.entries.get(&read.key)?;
     read.is(remembered).then_some(*facts)
 }
 
@@ -218,7 +219,7 @@ fn remember(read: &Read<'_>, facts: Facts) {
         payload: read.payload.into(),
     };
     table.payload_bytes += read.payload.len();
-    if let Some((replaced, _)) = table.entries.insert(read.key(), (remembered, facts)) {
+    if let Some((replaced, _)) = table.entries.insert(read.key, (remembered, facts)) {
         table.payload_bytes -= replaced.payload.len();
     }
 }
@@ -290,10 +291,7 @@ mod tests {
     /// here by filing one entry's verdict under another's key) is not recalled.
     #[test]
     fn a_colliding_key_recalls_nothing_unless_every_byte_is_equal() {
-        let read = |payload: &'static [u8]| Read {
-            fields: b"entry\0test".to_vec(),
-            payload,
-        };
+        let read = |payload: &'static [u8]| Read::new(b"entry\0test".to_vec(), payload);
         let (good, forged) = (read(b"checked payload"), read(b"other payload"));
         remember(&good, Facts::NO_VARIABLES);
         assert_eq!(recall(&good), Some(Facts::NO_VARIABLES));
@@ -305,7 +303,7 @@ mod tests {
             .as_mut()
             .unwrap()
             .entries
-            .insert(forged.key(), (remembered, Facts::NO_VARIABLES));
+            .insert(forged.key, (remembered, Facts::NO_VARIABLES));
         assert_eq!(recall(&forged), None);
         assert_eq!(recall(&good), Some(Facts::NO_VARIABLES));
     }
