@@ -165,17 +165,28 @@ pub(crate) fn first_damage(data: &[u8]) -> Option<usize> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
     /// A function's symbol index, then `len - 4` bytes about it (`len` at least).
-    Symbol { len: usize },
+    Symbol { len: u8 },
     /// `len` bytes or more (block dimensions), no symbol.
-    Bytes { len: usize },
+    Bytes { len: u8 },
     /// A number: a 16-bit or byte value, or the first word of longer bytes.
     Number,
     /// A list of symbol indices (`EIATTR_EXTERNS`), each a word.
     Symbols,
 }
 
-#[inline]
-fn shape(code: u8) -> Option<Shape> {
+/// The [`shape`] of every attribute code, looked up by the check every load makes of every
+/// attribute rather than matched: codes without one, most of a list, cost a load and a branch.
+static SHAPES: [Option<Shape>; 256] = {
+    let mut shapes = [None; 256];
+    let mut code = 0;
+    while code < shapes.len() {
+        shapes[code] = shape(code as u8);
+        code += 1;
+    }
+    shapes
+};
+
+const fn shape(code: u8) -> Option<Shape> {
     Some(match code {
         // A symbol, then its value: u16 offset and u16 size for the constant bank.
         attr::PARAM_CBANK
@@ -197,7 +208,7 @@ fn shape(code: u8) -> Option<Shape> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flaw {
     /// The value holds less than readers take: `len` bytes.
-    TooShort { len: usize },
+    TooShort { len: u8 },
     /// The value bytes are not a whole number of 4-byte symbol indices.
     NotWords,
     /// It names a symbol at or past the symbol count.
@@ -206,9 +217,13 @@ enum Flaw {
 
 /// The [`Flaw`] of an attribute of `code` holding `value`, if it has one; symbol indices are
 /// compared with `symbols` when the count is known.
-#[inline]
 fn flaw(code: u8, value: Value<'_>, symbols: Option<usize>) -> Option<Flaw> {
-    let shape = shape(code)?;
+    shaped_flaw(SHAPES[usize::from(code)]?, value, symbols)
+}
+
+/// The [`Flaw`] of an attribute of `shape` holding `value`, as [`flaw`] finds it.
+#[inline(always)]
+fn shaped_flaw(shape: Shape, value: Value<'_>, symbols: Option<usize>) -> Option<Flaw> {
     let past = |index: u32| {
         let count = symbols?;
         usize::try_from(index)
@@ -222,7 +237,7 @@ fn flaw(code: u8, value: Value<'_>, symbols: Option<usize>) -> Option<Flaw> {
             .is_none()
             .then_some(Flaw::TooShort { len: 4 }),
         (Shape::Symbol { len } | Shape::Bytes { len }, Value::Bytes(bytes))
-            if bytes.len() < len =>
+            if bytes.len() < usize::from(len) =>
         {
             Some(Flaw::TooShort { len })
         }
@@ -269,8 +284,11 @@ pub(crate) fn first_unreadable(data: &[u8], symbols: usize) -> Option<(Attribute
 /// bytes that builds nothing: every load of a cubin runs it on every list, and nearly always
 /// finds them sound; the two functions above then say where and why when it does not.
 pub(crate) fn is_sound(data: &[u8], symbols: Option<usize>) -> bool {
-    let readable = |code: u8, value: Value<'_>| match symbols {
-        Some(count) => flaw(code, value, Some(count)).is_none(),
+    let Some(count) = symbols else {
+        return first_damage(data).is_none();
+    };
+    let readable = |code: u8, value: Value<'_>| match SHAPES[usize::from(code)] {
+        Some(shape) => shaped_flaw(shape, value, Some(count)).is_none(),
         None => true,
     };
     let mut rest = data;
@@ -425,7 +443,11 @@ mod tests {
             let mut list = Vec::new();
             for _ in 0..random.usize(0..5) {
                 let format = random.u8(0..6);
-                let code = codes[random.usize(..codes.len())];
+                // Half the codes are those cudyn reads, the others any byte at all.
+                let code = match random.bool() {
+                    true => codes[random.usize(..codes.len())],
+                    false => random.u8(..),
+                };
                 match format {
                     EIFMT_SVAL => {
                         let len = [0, 3, 4, 8, 12, 13][random.usize(..6)];
