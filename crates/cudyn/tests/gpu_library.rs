@@ -127,6 +127,73 @@ fn a_failure_after_a_successful_load_carries_the_jit_error_log() {
     assert!(log.contains("version"), "log: {log}");
 }
 
+/// A fatbin holding only the PTX of [`SAXPY`] for device 0, damaged so that the JIT rejects it
+/// (an instruction that does not exist), which cudyn's check cannot know.
+fn fatbin_of_rejected_ptx() -> Vec<u8> {
+    let ptx = String::from_utf8(compile(SAXPY, Output::Ptx).bytes()).unwrap();
+    let rejected = ptx.replacen("ret;", "no_such_instruction;", 1);
+    assert_ne!(rejected, ptx, "the PTX has a ret");
+    let (major, minor) = cudyn::Device::get(0)
+        .and_then(|device| device.compute_capability())
+        .unwrap();
+    let mut fatbin = cudyn::compile::FatbinBuilder::new().unwrap();
+    fatbin
+        .add_ptx(
+            rejected.as_bytes(),
+            cudyn::Arch::new(major, minor),
+            "rejected.cu",
+        )
+        .unwrap();
+    fatbin.finish().unwrap()
+}
+
+/// Set in the child process of
+/// [`a_fatbin_the_jit_rejects_fails_at_its_load_with_the_log_when_loaded_eagerly`].
+const EAGER_CHILD: &str = "CUDYN_TEST_EAGER_FATBIN_CHILD";
+
+#[test]
+#[ignore = "gpu: a fatbin whose PTX the JIT rejects, loaded lazily, then eagerly in a child"]
+fn a_fatbin_the_jit_rejects_fails_at_its_load_with_the_log_when_loaded_eagerly() {
+    // Lazily, the driver's default, the fatbin reaches a context at its first use: the load
+    // may succeed, but no kernel comes of it.
+    let lazily =
+        Library::load(fatbin_of_rejected_ptx()).and_then(|library| library.kernel("saxpy"));
+    assert!(
+        lazily.is_err(),
+        "a kernel of PTX the JIT rejects: {lazily:?}"
+    );
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["eager_fatbin_child", "--exact", "--nocapture"])
+        .env(EAGER_CHILD, "1")
+        .env("CUDA_MODULE_LOADING", "EAGER")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("eager fatbin load failed with the JIT's log"),
+        "the child:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// What the child process does (the driver loading modules eagerly); nothing when run as an
+/// ordinary test.
+#[test]
+fn eager_fatbin_child() {
+    if std::env::var_os(EAGER_CHILD).is_none() {
+        return;
+    }
+    // A context for the eager load to load the library into.
+    DeviceBuffer::<f32>::alloc(1).unwrap();
+    let error = Library::load(fatbin_of_rejected_ptx())
+        .expect_err("eagerly, the JIT runs during the load and rejects the PTX");
+    let log = error
+        .log()
+        .unwrap_or_else(|| panic!("no log attached to {error}"));
+    assert!(log.to_lowercase().contains("error"), "log: {log}");
+    println!("eager fatbin load failed with the JIT's log: {log}");
+}
+
 #[test]
 #[ignore = "gpu: loads bytes the driver may use in place"]
 fn a_preserved_binary_loads_and_runs() {

@@ -1,10 +1,12 @@
-//! Loading: the options, the JIT's logs, and the check that only whole, loadable device code
-//! reaches the driver.
+//! Loading: the options, sharing, and the check that only whole, loadable device code reaches
+//! the driver.
 
 use std::ffi::c_void;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::jit::{JitArgs, Logs};
+pub use super::jit::{JitLog, JitOptions};
 use super::registry::{KeyParts, Published, Users};
 use super::{Backend, Inner, Library, SHARED};
 use crate::api::library::{LibraryApi, LoadOptions};
@@ -13,71 +15,6 @@ use crate::context;
 use crate::error::{Error, Result};
 use crate::image::{Checked, Facts, ImageKind};
 use crate::sys::driver;
-
-/// Options for the JIT compiler, used when the library holds PTX that must be compiled for the
-/// device (a cubin or a fatbin with SASS for the device is not compiled again).
-///
-/// Built from the default with its setters, so that a later JIT option is not a breaking change:
-///
-/// ```no_run
-/// use cudyn::{JitOptions, Library};
-///
-/// let jit = JitOptions::default().max_registers(32).line_info(true).verbose_log(true);
-/// let library = Library::loader().jit(jit).load(&std::fs::read("kernels.ptx")?)?;
-/// println!("{}", library.jit_log().info);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct JitOptions {
-    /// Optimization level, 0 to 4 (the JIT's default is 4).
-    pub optimization_level: Option<u32>,
-    /// Most registers a thread may use.
-    pub max_registers: Option<u32>,
-    /// Generate debug information.
-    pub debug_info: bool,
-    /// Generate line-number information.
-    pub line_info: bool,
-    /// Make the info log verbose.
-    pub verbose_log: bool,
-    /// Capacity of each of the two logs (info and error), in bytes.
-    pub log_capacity: usize,
-}
-
-impl Default for JitOptions {
-    fn default() -> Self {
-        JitOptions {
-            optimization_level: None,
-            max_registers: None,
-            debug_info: false,
-            line_info: false,
-            verbose_log: false,
-            log_capacity: 16 * 1024,
-        }
-    }
-}
-
-impl JitOptions {
-    setters! {
-        /// The optimization level, 0 to 4 (the JIT's default is 4).
-        optimization_level(level: u32) => Some;
-
-        /// The most registers a thread may use.
-        max_registers(count: u32) => Some;
-
-        /// Debug information.
-        debug_info(on: bool);
-
-        /// Line-number information.
-        line_info(on: bool);
-
-        /// A verbose info log.
-        verbose_log(on: bool);
-
-        /// The capacity of each of the two logs (info and error), in bytes.
-        log_capacity(bytes: usize);
-    }
-}
 
 /// Options for loading a library, beyond the JIT's. Built from the default with its setters, as
 /// [`JitOptions`] is.
@@ -121,44 +58,6 @@ pub enum Sharing {
     Always,
     /// Load a library of this load's own, and let no later load share it.
     Never,
-}
-
-/// What the JIT compiler said while loading a library; empty for code that needed no JIT.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct JitLog {
-    /// The informational log.
-    pub info: String,
-    /// The error log. It can hold an error even when the load succeeded.
-    pub error: String,
-}
-
-impl JitLog {
-    /// Whether both logs are empty.
-    pub fn is_empty(&self) -> bool {
-        self.info.is_empty() && self.error.is_empty()
-    }
-
-    /// Both logs as one text for an error message, `None` when both are empty.
-    pub fn text(&self) -> Option<String> {
-        let parts: Vec<String> = [("error", &self.error), ("info", &self.info)]
-            .into_iter()
-            .filter(|(_, log)| !log.is_empty())
-            .map(|(kind, log)| format!("JIT {kind} log: {}", log.trim_end()))
-            .collect();
-        (!parts.is_empty()).then(|| parts.join("\n"))
-    }
-
-    /// `error` with the logs attached, when it is a failed CUDA call without a log of its own.
-    pub(crate) fn attach(&self, error: Error) -> Error {
-        match error {
-            Error::Cuda(mut call) if call.log.is_none() => {
-                call.log = self.text();
-                Error::Cuda(call)
-            }
-            other => other,
-        }
-    }
 }
 
 /// Loads a library with options; made by [`Library::loader`].
@@ -380,25 +279,35 @@ impl LibraryLoader {
             owned.into_boxed_slice()
         });
         let api = LibraryApi::new(backend)?;
-        let mut jit = JitArgs::new(&self.jit, kind)?;
-        let mut library_options = [driver::CU_LIBRARY_BINARY_IS_PRESERVED];
-        // The option is a flag; its value is the flag's value.
-        let mut library_values = [std::ptr::without_provenance_mut::<c_void>(1)];
-        let preserve = usize::from(self.options.preserve_binary);
-        let (options, values) = jit.arrays();
-        let load_options = LoadOptions {
-            jit: options,
-            jit_values: values,
-            library: &mut library_options[..preserve],
-            library_values: &mut library_values[..preserve],
-        };
         // The boxed bytes do not move when the box does: they stay where `data` points while
         // `owned` lives, through this call and, when preserved, in the library.
         let data = owned.as_deref().unwrap_or(image).as_ptr();
-        // SAFETY: `data` is device code of a loadable kind, NUL-terminated when it is PTX, alive
-        // through the call (and the library's life when preserved: `owned` moves into it); the
-        // JIT values point into `jit`'s log buffers, which live as long as the library.
-        let loaded = unsafe { api.load_data(data.cast(), load_options) };
+        let load = |jit: &mut JitArgs| {
+            let mut library_options = [driver::CU_LIBRARY_BINARY_IS_PRESERVED];
+            // The option is a flag; its value is the flag's value.
+            let mut library_values = [std::ptr::without_provenance_mut::<c_void>(1)];
+            let preserve = usize::from(self.options.preserve_binary);
+            let (options, values) = jit.arrays();
+            let load_options = LoadOptions {
+                jit: options,
+                jit_values: values,
+                library: &mut library_options[..preserve],
+                library_values: &mut library_values[..preserve],
+            };
+            // SAFETY: `data` is device code of a loadable kind, NUL-terminated when it is PTX,
+            // alive through the call (and the library's life when preserved: `owned` moves into
+            // it); the JIT values point into `jit`'s log buffers, which live as long as the
+            // library.
+            unsafe { api.load_data(data.cast(), load_options) }
+        };
+        let mut jit = JitArgs::new(&self.jit, kind, Logs::WhenTheJitMayRun)?;
+        let mut loaded = load(&mut jit);
+        if loaded.is_err() && kind == ImageKind::Fatbin && !jit.has_logs() {
+            // A fatbin loaded without log buffers failed: again with them, so that the error
+            // says what the JIT said, if it ran.
+            jit = JitArgs::new(&self.jit, kind, Logs::Always)?;
+            loaded = load(&mut jit);
+        }
         let raw = loaded.map_err(|error| jit.logs().attach(error))?;
         let mut inner = Inner {
             raw,
@@ -466,129 +375,9 @@ fn driver_lacks_param_info() -> bool {
     crate::sys::driver().is_ok_and(|driver| driver.api.cuKernelGetParamInfo.is_none())
 }
 
-/// The JIT option arrays of one load, with the log buffers they point into.
-#[derive(Debug)]
-struct JitArgs {
-    options: [driver::CUjit_option; JitArgs::MAX],
-    values: [*mut c_void; JitArgs::MAX],
-    count: usize,
-    info: Vec<u8>,
-    error: Vec<u8>,
-}
-
-impl JitArgs {
-    const MAX: usize = 9;
-    const INFO_SIZE_SLOT: usize = 1;
-    const ERROR_SIZE_SLOT: usize = 3;
-
-    /// The JIT options of a load of `kind`. A cubin is never JIT-compiled: it gets no options
-    /// and no log buffers, whose first touch costs a new process page faults on every load.
-    fn new(jit: &JitOptions, kind: ImageKind) -> Result<JitArgs> {
-        if let Some(level) = jit.optimization_level.filter(|&level| level > 4) {
-            return Err(Error::JitOptimizationLevel { level });
-        }
-        let mut args = JitArgs {
-            options: [0; Self::MAX],
-            values: [std::ptr::null_mut(); Self::MAX],
-            count: 0,
-            info: Vec::new(),
-            error: Vec::new(),
-        };
-        if kind == ImageKind::Cubin {
-            return Ok(args);
-        }
-        let capacity = jit.log_capacity.clamp(1, u32::MAX as usize);
-        args.info = log_buffer(capacity);
-        args.error = log_buffer(capacity);
-        let info = args.info.as_mut_ptr().cast();
-        let error = args.error.as_mut_ptr().cast();
-        // The size slots are read back after the load: keep them at the indices named above.
-        args.push(driver::CU_JIT_INFO_LOG_BUFFER, info);
-        args.push(driver::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, capacity as _);
-        args.push(driver::CU_JIT_ERROR_LOG_BUFFER, error);
-        args.push(driver::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, capacity as _);
-        if let Some(level) = jit.optimization_level {
-            args.push(driver::CU_JIT_OPTIMIZATION_LEVEL, level as _);
-        }
-        if let Some(registers) = jit.max_registers {
-            args.push(driver::CU_JIT_MAX_REGISTERS, registers as _);
-        }
-        for (set, option) in [
-            (jit.debug_info, driver::CU_JIT_GENERATE_DEBUG_INFO),
-            (jit.line_info, driver::CU_JIT_GENERATE_LINE_INFO),
-            (jit.verbose_log, driver::CU_JIT_LOG_VERBOSE),
-        ] {
-            if set {
-                args.push(option, 1 as _);
-            }
-        }
-        Ok(args)
-    }
-
-    /// Adds an option; scalar values travel in the pointer itself, as the JIT API specifies.
-    fn push(&mut self, option: driver::CUjit_option, value: *mut c_void) {
-        self.options[self.count] = option;
-        self.values[self.count] = value;
-        self.count += 1;
-    }
-
-    /// The options set and their values, for the load call.
-    fn arrays(&mut self) -> (&mut [driver::CUjit_option], &mut [*mut c_void]) {
-        (
-            &mut self.options[..self.count],
-            &mut self.values[..self.count],
-        )
-    }
-
-    fn logs(&self) -> JitLog {
-        JitLog {
-            info: read_log(&self.info, self.values[Self::INFO_SIZE_SLOT]),
-            error: read_log(&self.error, self.values[Self::ERROR_SIZE_SLOT]),
-        }
-    }
-}
-
-/// A log buffer of `capacity` bytes for the JIT to write into (its spare capacity): not zeroed,
-/// since a load's log is a few lines at most and zeroing two buffers of the default 16 KiB cost
-/// every PTX or fatbin load more than their use; its first byte a NUL, so that a log the JIT
-/// leaves unwritten reads as empty.
-fn log_buffer(capacity: usize) -> Vec<u8> {
-    let mut buffer = Vec::with_capacity(capacity);
-    buffer.push(0);
-    buffer
-}
-
-/// The text in a log buffer made by [`log_buffer`]: up to the size the JIT reports filled, the
-/// first NUL, or the end.
-fn read_log(buffer: &Vec<u8>, filled: *mut c_void) -> String {
-    // A cubin's load has no log buffers: nothing to decode, and no code to run for it.
-    if buffer.capacity() == 0 {
-        return String::new();
-    }
-    let limit = (filled as usize).min(buffer.capacity());
-    let start = buffer.as_ptr();
-    let mut end = 0;
-    while end < limit {
-        // SAFETY: `start` points to `capacity` bytes of one allocation, and `end < limit <=
-        // capacity`. The bytes read are those before the first NUL from the start: the NUL put
-        // first by `log_buffer`, or the log the JIT wrote over it, a C string it ends with a NUL
-        // within the buffer (the size it is given includes the terminator) and whose length it
-        // reports in `filled`, the limit here. So no byte the JIT did not write is read.
-        let byte = unsafe { start.add(end).read() };
-        if byte == 0 {
-            break;
-        }
-        end += 1;
-    }
-    // SAFETY: the `end` bytes from `start` were read just above: written, none a NUL.
-    let text = unsafe { std::slice::from_raw_parts(start, end) };
-    String::from_utf8_lossy(text).trim_end().to_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sys::{self, runtime};
 
     /// What a load checks of bytes from outside: their kind, and what the check found.
     fn checked(bytes: &[u8], what: &str) -> Result<(ImageKind, Facts)> {
@@ -690,115 +479,5 @@ mod tests {
                 "cut".into()
             });
         assert!(facts.unwrap().defines_variables);
-    }
-
-    #[test]
-    fn jit_options_fill_the_arrays_the_header_describes() {
-        let jit = JitOptions {
-            optimization_level: Some(2),
-            max_registers: Some(40),
-            line_info: true,
-            log_capacity: 128,
-            ..JitOptions::default()
-        };
-        let args = JitArgs::new(&jit, ImageKind::Ptx).unwrap();
-        let options = &args.options[..args.count];
-        assert_eq!(
-            options,
-            [
-                driver::CU_JIT_INFO_LOG_BUFFER,
-                driver::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-                driver::CU_JIT_ERROR_LOG_BUFFER,
-                driver::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                driver::CU_JIT_OPTIMIZATION_LEVEL,
-                driver::CU_JIT_MAX_REGISTERS,
-                driver::CU_JIT_GENERATE_LINE_INFO,
-            ]
-        );
-        assert_eq!(args.values[0], args.info.as_ptr() as *mut c_void);
-        assert_eq!(args.values[1] as usize, 128);
-        assert_eq!(args.values[2], args.error.as_ptr() as *mut c_void);
-        assert_eq!(args.values[4] as usize, 2);
-        assert_eq!(args.values[5] as usize, 40);
-        assert_eq!(args.values[6] as usize, 1);
-        // A cubin is never JIT-compiled: no options, no buffers, an empty log.
-        let cubin = JitArgs::new(&jit, ImageKind::Cubin).unwrap();
-        assert_eq!(
-            (cubin.count, cubin.info.len(), cubin.error.len()),
-            (0, 0, 0)
-        );
-        assert_eq!(cubin.logs(), JitLog::default());
-        // The runtime's option numbers are the driver's.
-        assert_eq!(
-            runtime::cudaJitOptimizationLevel,
-            driver::CU_JIT_OPTIMIZATION_LEVEL
-        );
-        assert_eq!(
-            runtime::cudaJitErrorLogBuffer,
-            driver::CU_JIT_ERROR_LOG_BUFFER
-        );
-        assert_eq!(
-            runtime::cudaJitGenerateLineInfo,
-            driver::CU_JIT_GENERATE_LINE_INFO
-        );
-    }
-
-    #[test]
-    fn out_of_range_optimization_level_is_refused() {
-        let jit = JitOptions {
-            optimization_level: Some(5),
-            ..JitOptions::default()
-        };
-        for kind in [ImageKind::Ptx, ImageKind::Cubin, ImageKind::Fatbin] {
-            assert!(matches!(
-                JitArgs::new(&jit, kind),
-                Err(Error::JitOptimizationLevel { level: 5 })
-            ));
-        }
-    }
-
-    #[test]
-    fn logs_stop_at_the_filled_size_or_the_first_nul() {
-        let mut buffer = log_buffer(64);
-        assert_eq!(buffer.capacity(), 64);
-        // Unwritten, with the size the JIT was given still in the filled slot.
-        assert_eq!(read_log(&buffer, 64 as *mut c_void), "");
-        // The JIT writes its log over the buffer's spare capacity.
-        buffer.clear();
-        buffer.extend_from_slice(b"ptxas error   : Unsupported .version 9.5\0garbage");
-        assert_eq!(
-            read_log(&buffer, 44 as *mut c_void),
-            "ptxas error   : Unsupported .version 9.5"
-        );
-        assert_eq!(
-            read_log(&buffer, 64 as *mut c_void),
-            "ptxas error   : Unsupported .version 9.5"
-        );
-        assert_eq!(read_log(&buffer, 5 as *mut c_void), "ptxas");
-        // A cubin's load has no buffers.
-        assert_eq!(read_log(&Vec::new(), 100 as *mut c_void), "");
-    }
-
-    #[test]
-    fn logs_are_attached_to_call_errors_without_one() {
-        let log = JitLog {
-            info: String::new(),
-            error: "ptxas fatal: Unsupported .version 9.5".into(),
-        };
-        let error = Error::Cuda(Box::new(crate::error::CallError {
-            api: sys::locate::Component::Runtime,
-            call: "cudaLibraryGetKernel",
-            code: 222,
-            name: "cudaErrorUnsupportedPtxVersion".into(),
-            message: "the provided PTX was compiled with an unsupported toolchain".into(),
-            log: None,
-            hint: None,
-        }));
-        let error = log.attach(error);
-        assert_eq!(
-            error.log(),
-            Some("JIT error log: ptxas fatal: Unsupported .version 9.5")
-        );
-        assert!(error.to_string().contains("Unsupported .version 9.5"));
     }
 }

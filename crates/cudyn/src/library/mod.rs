@@ -81,6 +81,7 @@ use kernel::{params_from_image, Kernel, KernelState};
 
 mod function;
 pub mod global;
+mod jit;
 pub mod kernel;
 pub mod loader;
 pub(crate) mod plan;
