@@ -119,7 +119,7 @@ fn originals(with_devrt: bool) -> Vec<Original> {
         Original {
             what: "relocatable cubin (nvcc)",
             bytes: read("kernel.cubin"),
-            partner: helper_cubin,
+            partner: helper_cubin.clone(),
             lto: false,
         },
         Original {
@@ -135,7 +135,8 @@ fn originals(with_devrt: bool) -> Vec<Original> {
         originals.push(Original {
             what: "libcudadevrt.a (CUDA)",
             bytes: std::fs::read(devrt).unwrap(),
-            partner: kernel_cubin,
+            // Whole on its own: the kernel piece calls the helper, which the archive lacks.
+            partner: helper_cubin,
             lto: false,
         });
     }
