@@ -174,18 +174,6 @@ enum Shape {
     Symbols,
 }
 
-/// The [`shape`] of every attribute code, looked up by the check every load makes of every
-/// attribute rather than matched: codes without one, most of a list, cost a load and a branch.
-static SHAPES: [Option<Shape>; 256] = {
-    let mut shapes = [None; 256];
-    let mut code = 0;
-    while code < shapes.len() {
-        shapes[code] = shape(code as u8);
-        code += 1;
-    }
-    shapes
-};
-
 const fn shape(code: u8) -> Option<Shape> {
     Some(match code {
         // A symbol, then its value: u16 offset and u16 size for the constant bank.
@@ -218,12 +206,7 @@ enum Flaw {
 /// The [`Flaw`] of an attribute of `code` holding `value`, if it has one; symbol indices are
 /// compared with `symbols` when the count is known.
 fn flaw(code: u8, value: Value<'_>, symbols: Option<usize>) -> Option<Flaw> {
-    shaped_flaw(SHAPES[usize::from(code)]?, value, symbols)
-}
-
-/// The [`Flaw`] of an attribute of `shape` holding `value`, as [`flaw`] finds it.
-#[inline(always)]
-fn shaped_flaw(shape: Shape, value: Value<'_>, symbols: Option<usize>) -> Option<Flaw> {
+    let shape = shape(code)?;
     let past = |index: u32| {
         let count = symbols?;
         usize::try_from(index)
@@ -287,37 +270,110 @@ pub(crate) fn is_sound(data: &[u8], symbols: Option<usize>) -> bool {
     let Some(count) = symbols else {
         return first_damage(data).is_none();
     };
-    let readable = |code: u8, value: Value<'_>| match SHAPES[usize::from(code)] {
-        Some(shape) => shaped_flaw(shape, value, Some(count)).is_none(),
-        None => true,
+    let below = |word: &[u8]| {
+        let index = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+        usize::try_from(index).is_ok_and(|index| index < count)
     };
     let mut rest = data;
     while let Some((&[format, code, low, high], values)) = rest.split_first_chunk::<4>() {
-        let (value, after) = match format {
-            EIFMT_NVAL => (Value::None, values),
-            EIFMT_BVAL => (Value::Half(u16::from(low)), values),
-            EIFMT_HVAL => (Value::Half(u16::from_le_bytes([low, high])), values),
+        let need = NEEDS[usize::from(code)];
+        rest = match format {
             EIFMT_SVAL => {
-                match values.split_at_checked(usize::from(u16::from_le_bytes([low, high]))) {
-                    Some((bytes, after)) => (Value::Bytes(bytes), after),
-                    None => return false,
+                let Some((bytes, after)) =
+                    values.split_at_checked(usize::from(u16::from_le_bytes([low, high])))
+                else {
+                    return false;
+                };
+                let readable = bytes.len() >= usize::from(need.least_bytes)
+                    && match need.symbols {
+                        Words::None => true,
+                        Words::First => bytes.first_chunk::<4>().is_some_and(|word| below(word)),
+                        Words::All => bytes.len() % 4 == 0 && bytes.chunks_exact(4).all(below),
+                    };
+                if !readable {
+                    return false;
                 }
+                after
             }
+            EIFMT_NVAL if need.without_value => values,
+            EIFMT_BVAL | EIFMT_HVAL if need.with_short_value => values,
             _ => return false,
         };
-        if !readable(code, value) {
-            return false;
-        }
-        rest = after;
     }
     // Fewer than 4 bytes left: as `first_damage` and `Attributes` read them.
     match *rest {
         [] => true,
-        [EIFMT_NVAL, code, ..] => readable(code, Value::None),
-        [EIFMT_BVAL, code, byte] => readable(code, Value::Half(u16::from(byte))),
+        [EIFMT_NVAL, code, ..] => NEEDS[usize::from(code)].without_value,
+        [EIFMT_BVAL, code, _] => NEEDS[usize::from(code)].with_short_value,
         _ => false,
     }
 }
+
+/// What [`is_sound`] asks of an attribute of one code: its [`Shape`] as a few fields read
+/// without a match, since the check reads it for every attribute of every load.
+#[derive(Debug, Clone, Copy)]
+struct Need {
+    /// The fewest value bytes readers take, when the value is bytes (`EIFMT_SVAL`).
+    least_bytes: u8,
+    /// Which words of value bytes are symbol indices.
+    symbols: Words,
+    /// Whether the attribute reads without a value (`EIFMT_NVAL`).
+    without_value: bool,
+    /// Whether it reads with a byte or 16-bit value (`EIFMT_BVAL`, `EIFMT_HVAL`).
+    with_short_value: bool,
+}
+
+/// Which 4-byte words of an attribute's value bytes are symbol indices.
+#[derive(Debug, Clone, Copy)]
+enum Words {
+    None,
+    First,
+    /// Every one, and the bytes are whole words.
+    All,
+}
+
+/// The [`Need`] of every code, from [`shape`]: what [`flaw`] finds no flaw in.
+static NEEDS: [Need; 256] = {
+    let mut needs = [Need {
+        least_bytes: 0,
+        symbols: Words::None,
+        without_value: true,
+        with_short_value: true,
+    }; 256];
+    let mut code = 0;
+    while code < needs.len() {
+        if let Some(shape) = shape(code as u8) {
+            needs[code] = match shape {
+                Shape::Symbol { len } => Need {
+                    least_bytes: len,
+                    symbols: Words::First,
+                    without_value: false,
+                    with_short_value: false,
+                },
+                Shape::Bytes { len } => Need {
+                    least_bytes: len,
+                    symbols: Words::None,
+                    without_value: false,
+                    with_short_value: false,
+                },
+                Shape::Number => Need {
+                    least_bytes: 4,
+                    symbols: Words::None,
+                    without_value: false,
+                    with_short_value: true,
+                },
+                Shape::Symbols => Need {
+                    least_bytes: 0,
+                    symbols: Words::All,
+                    without_value: true,
+                    with_short_value: true,
+                },
+            };
+        }
+        code += 1;
+    }
+    needs
+};
 
 /// One attribute of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
