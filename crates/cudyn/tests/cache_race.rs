@@ -188,7 +188,8 @@ fn files_under(folder: &Path) -> BTreeSet<PathBuf> {
 }
 
 /// The racers all got the code one uncontended compile makes, and the cache they shared holds
-/// exactly the files that compile leaves: one valid entry, no temporary file.
+/// the files that compile leaves: one valid entry, no temporary file (its direct name may be
+/// missing, as said below).
 fn check_race(test: &str, workers: usize, threads: bool) {
     let alone = tempfile::tempdir().unwrap();
     let reference = race(test, alone.path(), 1, false).remove(0);
@@ -222,10 +223,23 @@ fn check_race(test: &str, workers: usize, threads: bool) {
         !expected.is_empty(),
         "a compile alone stored nothing in the cache"
     );
+    // A direct name is a second link to the entry file. A racer that replaces the entry after
+    // another filed the name leaves that name linked to the replaced file, and the next
+    // prune removes it as orphaned (as the cache documents): the name may then be missing,
+    // which costs a later process the lookup by key, never a wrong answer.
+    let is_direct = |path: &PathBuf| path.starts_with("direct");
+    let raced = files_under(shared.path());
+    let (raced_direct, raced_rest): (BTreeSet<_>, BTreeSet<_>) =
+        raced.into_iter().partition(is_direct);
+    let (expected_direct, expected_rest): (BTreeSet<_>, BTreeSet<_>) =
+        expected.into_iter().partition(is_direct);
     assert_eq!(
-        files_under(shared.path()),
-        expected,
+        raced_rest, expected_rest,
         "the raced cache holds other files than a compile alone leaves"
+    );
+    assert!(
+        raced_direct.is_subset(&expected_direct),
+        "the raced cache holds direct names a compile alone does not: {raced_direct:?}"
     );
 }
 
