@@ -270,9 +270,8 @@ pub(crate) fn is_sound(data: &[u8], symbols: Option<usize>) -> bool {
     let Some(count) = symbols else {
         return first_damage(data).is_none();
     };
-    let below = |word: &[u8]| {
-        let index = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
-        usize::try_from(index).is_ok_and(|index| index < count)
+    let below = |word: &[u8; 4]| {
+        usize::try_from(u32::from_le_bytes(*word)).is_ok_and(|index| index < count)
     };
     let mut rest = data;
     while let Some((&[format, code, low, high], values)) = rest.split_first_chunk::<4>() {
@@ -287,8 +286,11 @@ pub(crate) fn is_sound(data: &[u8], symbols: Option<usize>) -> bool {
                 let readable = bytes.len() >= usize::from(need.least_bytes)
                     && match need.symbols {
                         Words::None => true,
-                        Words::First => bytes.first_chunk::<4>().is_some_and(|word| below(word)),
-                        Words::All => bytes.len() % 4 == 0 && bytes.chunks_exact(4).all(below),
+                        Words::First => bytes.first_chunk::<4>().is_some_and(below),
+                        Words::All => match bytes.as_chunks::<4>() {
+                            (words, []) => words.iter().all(below),
+                            _ => false,
+                        },
                     };
                 if !readable {
                     return false;
