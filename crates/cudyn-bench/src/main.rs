@@ -4,7 +4,9 @@
 //! new processes of this same program, where the row is about a process's start): by cudyn, by
 //! the raw CUDA C API (the driver, runtime and NVRTC cudyn itself opened, called as a C program
 //! calls them), and by cudarc; medians over many repetitions, and each figure's ratio to the raw
-//! one. "—" marks work with no equivalent. The kernels are `kernels/peers.cu`.
+//! one. "—" marks work with no equivalent. The kernels are `kernels/peers.cu`. Each group's rows
+//! are printed, and the `--json` file rewritten, as soon as the group is measured, so that a run
+//! stopped part way (a time limit) still shows what it measured.
 //!
 //! - `launch`: host time per launch of an empty kernel, a 5-argument SAXPY, a 21-argument kernel
 //!   and a kernel taking a struct by value (interleaved bursts; the crate `cudyn`'s
@@ -230,6 +232,20 @@ fn benchmark() -> Result<(), String> {
         bench.gpu.as_deref().unwrap_or("no GPU"),
         bench.arch
     );
+    let device = serde_json::json!({
+        "name": bench.gpu.as_ref().ok(),
+        "arch": bench.arch.to_string(),
+    });
+    // Written after every group, so that a run stopped part way leaves what it measured.
+    let write_json = |rows: &[Row], skipped: &[Skipped]| match &options.json {
+        Some(path) => {
+            let json = report::to_json(&header, &device, rows, skipped);
+            std::fs::write(path, format!("{json:#}\n"))
+                .map_err(|e| format!("{}: {e}", path.display()))
+        }
+        None => Ok(()),
+    };
+    report::print_header(&header);
     let (mut rows, mut skipped) = (Vec::new(), Vec::new());
     for (name, needs_gpu, measure) in GROUPS {
         if !options.only.is_empty() && !options.only.iter().any(|only| only == name) {
@@ -240,23 +256,18 @@ fn benchmark() -> Result<(), String> {
             _ => measure(&bench),
         };
         match outcome {
-            Ok(measured) => rows.extend(measured),
+            Ok(measured) => {
+                report::print_rows(&measured);
+                rows.extend(measured);
+            }
             Err(reason) => skipped.push(Skipped {
                 group: name,
                 reason,
             }),
         }
+        write_json(&rows, &skipped)?;
     }
-    report::print(&header, &rows, &skipped);
-    if let Some(path) = &options.json {
-        let device = serde_json::json!({
-            "name": bench.gpu.as_ref().ok(),
-            "arch": bench.arch.to_string(),
-        });
-        let json = report::to_json(&header, &device, &rows, &skipped);
-        std::fs::write(path, format!("{json:#}\n"))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-    }
+    report::print_skipped(&skipped);
     let over = over_limits(&rows, &options.max_ratios);
     if !over.is_empty() {
         return Err(format!(

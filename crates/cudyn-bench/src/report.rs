@@ -77,14 +77,19 @@ fn figure(value: Option<f64>) -> String {
     }
 }
 
-/// Prints the table and the groups that did not run.
-pub fn print(header: &str, rows: &[Row], skipped: &[Skipped]) {
+/// Prints the table's header and column names, before any row is measured.
+pub fn print_header(header: &str) {
     println!("{header}");
     println!();
     println!(
         "{:<52} {:>4} {:>10} {:>10} {:>7} {:>10} {:>7}",
         "row", "unit", "raw", "cudyn", "x raw", "cudarc", "x raw"
     );
+}
+
+/// Prints `rows` under the columns of [`print_header`]: a group's rows as soon as it is
+/// measured, so that a run stopped part way still shows what it measured.
+pub fn print_rows(rows: &[Row]) {
     for row in rows {
         println!(
             "{:<52} {:>4} {:>10} {:>10} {:>7} {:>10} {:>7}",
@@ -100,6 +105,10 @@ pub fn print(header: &str, rows: &[Row], skipped: &[Skipped]) {
             println!("    {}", row.note);
         }
     }
+}
+
+/// Prints the groups that did not run, and why.
+pub fn print_skipped(skipped: &[Skipped]) {
     for skipped in skipped {
         println!("{}: not measured: {}", skipped.group, skipped.reason);
     }
