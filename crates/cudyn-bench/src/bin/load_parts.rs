@@ -19,6 +19,13 @@
 //! - `cudyn load + kernel` (the `cudyn-bench` row) and the same through the driver backend.
 //! - `runtime kernel` and `cudyn kernel`: the first lookup alone, in a library loaded untimed.
 //!
+//! `load_parts order IMAGE... [--repetitions N]`: how much a load's neighbours move it, for
+//! each image: the runtime's load and cudyn's (`cudyn load + kernel`) right after an eager module
+//! load and unload (`module`, untimed), each in turn in the place right after it; the two
+//! without it, in turn first; and cudyn's check right after the runtime's load (its code and
+//! data as a load finds them) and again right after itself. A benchmark that always gives one
+//! side the place after `module` favours the other.
+//!
 //! `load_parts start SOURCE [--starts N]`: the first launch of `saxpy` from a warm disk cache in
 //! new processes, cudyn's and raw's interleaved, each step timed: cudyn's finding of the GPU's
 //! architecture (`Arch::current`), its cache hit (`Program::compile`), load, lookup, the parameters asked of the driver (`Kernel::params`), the
@@ -30,6 +37,7 @@
 //! ```text
 //! cargo build --release -p cudyn-bench --bin load_parts
 //! target/release/load_parts DIR/peers.cubin DIR/peers.ptx DIR/peers.fatbin
+//! target/release/load_parts order DIR/peers.cubin DIR/peers.fatbin
 //! target/release/load_parts start crates/cudyn-bench/kernels/peers.cu
 //! ```
 
@@ -87,8 +95,8 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
-    let usage =
-        "usage: load_parts IMAGE... [--repetitions N] | load_parts start SOURCE [--starts N]";
+    let usage = "usage: load_parts [order] IMAGE... [--repetitions N] | load_parts start SOURCE \
+                 [--starts N]";
     let mut arguments: Vec<String> = std::env::args().skip(1).collect();
     let count = |arguments: &mut Vec<String>, flag: &str, default: usize| {
         let Some(at) = arguments.iter().position(|a| a == flag) else {
@@ -110,6 +118,9 @@ fn run() -> Result<(), String> {
     match arguments.as_slice() {
         [] => Err(usage.to_owned()),
         [start, source] if start == "start" => warm_start(Path::new(source), starts),
+        [order, files @ ..] if order == "order" && !files.is_empty() => files
+            .iter()
+            .try_for_each(|file| neighbours(Path::new(file), repetitions)),
         files => files
             .iter()
             .try_for_each(|file| load_ways(Path::new(file), repetitions)),
@@ -156,6 +167,65 @@ fn load_ways(file: &Path, repetitions: usize) -> Result<(), String> {
             micros(median),
             micros(least)
         );
+    }
+    Ok(())
+}
+
+/// The arrangements of `load_parts order`, in the order printed: what each times, in µs.
+const ARRANGEMENTS: [&str; 4] = [
+    "runtime right after module, then cudyn",
+    "cudyn right after module, then runtime",
+    "runtime and cudyn in turn first, no module",
+    "check after the runtime's load, then again",
+];
+
+/// Times the runtime's load and cudyn's in each arrangement of [`ARRANGEMENTS`] on the image
+/// in `file`, interleaved, and prints their medians.
+fn neighbours(file: &Path, repetitions: usize) -> Result<(), String> {
+    let image = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut driver = Driver::new()?;
+    let (runtime, module, check, cudyn) = (4, 5, 6, 8);
+    // Per arrangement, the two figures it times.
+    let mut samples = vec![[Vec::new(), Vec::new()]; ARRANGEMENTS.len()];
+    for repetition in 0..=repetitions {
+        let mut figures = [[Duration::ZERO; 2]; ARRANGEMENTS.len()];
+        driver.load(module, &image)?;
+        figures[0] = [driver.load(runtime, &image)?, cudyn_way(cudyn, &image)?];
+        driver.load(module, &image)?;
+        let cudyn_first = cudyn_way(cudyn, &image)?;
+        figures[1] = [driver.load(runtime, &image)?, cudyn_first];
+        figures[2] = if repetition % 2 == 0 {
+            [driver.load(runtime, &image)?, cudyn_way(cudyn, &image)?]
+        } else {
+            let cudyn_first = cudyn_way(cudyn, &image)?;
+            [driver.load(runtime, &image)?, cudyn_first]
+        };
+        driver.load(runtime, &image)?;
+        figures[3] = [cudyn_way(check, &image)?, cudyn_way(check, &image)?];
+        // The first round fills the driver's JIT cache and every lazy state: left out.
+        if repetition > 0 {
+            for (kept, figures) in samples.iter_mut().zip(figures) {
+                kept[0].push(figures[0]);
+                kept[1].push(figures[1]);
+            }
+        }
+    }
+    println!(
+        "{} ({} bytes), {repetitions} repetitions, medians in µs:",
+        file.display(),
+        image.len()
+    );
+    for (arrangement, [first, second]) in ARRANGEMENTS.iter().zip(samples) {
+        let (first, second) = (micros(median(first)), micros(median(second)));
+        let figures = if arrangement.starts_with("check") {
+            format!("first {first:.2}, second {second:.2}")
+        } else {
+            format!(
+                "runtime {first:.2}, cudyn {second:.2}: {:.3}x",
+                second / first
+            )
+        };
+        println!("  {arrangement:>42}: {figures}");
     }
     Ok(())
 }
