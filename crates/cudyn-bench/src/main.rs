@@ -45,8 +45,9 @@
 //! - `bench_load_host`: the host-side work of a load (detection, checks, hashes), no GPU needed;
 //! - `bench_parallel_compile`: `compile_all`'s worker processes against one compile after
 //!   another, no GPU needed;
-//! - `load_parts`: every way of loading an image, raw and through cudyn, timed apart, and the
-//!   steps of a first launch from a warm disk cache (needs a GPU);
+//! - `load_parts`: every way of loading an image, raw and through cudyn, timed apart; how much a
+//!   load's neighbours move it (`order`); and the steps of a first launch from a warm disk cache
+//!   (needs a GPU);
 //! - `nvrtc_start`: NVRTC's start-up in new processes, what each compile worker pays first.
 //!
 //! The peers written in Python, CuPy and cuda.core, are measured by `peers/bench_peers.py` (the
