@@ -12,8 +12,9 @@
 //! process with everything its check reads (its kind, flags, sizes and payload): the same fatbin
 //! loaded again, or another holding the same entry, is not decompressed again. An entry is
 //! recalled only when every one of those bytes equals the remembered ones, compared in full; a
-//! fast hash (xxh3) only finds the candidate, so no crafted collision can recall another entry's
-//! verdict, and the recall costs a fraction of a cryptographic hash of the payload. A load that
+//! fast hash (xxh3) of the fields and of samples of the payload only finds the candidate, so no
+//! crafted collision can recall another entry's verdict, and the recall costs a fraction of a
+//! cryptographic hash of the payload. A load that
 //! hashed the whole fatbin already (one that may share its library) names the entry by that
 //! blake3 digest and the entry's place instead, which covers the same bytes without reading the
 //! payload again.
@@ -65,10 +66,28 @@ struct Read<'a> {
     key: u128,
 }
 
+/// How many bytes of a payload's start, middle and end its key hashes (see [`Read::new`]).
+const KEY_SAMPLE: usize = 64;
+
 impl<'a> Read<'a> {
+    /// What a check read, keyed by the xxh3 of its fields and of the first, middle and last
+    /// [`KEY_SAMPLE`] bytes of its payload (the whole payload when shorter than the three):
+    /// hashing a few KiB of payload cost more than the rest of a fatbin's recall, and the key only
+    /// finds the candidate, which [`Read::is`] compares in full. Two entries of the same key
+    /// replace each other in the table, and the one not remembered is checked again.
     fn new(fields: Vec<u8>, payload: &'a [u8]) -> Read<'a> {
         let seed = xxhash_rust::xxh3::xxh3_64(&fields);
-        let key = xxhash_rust::xxh3::xxh3_128_with_seed(payload, seed);
+        let middle = payload.len().saturating_sub(KEY_SAMPLE) / 2;
+        let samples = (payload.len() > 3 * KEY_SAMPLE)
+            .then(|| {
+                let center = payload.get(middle..)?.first_chunk::<KEY_SAMPLE>()?;
+                Some([*payload.first_chunk()?, *center, *payload.last_chunk()?])
+            })
+            .flatten();
+        let key = match samples {
+            Some(samples) => xxhash_rust::xxh3::xxh3_128_with_seed(samples.as_flattened(), seed),
+            None => xxhash_rust::xxh3::xxh3_128_with_seed(payload, seed),
+        };
         Read {
             fields,
             payload,
@@ -356,6 +375,36 @@ mod tests {
         assert_eq!(
             decompressions(|| assert_eq!(validate(&fatbin, Purpose::Load).ok(), facts)),
             0
+        );
+        // Last, as it may take the fatbin's place in the table: a payload byte between the
+        // samples its key hashes, the same key, so only the comparison of every byte tells the
+        // entry from the one remembered.
+        let payload = entries(&fatbin)
+            .unwrap()
+            .map(Result::unwrap)
+            .find(|raw| raw.offset == entry)
+            .unwrap()
+            .payload;
+        let middle = (payload.len() - KEY_SAMPLE) / 2;
+        assert!(middle > KEY_SAMPLE, "{} bytes", payload.len());
+        let payload_at = payload.as_ptr() as usize - fatbin.as_ptr() as usize;
+        let between = payload_at + (KEY_SAMPLE + middle) / 2;
+        let mut unsampled = fatbin.clone();
+        unsampled[between] ^= 0x40;
+        let key = |bytes: &[u8]| {
+            let mut raw = entries(bytes).unwrap().map(Result::unwrap);
+            entry_read(&raw.find(|raw| raw.offset == entry).unwrap()).key
+        };
+        if !by_digest {
+            assert_eq!(
+                key(&unsampled),
+                key(&fatbin),
+                "the byte changed is not sampled"
+            );
+        }
+        assert_eq!(
+            decompressions(|| drop(validate(&unsampled, Purpose::Load))),
+            1
         );
     }
 }
