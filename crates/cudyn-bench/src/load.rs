@@ -26,6 +26,7 @@ use cudarc::nvrtc::Ptx;
 use cudyn::compile::FatbinBuilder;
 use cudyn::{Library, Output, Program, Sharing};
 
+use crate::in_turn::in_turn;
 use crate::raw_runtime::RawLibrary;
 use crate::report::{median, Row};
 use crate::Bench;
@@ -74,27 +75,23 @@ pub fn rows(bench: &Bench) -> Result<Vec<Row>, String> {
         let eager = kind == "ptx";
         let (mut raw, mut cudyn, mut cudarc) = (Vec::new(), Vec::new(), Vec::new());
         let mut lazy = Vec::new();
+        let cudyn_load = || -> Result<f64, String> {
+            let start = Instant::now();
+            let library = loader.load(image).map_err(|e| e.to_string())?;
+            library.kernel("saxpy").map_err(|e| e.to_string())?;
+            let elapsed = crate::report::ms(start.elapsed());
+            drop(library);
+            Ok(elapsed)
+        };
         for round in 0..LOADS {
             // Untimed: what follows cudarc's load and unload below is this, not a measured load.
             raw_load(image, false)?;
             if eager {
                 lazy.push(raw_load(image, false)?);
             }
-            let cudyn_load = || -> Result<f64, String> {
-                let start = Instant::now();
-                let library = loader.load(image).map_err(|e| e.to_string())?;
-                library.kernel("saxpy").map_err(|e| e.to_string())?;
-                let elapsed = crate::report::ms(start.elapsed());
-                drop(library);
-                Ok(elapsed)
-            };
-            if round % 2 == 0 {
-                raw.push(raw_load(image, eager)?);
-                cudyn.push(cudyn_load()?);
-            } else {
-                cudyn.push(cudyn_load()?);
-                raw.push(raw_load(image, eager)?);
-            }
+            let (raw_time, cudyn_time) = in_turn(round, || raw_load(image, eager), cudyn_load)?;
+            raw.push(raw_time);
+            cudyn.push(cudyn_time);
 
             let owned = Ptx::from_binary(image.clone());
             let start = Instant::now();
@@ -118,16 +115,18 @@ pub fn rows(bench: &Bench) -> Result<Vec<Row>, String> {
                 "ms",
             )
             .figures(median(raw), median(cudyn), median(cudarc))
-            .note(match median(lazy) {
-                Some(lazy) => format!(
-                    "median of {LOADS} interleaved loads, raw and cudyn in turn first; cudyn \
-                     unshared (a real load each time); all three JIT into the context at the load, raw by \
-                     cuLibraryGetModule (without it, lazy: {lazy:.4} ms)"
-                ),
-                None => format!(
+            .note({
+                let loads = format!(
                     "median of {LOADS} interleaved loads, raw and cudyn in turn first; cudyn \
                      unshared (a real load each time)"
-                ),
+                );
+                match median(lazy) {
+                    Some(lazy) => format!(
+                        "{loads}; all three JIT into the context at the load, raw by \
+                         cuLibraryGetModule (without it, lazy: {lazy:.4} ms)"
+                    ),
+                    None => loads,
+                }
             }),
         );
     }

@@ -68,6 +68,7 @@ mod raw_runtime;
 
 mod child;
 mod compile_rows;
+mod in_turn;
 mod launch;
 mod load;
 mod new_sources;

@@ -46,6 +46,8 @@ mod raw_runtime;
 
 #[path = "../durations.rs"]
 mod durations;
+#[path = "../in_turn.rs"]
+mod in_turn;
 
 use std::ffi::{c_char, c_uint, c_void};
 use std::path::Path;
@@ -55,6 +57,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::sys;
 use cudyn::{Backend, DeviceBuffer, Image, LaunchConfig, Library, Program, Sharing};
 use durations::median;
+use in_turn::in_turn;
 use raw_runtime::RawLibrary;
 
 const LOG_BYTES: usize = 16 * 1024;
@@ -194,12 +197,12 @@ fn neighbours(file: &Path, repetitions: usize) -> Result<(), String> {
         driver.load(module, &image)?;
         let cudyn_first = cudyn_way(cudyn, &image)?;
         figures[1] = [driver.load(runtime, &image)?, cudyn_first];
-        figures[2] = if repetition % 2 == 0 {
-            [driver.load(runtime, &image)?, cudyn_way(cudyn, &image)?]
-        } else {
-            let cudyn_first = cudyn_way(cudyn, &image)?;
-            [driver.load(runtime, &image)?, cudyn_first]
-        };
+        let (runtime_time, cudyn_time) = in_turn(
+            repetition,
+            || driver.load(runtime, &image),
+            || cudyn_way(cudyn, &image),
+        )?;
+        figures[2] = [runtime_time, cudyn_time];
         driver.load(runtime, &image)?;
         figures[3] = [cudyn_way(check, &image)?, cudyn_way(check, &image)?];
         // The first round fills the driver's JIT cache and every lazy state: left out.

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use cudyn::{Image, Library, Program, Sharing};
 
 use crate::footprint::Footprint;
+use crate::in_turn::in_turn;
 use crate::raw_runtime::RawLibrary;
 use crate::{median_us, Run};
 
@@ -53,13 +54,7 @@ pub fn load_size(run: &Run) -> Result<Value, String> {
             Ok(start.elapsed())
         };
         for round in 0..=rounds {
-            // Raw and cudyn take turns going first, as in cudyn-bench's load rows.
-            let (raw_time, cudyn_time) = if round % 2 == 0 {
-                (raw_load()?, cudyn_load()?)
-            } else {
-                let cudyn_time = cudyn_load()?;
-                (raw_load()?, cudyn_time)
-            };
+            let (raw_time, cudyn_time) = in_turn(round, raw_load, cudyn_load)?;
             let start = Instant::now();
             Image::new(&image[..])
                 .and_then(|image| image.validate())

@@ -31,6 +31,8 @@ mod footprint;
 #[path = "../../../../cudyn/tests/raw_runtime/mod.rs"]
 mod raw_runtime;
 
+#[path = "../../in_turn.rs"]
+mod in_turn;
 #[path = "../../new_sources.rs"]
 mod new_sources;
 #[path = "../../spawn.rs"]
