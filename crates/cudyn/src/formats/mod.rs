@@ -21,6 +21,7 @@ pub(crate) mod fatbin;
 pub(crate) mod host;
 pub(crate) mod ltoir;
 pub(crate) mod ptx;
+pub(crate) mod remembered;
 mod verdict;
 
 pub(crate) use verdict::{Facts, Purpose, Refusal};

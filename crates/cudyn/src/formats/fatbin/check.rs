@@ -9,96 +9,27 @@
 //!
 //! Decompressing an entry costs far more than the rest of the check (about 15 µs for 4 KiB of
 //! zstd-compressed PTX), so a compressed entry found whole is remembered for the life of the
-//! process with everything its check reads (its kind, flags, sizes and payload): the same fatbin
-//! loaded again, or another holding the same entry, is not decompressed again. An entry is
-//! recalled only when every one of those bytes equals the remembered ones, compared in full; a
-//! fast hash (xxh3) of the fields and of samples of the payload only finds the candidate, so no
-//! crafted collision can recall another entry's verdict, and the recall costs a fraction of a
-//! cryptographic hash of the payload. A load that
-//! hashed the whole fatbin already (one that may share its library) names the entry by that
-//! blake3 digest and the entry's place instead, which covers the same bytes without reading the
-//! payload again.
-
-use std::collections::HashMap;
-use std::sync::Mutex;
+//! process with everything its check reads (its kind, flags, sizes and payload; see
+//! `formats::remembered`): the same fatbin loaded again, or another holding the same entry, is
+//! not decompressed again. A load that hashed the whole fatbin already (one that may share its
+//! library) names the entry by that blake3 digest and the entry's place instead, which covers
+//! the same bytes without reading the payload again.
 
 use object::LittleEndian as LE;
 
 use super::{entries, CodeKind, Compression, EntryKind, RawEntry};
 use crate::digest::Digest;
+use crate::formats::remembered::{Keep, Read, Verdicts};
 use crate::formats::{cubin, ptx, Facts, Purpose, Refusal};
 use crate::parse_error::{Fault, ParseError, Problem};
 
-/// Compressed entries found whole, by the xxh3 of what their check read; emptied when it
-/// reaches [`MAX_REMEMBERED`] entries or [`MAX_REMEMBERED_BYTES`].
-static CHECKED: Mutex<Option<Remembered>> = Mutex::new(None);
-
-/// Entries remembered at most.
-const MAX_REMEMBERED: usize = 1024;
-/// Payload bytes remembered at most: 64 MiB.
-const MAX_REMEMBERED_BYTES: usize = 64 << 20;
-
-/// The entries found whole, each with the bytes its check read, and their payloads' total size.
-#[derive(Default)]
-struct Remembered {
-    entries: HashMap<u128, (Checked, Facts)>,
-    payload_bytes: usize,
-}
-
-/// What the check of a compressed entry read: the fields of its header the check depends on
-/// (or the digest of its whole fatbin and its place in it), and its payload (empty when the
-/// digest names it).
-#[derive(Debug, PartialEq, Eq)]
-struct Checked {
-    fields: Vec<u8>,
-    payload: Box<[u8]>,
-}
+/// Compressed entries found whole for a load (see `formats::remembered`): at most 1024, with
+/// 64 MiB of payload.
+static CHECKED: Verdicts = Verdicts::new(1024, 64 << 20, Keep::AtOnce);
 
 /// Room for the fields either way names an entry (at most 50 bytes), so that building them
 /// allocates once rather than growing four times on every check of a compressed entry.
 const FIELDS_CAPACITY: usize = 64;
-
-/// What the check of `raw` read, borrowed (see [`Checked`]), and its key in the table, hashed
-/// once for the recall and the remembering alike.
-struct Read<'a> {
-    fields: Vec<u8>,
-    payload: &'a [u8],
-    key: u128,
-}
-
-/// How many bytes of a payload's start, middle and end its key hashes (see [`Read::new`]).
-const KEY_SAMPLE: usize = 64;
-
-impl<'a> Read<'a> {
-    /// What a check read, keyed by the xxh3 of its fields and of the first, middle and last
-    /// [`KEY_SAMPLE`] bytes of its payload (the whole payload when shorter than the three):
-    /// hashing a few KiB of payload cost more than the rest of a fatbin's recall, and the key only
-    /// finds the candidate, which [`Read::is`] compares in full. Two entries of the same key
-    /// replace each other in the table, and the one not remembered is checked again.
-    fn new(fields: Vec<u8>, payload: &'a [u8]) -> Read<'a> {
-        let seed = xxhash_rust::xxh3::xxh3_64(&fields);
-        let middle = payload.len().saturating_sub(KEY_SAMPLE) / 2;
-        let samples = (payload.len() > 3 * KEY_SAMPLE)
-            .then(|| {
-                let center = payload.get(middle..)?.first_chunk::<KEY_SAMPLE>()?;
-                Some([*payload.first_chunk()?, *center, *payload.last_chunk()?])
-            })
-            .flatten();
-        let key = match samples {
-            Some(samples) => xxhash_rust::xxh3::xxh3_128_with_seed(samples.as_flattened(), seed),
-            None => xxhash_rust::xxh3::xxh3_128_with_seed(payload, seed),
-        };
-        Read {
-            fields,
-            payload,
-            key,
-        }
-    }
-
-    fn is(&self, checked: &Checked) -> bool {
-        self.fields == checked.fields && *self.payload == *checked.payload
-    }
-}
 
 #[cfg(test)]
 thread_local! {
@@ -152,7 +83,7 @@ pub(crate) fn validate(
             Some(whole) => entry_read_in(whole, &raw),
             None => entry_read(&raw),
         });
-        if let Some(known) = read.as_ref().and_then(recall) {
+        if let Some(known) = read.as_ref().and_then(|read| CHECKED.recall(read)) {
             facts = Some(facts.map_or(known, |facts| facts.either(known)));
             continue;
         }
@@ -181,7 +112,7 @@ pub(crate) fn validate(
         };
         let checked = checked.map_err(|refusal| refusal.inside(&place()))?;
         if let Some(read) = read.filter(|_| purpose == Purpose::Load) {
-            remember(&read, checked);
+            CHECKED.remember(&read, checked);
         }
         facts = Some(facts.map_or(checked, |facts| facts.either(checked)));
     }
@@ -219,36 +150,6 @@ fn entry_read_in<'a>(whole: &Digest, raw: &RawEntry<'_>) -> Read<'a> {
     Read::new(fields, &[])
 }
 
-fn checked_entries() -> std::sync::MutexGuard<'static, Option<Remembered>> {
-    // Nothing panics while holding the lock: a poisoned one still holds a consistent table.
-    CHECKED.lock().unwrap_or_else(|poison| poison.into_inner())
-}
-
-/// What the check of the entry that read `read` found, when it was found whole before.
-fn recall(read: &Read<'_>) -> Option<Facts> {
-    let checked = checked_entries();
-    let (remembered, facts) = checked.as_ref()?.entries.get(&read.key)?;
-    read.is(remembered).then_some(*facts)
-}
-
-fn remember(read: &Read<'_>, facts: Facts) {
-    let mut checked = checked_entries();
-    let table = checked.get_or_insert_with(Remembered::default);
-    if table.entries.len() >= MAX_REMEMBERED
-        || table.payload_bytes + read.payload.len() > MAX_REMEMBERED_BYTES
-    {
-        *table = Remembered::default();
-    }
-    let remembered = Checked {
-        fields: read.fields.clone(),
-        payload: read.payload.into(),
-    };
-    table.payload_bytes += read.payload.len();
-    if let Some((replaced, _)) = table.entries.insert(read.key, (remembered, facts)) {
-        table.payload_bytes -= replaced.payload.len();
-    }
-}
-
 /// An entry's PTX: the driver reads it as a C string, so it must end with a NUL.
 fn validate_ptx(code: &[u8]) -> Result<Facts, Refusal> {
     if code.last() != Some(&0) {
@@ -263,6 +164,7 @@ fn validate_ptx(code: &[u8]) -> Result<Facts, Refusal> {
 mod tests {
     use super::*;
     use crate::compile::{Arch, FatbinBuilder, Output, Program};
+    use crate::formats::remembered::KEY_SAMPLE;
 
     /// A fatbin of a cubin and PTX as nvFatbin writes it (the PTX zstd-compressed), and the
     /// offset of its first compressed entry.
@@ -310,27 +212,6 @@ mod tests {
     #[test]
     fn a_compressed_entry_found_whole_is_not_decompressed_again_but_any_change_is_checked() {
         entries_are_remembered_exactly(false);
-    }
-
-    /// A recall compares every byte: an entry whose key collides with a remembered one (forged
-    /// here by filing one entry's verdict under another's key) is not recalled.
-    #[test]
-    fn a_colliding_key_recalls_nothing_unless_every_byte_is_equal() {
-        let read = |payload: &'static [u8]| Read::new(b"entry\0test".to_vec(), payload);
-        let (good, forged) = (read(b"checked payload"), read(b"other payload"));
-        remember(&good, Facts::NO_VARIABLES);
-        assert_eq!(recall(&good), Some(Facts::NO_VARIABLES));
-        let remembered = Checked {
-            fields: good.fields.clone(),
-            payload: good.payload.into(),
-        };
-        checked_entries()
-            .as_mut()
-            .unwrap()
-            .entries
-            .insert(forged.key, (remembered, Facts::NO_VARIABLES));
-        assert_eq!(recall(&forged), None);
-        assert_eq!(recall(&good), Some(Facts::NO_VARIABLES));
     }
 
     #[test]
@@ -393,7 +274,7 @@ mod tests {
         unsampled[between] ^= 0x40;
         let key = |bytes: &[u8]| {
             let mut raw = entries(bytes).unwrap().map(Result::unwrap);
-            entry_read(&raw.find(|raw| raw.offset == entry).unwrap()).key
+            entry_read(&raw.find(|raw| raw.offset == entry).unwrap()).key()
         };
         if !by_digest {
             assert_eq!(
