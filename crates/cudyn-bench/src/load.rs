@@ -12,6 +12,12 @@
 //! eager module load and unload takes about 1 µs longer (`load_parts order` shows it), so a
 //! fixed order that put raw there flattered cudyn by about 0.05-0.07x.
 //!
+//! These loads load one image over and over, as a program that loads a library per context,
+//! thread or plugin does: from its third load in the process, cudyn recalls its check by
+//! comparing the bytes with a copy (see `Image::validate`). The `new.cubin` row loads cubins new
+//! to the process, each of its own (the same source with an empty kernel of its own), so that
+//! cudyn's check walks every one: the first load of an image.
+//!
 //! PTX is compared doing the same work: cudyn's load of PTX loads it into the current context at
 //! once (`cuLibraryGetModule`), which runs the JIT (or finds its result in the driver's JIT
 //! cache), so that PTX the JIT refuses fails at the load with the JIT's log; cudarc's module load
@@ -24,6 +30,7 @@ use std::time::Instant;
 use cudarc::driver::CudaContext;
 use cudarc::nvrtc::Ptx;
 use cudyn::compile::FatbinBuilder;
+use cudyn::library::LibraryLoader;
 use cudyn::{Library, Output, Program, Sharing};
 
 use crate::in_turn::in_turn;
@@ -33,6 +40,9 @@ use crate::Bench;
 
 /// Loads of each image by each path, interleaved.
 const LOADS: usize = 101;
+
+/// Loads of cubins new to the process by each path, interleaved.
+const NEW_LOADS: usize = 51;
 
 /// The images of kernels/peers.cu the `load` rows load: (file name, bytes).
 pub fn images(bench: &Bench) -> Result<Vec<(&'static str, Vec<u8>)>, String> {
@@ -130,7 +140,53 @@ pub fn rows(bench: &Bench) -> Result<Vec<Row>, String> {
             }),
         );
     }
+    rows.push(new_cubins(bench, &loader)?);
     Ok(rows)
+}
+
+/// The `new.cubin` row: loads of cubins new to the process, raw and cudyn each loading cubins
+/// of their own, in turn first.
+fn new_cubins(bench: &Bench, loader: &LibraryLoader) -> Result<Row, String> {
+    let cubins = (0..2 * NEW_LOADS)
+        .map(|index| {
+            let source = format!(
+                "{}\nextern \"C\" __global__ void new_cubin_{index}() {{}}\n",
+                crate::SOURCE
+            );
+            Program::new(source)
+                .arch(bench.arch)
+                .compile()
+                .map(|compiled| compiled.code().to_vec())
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let (mut raw, mut cudyn) = (Vec::new(), Vec::new());
+    for (round, pair) in cubins.chunks_exact(2).enumerate() {
+        let cudyn_load = || -> Result<f64, String> {
+            let start = Instant::now();
+            let library = loader.load(&pair[1]).map_err(|e| e.to_string())?;
+            library.kernel("saxpy").map_err(|e| e.to_string())?;
+            let elapsed = crate::report::ms(start.elapsed());
+            drop(library);
+            Ok(elapsed)
+        };
+        let (raw_time, cudyn_time) = in_turn(round, || raw_load(&pair[0], false), cudyn_load)?;
+        raw.push(raw_time);
+        cudyn.push(cudyn_time);
+    }
+    Ok(Row::new(
+        "new.cubin",
+        format!(
+            "load a cubin new to the process + kernel lookup ({} KiB)",
+            cubins[0].len() / 1024
+        ),
+        "ms",
+    )
+    .figures(median(raw), median(cudyn), None)
+    .note(format!(
+        "median of {NEW_LOADS} interleaved loads, raw and cudyn in turn first, each of a cubin of \
+         its own: cudyn's check walks every one"
+    )))
 }
 
 /// One raw load of `image` and lookup of `saxpy`, in ms, the unload untimed; `eager` also loads

@@ -8,12 +8,13 @@
 //! clock's own cost does not count), the kinds interleaved:
 //!
 //! - **detect**: `Image::detect`, the kind from the headers;
-//! - **check**: `Image::check`, the whole check every load of bytes from outside makes before the
+//! - **check**: `Image::check`, the check every load of bytes from outside makes before the
 //!   driver sees them (the loader's detection and `validate_loadable`: the same calls, PTX read as
-//!   text once); **first check** is the first of them in the process, timed once (cold caches included): a
-//!   fatbin's compressed entries are decompressed then, and remembered as checked for later loads
-//!   of the same bytes, so a last line times the check of fatbins new to the process (each with
-//!   PTX of its own, told apart by an empty kernel);
+//!   text once). Bytes found whole are remembered, so this is the check of bytes checked before:
+//!   their comparison with the copy remembered. **first check** is the first of them in the
+//!   process, timed once (cold caches included), the full walk; and a last line times the full
+//!   walk of images new to the process, each told apart by an empty kernel of its own (for a
+//!   fatbin, in its PTX, which is compressed and so decompressed too);
 //! - **detect+validate**: `Image::new` + `Image::validate`, the same check in two public calls (PTX
 //!   read as text by each);
 //! - **key**: blake3 of the image, the bulk of the key under which a load that may share
@@ -30,9 +31,12 @@
 //!
 //! For an instruction count per step (repeatable where times are not, e.g. under
 //! `valgrind --tool=callgrind`): `bench_load_host --write DIR` writes the three images to
-//! `DIR/peers.{cubin,ptx,fatbin}`, and `bench_load_host --repeat N STEP FILE...` runs one step
-//! (`detect`, `check`, `detect+validate`, `key`, `inspect`) N times on each file and prints nothing; the count of
-//! N + 1 rounds less that of 1 round, over N, is the step's cost per call.
+//! `DIR/peers.{cubin,ptx,fatbin}` and their variants new to the process to
+//! `DIR/new/peers-K.{cubin,ptx,fatbin}`, and `bench_load_host --repeat N STEP FILE...` runs one
+//! step (`detect`, `check`, `detect+validate`, `key`, `inspect`) N times on each file and prints
+//! nothing; the count of N + 1 rounds less that of 1 round, over N, is the step's cost per call.
+//! The full walk of a check, uncounted when the bytes were checked before, is the count of
+//! `--repeat 1 check` over K + 1 variants less that over one, over K.
 
 #[path = "../durations.rs"]
 mod durations;
@@ -63,8 +67,8 @@ const STEPS: [(&str, Step); 5] = [
     ("inspect", |image| Image::new(image)?.inspect().map(drop)),
 ];
 
-/// Fatbins new to the process whose check is timed.
-const NEW_FATBINS: usize = 101;
+/// Images of each kind new to the process whose check is timed.
+const NEW_IMAGES: usize = 101;
 
 /// Rounds per figure, and calls per round.
 const ROUNDS: usize = 501;
@@ -153,16 +157,19 @@ fn run() -> Result<()> {
         "medians of {ROUNDS} rounds of {BATCH} calls; check = what every load of outside bytes \
          runs before the driver"
     );
-    if all || wanted.iter().any(|w| w == "fatbin") {
-        let fresh = new_fatbins()?;
+    for (kind, fresh) in new_images()? {
+        if !(all || wanted.iter().any(|w| w == kind)) {
+            continue;
+        }
         let mut checks = Vec::with_capacity(fresh.len());
-        for fatbin in &fresh {
+        for image in &fresh {
             let start = Instant::now();
-            Image::check(fatbin)?;
+            Image::check(image)?;
             checks.push(start.elapsed());
         }
         println!(
-            "fatbin new to the process: check {:.2}us (median of {} fatbins with PTX of their own)",
+            "{kind} new to the process: check {:.2}us (median of {} {kind}s with a kernel of their \
+             own)",
             micros(median(checks)),
             fresh.len()
         );
@@ -170,14 +177,23 @@ fn run() -> Result<()> {
     Ok(())
 }
 
-/// `--write DIR`: the images of the `load` rows as `DIR/peers.<kind>`.
+/// `--write DIR`: the images of the `load` rows as `DIR/peers.<kind>`, and their variants new to
+/// the process as `DIR/new/peers-K.<kind>`.
 fn write_images(folder: &str) -> Result<()> {
-    std::fs::create_dir_all(folder).map_err(|error| cudyn::Error::read_file(folder, error))?;
+    let new = Path::new(folder).join("new");
+    std::fs::create_dir_all(&new).map_err(|error| cudyn::Error::read_file(&new, error))?;
+    let write = |path: std::path::PathBuf, image: &[u8]| {
+        std::fs::write(&path, image).map_err(|error| cudyn::Error::read_file(&path, error))
+    };
     for (kind, image) in images()? {
-        let path = Path::new(folder).join(format!("peers.{kind}"));
-        std::fs::write(&path, image).map_err(|error| cudyn::Error::read_file(&path, error))?;
-        println!("{}", path.display());
+        write(Path::new(folder).join(format!("peers.{kind}")), &image)?;
     }
+    for (kind, variants) in new_images()? {
+        for (index, image) in variants.iter().enumerate() {
+            write(new.join(format!("peers-{index}.{kind}")), image)?;
+        }
+    }
+    println!("{folder}/peers.{{cubin,ptx,fatbin}}, {folder}/new/peers-K.{{cubin,ptx,fatbin}}");
     Ok(())
 }
 
@@ -205,9 +221,13 @@ fn repeat(arguments: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Fatbins new to the process, each of the cubin of the `load` rows and PTX with an empty kernel
-/// of its own (nvFatbin drops comments).
-fn new_fatbins() -> Result<Vec<Vec<u8>>> {
+/// Images of one kind, named by it.
+type KindImages = (&'static str, Vec<Vec<u8>>);
+
+/// Images new to the process, [`NEW_IMAGES`] of each kind, each told apart by an empty kernel of
+/// its own (compilers drop comments): the `load` rows' cubin compiled with it, their PTX with it
+/// appended, and fatbins of their cubin and such PTX.
+fn new_images() -> Result<[KindImages; 3]> {
     let arch = Arch::new(9, 0);
     let cubin = Program::new(SOURCE).arch(arch).compile()?;
     let ptx = Program::new(SOURCE)
@@ -215,14 +235,24 @@ fn new_fatbins() -> Result<Vec<Vec<u8>>> {
         .output(Output::Ptx)
         .compile()?;
     let text = ptx.code().strip_suffix(b"\0").unwrap_or(ptx.code());
-    (0..NEW_FATBINS)
+    let ptx_variant = |round: usize| {
+        let mut variant = text.to_vec();
+        let entry = format!(".visible .entry bench_load_host_{round}()\n{{\n\tret;\n}}\n\0");
+        variant.extend_from_slice(entry.as_bytes());
+        variant
+    };
+    let cubins = (0..NEW_IMAGES)
         .map(|round| {
-            let mut variant = text.to_vec();
-            let entry = format!(".visible .entry bench_load_host_{round}()\n{{\n\tret;\n}}\n\0");
-            variant.extend_from_slice(entry.as_bytes());
-            fatbin(cubin.code(), &variant)
+            let source =
+                format!("{SOURCE}\nextern \"C\" __global__ void bench_load_host_{round}() {{}}\n");
+            Ok(Program::new(source).arch(arch).compile()?.code().to_vec())
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    let ptxs = (0..NEW_IMAGES).map(ptx_variant).collect();
+    let fatbins = (0..NEW_IMAGES)
+        .map(|round| fatbin(cubin.code(), &ptx_variant(round)))
+        .collect::<Result<_>>()?;
+    Ok([("cubin", cubins), ("ptx", ptxs), ("fatbin", fatbins)])
 }
 
 /// A fatbin of `cubin` and `ptx` for sm_90, as nvFatbin builds it (the PTX compressed).
