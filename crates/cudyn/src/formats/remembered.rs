@@ -11,6 +11,7 @@
 //! refusal is made again, with its message, every time.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::sync::{Mutex, MutexGuard};
 
 use super::Facts;
@@ -20,7 +21,8 @@ pub(crate) const KEY_SAMPLE: usize = 64;
 
 /// What a check read: some fields describing where the bytes came from, and the payload the
 /// check walked (empty when the fields name it, by a digest that covers it, say), keyed for a
-/// table of [`Verdicts`].
+/// table of [`Verdicts`]. Parts of the payload the check provably did not read may be left out
+/// of what is remembered and compared (see [`Verdicts::remember`]).
 pub(crate) struct Read<'a> {
     fields: Vec<u8>,
     payload: &'a [u8],
@@ -59,8 +61,27 @@ impl<'a> Read<'a> {
     }
 
     fn is(&self, remembered: &Remembered) -> bool {
-        same(&self.fields, &remembered.fields) && same(self.payload, &remembered.payload)
+        if !same(&self.fields, &remembered.fields) || self.payload.len() != remembered.len {
+            return false;
+        }
+        let mut kept = &remembered.kept[..];
+        read_parts(remembered.len, &remembered.unread).all(|part| {
+            let (own, rest) = kept.split_at(part.len());
+            kept = rest;
+            same(&self.payload[part], own)
+        })
     }
+}
+
+/// The parts of a payload of `len` bytes outside `unread` (in order, apart, inside it).
+fn read_parts(len: usize, unread: &[Range<usize>]) -> impl Iterator<Item = Range<usize>> + '_ {
+    let ends = unread.iter().map(|range| (range.start, range.end));
+    let mut from = 0;
+    ends.chain([(len, len)]).map(move |(start, end)| {
+        let part = from..start;
+        from = end;
+        part
+    })
 }
 
 /// Whether `one` and `other` hold the same bytes, without calling `memcmp` on empty slices:
@@ -70,11 +91,14 @@ fn same(one: &[u8], other: &[u8]) -> bool {
     one.len() == other.len() && (one.is_empty() || one == other)
 }
 
-/// A read remembered: its own copy of what the check read.
+/// A read remembered: its own copy of its fields and of the parts of its payload of `len` bytes
+/// outside `unread`, which the check did not read.
 #[derive(Debug, PartialEq, Eq)]
 struct Remembered {
     fields: Vec<u8>,
-    payload: Box<[u8]>,
+    len: usize,
+    kept: Box<[u8]>,
+    unread: Box<[Range<usize>]>,
 }
 
 /// The verdicts of checks that found their bytes whole, by the key of what they read; emptied
@@ -82,7 +106,8 @@ struct Remembered {
 pub(crate) struct Verdicts {
     table: Mutex<Option<Table>>,
     max_entries: usize,
-    max_payload_bytes: usize,
+    max_kept_bytes: usize,
+    max_entry_bytes: usize,
     keep: Keep,
 }
 
@@ -101,7 +126,7 @@ pub(crate) enum Keep {
 #[derive(Default)]
 struct Table {
     entries: HashMap<u128, (Remembered, Facts)>,
-    payload_bytes: usize,
+    kept_bytes: usize,
     /// The keys of reads found whole once and not copied yet ([`Keep::WhenSeenAgain`]).
     seen: HashSet<u128>,
 }
@@ -110,13 +135,20 @@ struct Table {
 const SEEN_PER_ENTRY: usize = 16;
 
 impl Verdicts {
-    /// An empty table holding at most `max_entries` verdicts and `max_payload_bytes` bytes of
-    /// payload, keeping a copy of what checks read when `keep` says.
-    pub(crate) const fn new(max_entries: usize, max_payload_bytes: usize, keep: Keep) -> Verdicts {
+    /// An empty table holding at most `max_entries` verdicts and `max_kept_bytes` bytes of
+    /// payload, none keeping more than `max_entry_bytes` (what costs more to compare than to
+    /// check again is not kept), keeping a copy of what checks read when `keep` says.
+    pub(crate) const fn new(
+        max_entries: usize,
+        max_kept_bytes: usize,
+        max_entry_bytes: usize,
+        keep: Keep,
+    ) -> Verdicts {
         Verdicts {
             table: Mutex::new(None),
             max_entries,
-            max_payload_bytes,
+            max_kept_bytes,
+            max_entry_bytes,
             keep,
         }
     }
@@ -135,33 +167,76 @@ impl Verdicts {
         read.is(remembered).then_some(*facts)
     }
 
-    /// Remembers that the check that read `read` found it whole, with `facts` (when the table
-    /// copies what checks read at once, or this is the second time; else only its key).
-    pub(crate) fn remember(&self, read: &Read<'_>, facts: Facts) {
-        let mut table = self.table();
-        let table = table.get_or_insert_with(Table::default);
-        if self.keep == Keep::WhenSeenAgain && !table.seen.remove(&read.key) {
-            if table.seen.len() >= self.max_entries * SEEN_PER_ENTRY {
-                table.seen.clear();
-            }
-            table.seen.insert(read.key);
+    /// Remembers that the check that read `read` found it whole, with `facts`, when the table
+    /// keeps a copy at once or this is the second time (else only its key). `unread` gives the
+    /// parts of the payload the check did not read, in order and apart: they are neither kept
+    /// nor compared. Called only when a copy is made (ranges out of order or outside the
+    /// payload leave nothing out).
+    pub(crate) fn remember(
+        &self,
+        read: &Read<'_>,
+        facts: Facts,
+        unread: impl FnOnce() -> Vec<Range<usize>>,
+    ) {
+        if self.keep == Keep::WhenSeenAgain && self.first_sight(read.key) {
             return;
         }
-        if table.entries.len() >= self.max_entries
-            || table.payload_bytes + read.payload.len() > self.max_payload_bytes
-        {
-            table.entries.clear();
-            table.payload_bytes = 0;
+        let len = read.payload.len();
+        let mut unread = unread();
+        if !in_order_inside(&unread, len) {
+            unread.clear();
+        }
+        let kept_len = len - unread.iter().map(|range| range.len()).sum::<usize>();
+        if kept_len > self.max_entry_bytes {
+            return;
+        }
+        let mut kept = Vec::with_capacity(kept_len);
+        for part in read_parts(len, &unread) {
+            kept.extend_from_slice(&read.payload[part]);
         }
         let remembered = Remembered {
             fields: read.fields.clone(),
-            payload: read.payload.into(),
+            len,
+            kept: kept.into_boxed_slice(),
+            unread: unread.into_boxed_slice(),
         };
-        table.payload_bytes += read.payload.len();
+        let mut table = self.table();
+        let table = table.get_or_insert_with(Table::default);
+        if table.entries.len() >= self.max_entries
+            || table.kept_bytes + kept_len > self.max_kept_bytes
+        {
+            table.entries.clear();
+            table.kept_bytes = 0;
+        }
+        table.kept_bytes += kept_len;
         if let Some((replaced, _)) = table.entries.insert(read.key, (remembered, facts)) {
-            table.payload_bytes -= replaced.payload.len();
+            table.kept_bytes -= replaced.kept.len();
         }
     }
+
+    /// Whether `key` is seen for the first time since it was last kept; it is noted as seen.
+    fn first_sight(&self, key: u128) -> bool {
+        let mut table = self.table();
+        let table = table.get_or_insert_with(Table::default);
+        if table.seen.remove(&key) {
+            return false;
+        }
+        if table.seen.len() >= self.max_entries * SEEN_PER_ENTRY {
+            table.seen.clear();
+        }
+        table.seen.insert(key);
+        true
+    }
+}
+
+/// Whether `ranges` are in order, apart, and inside `len` bytes.
+fn in_order_inside(ranges: &[Range<usize>], len: usize) -> bool {
+    let mut from = 0;
+    ranges.iter().all(|range| {
+        let fits = from <= range.start && range.start <= range.end && range.end <= len;
+        from = range.end;
+        fits
+    })
 }
 
 #[cfg(test)]
@@ -171,18 +246,18 @@ mod tests {
     /// A table that copies when it sees a read again keeps only the key the first time.
     #[test]
     fn a_read_seen_once_is_copied_when_seen_again() {
-        let verdicts = Verdicts::new(2, 1 << 10, Keep::WhenSeenAgain);
+        let verdicts = Verdicts::new(2, 1 << 10, 1 << 10, Keep::WhenSeenAgain);
         let read = Read::new(Vec::new(), b"image bytes");
-        verdicts.remember(&read, Facts::NO_VARIABLES);
+        verdicts.remember(&read, Facts::NO_VARIABLES, Vec::new);
         assert_eq!(verdicts.recall(&read), None, "only its key is kept");
-        verdicts.remember(&read, Facts::NO_VARIABLES);
+        verdicts.remember(&read, Facts::NO_VARIABLES, Vec::new);
         assert_eq!(verdicts.recall(&read), Some(Facts::NO_VARIABLES));
         // The keys seen are bounded too: past the bound, they are forgotten.
         let others: Vec<Vec<u8>> = (0..=2 * SEEN_PER_ENTRY)
             .map(|index| format!("other {index}").into_bytes())
             .collect();
         for other in &others {
-            verdicts.remember(&Read::new(Vec::new(), other), Facts::NO_VARIABLES);
+            verdicts.remember(&Read::new(Vec::new(), other), Facts::NO_VARIABLES, Vec::new);
         }
         let table = verdicts.table();
         let table = table.as_ref().unwrap();
@@ -199,14 +274,16 @@ mod tests {
     /// here by filing one read's verdict under another's key) is not recalled.
     #[test]
     fn a_colliding_key_recalls_nothing_unless_every_byte_is_equal() {
-        let verdicts = Verdicts::new(8, 1 << 10, Keep::AtOnce);
+        let verdicts = Verdicts::new(8, 1 << 10, 1 << 10, Keep::AtOnce);
         let read = |payload: &'static [u8]| Read::new(b"test".to_vec(), payload);
         let (good, forged) = (read(b"checked payload"), read(b"other payload"));
-        verdicts.remember(&good, Facts::NO_VARIABLES);
+        verdicts.remember(&good, Facts::NO_VARIABLES, Vec::new);
         assert_eq!(verdicts.recall(&good), Some(Facts::NO_VARIABLES));
         let remembered = Remembered {
             fields: good.fields.clone(),
-            payload: good.payload.into(),
+            len: good.payload.len(),
+            kept: good.payload.into(),
+            unread: Box::new([]),
         };
         verdicts
             .table()
@@ -218,12 +295,72 @@ mod tests {
         assert_eq!(verdicts.recall(&good), Some(Facts::NO_VARIABLES));
     }
 
+    /// Parts the check did not read are neither kept nor compared; every other byte is.
+    #[test]
+    fn unread_parts_are_left_out_and_the_rest_compared() {
+        let verdicts = Verdicts::new(8, 1 << 10, 8, Keep::AtOnce);
+        let payload = *b"headCODE..tailDATA";
+        let unread = || vec![4..10, 14..18];
+        verdicts.remember(
+            &Read::new(Vec::new(), &payload),
+            Facts::NO_VARIABLES,
+            unread,
+        );
+        let recalled = |bytes: &[u8]| verdicts.recall(&Read::new(Vec::new(), bytes)).is_some();
+        assert!(recalled(&payload));
+        let remembered = {
+            let table = verdicts.table();
+            let (remembered, facts) = table.as_ref().unwrap().entries.values().next().unwrap();
+            assert_eq!(&remembered.kept[..], b"headtail");
+            assert_eq!(*facts, Facts::NO_VARIABLES);
+            Remembered {
+                fields: remembered.fields.clone(),
+                len: remembered.len,
+                kept: remembered.kept.clone(),
+                unread: remembered.unread.clone(),
+            }
+        };
+        // The key samples the whole of a payload this short, so a changed byte anywhere finds no
+        // candidate; a read whose key does find one is compared part by part.
+        let mut other_code = payload;
+        other_code[5] = b'x';
+        let mut other_tail = payload;
+        other_tail[12] = b'x';
+        for (bytes, same_verdict) in [(other_code, true), (other_tail, false)] {
+            let read = Read::new(Vec::new(), &bytes);
+            assert_eq!(
+                read.is(&remembered),
+                same_verdict,
+                "{:?}",
+                std::str::from_utf8(&bytes)
+            );
+        }
+        assert!(!Read::new(Vec::new(), &payload[..17]).is(&remembered));
+        // More kept bytes than an entry may hold: not remembered.
+        let long = [1u8; 20];
+        verdicts.remember(&Read::new(Vec::new(), &long), Facts::NO_VARIABLES, Vec::new);
+        assert!(!recalled(&long));
+        // Ranges out of order leave nothing out, so the entry is too long to keep too.
+        verdicts.remember(&Read::new(Vec::new(), &long), Facts::NO_VARIABLES, || {
+            vec![10..20, 0..10]
+        });
+        assert!(!recalled(&long));
+        verdicts.remember(&Read::new(Vec::new(), &long), Facts::NO_VARIABLES, || {
+            vec![0..6, 10..20]
+        });
+        assert!(recalled(&long));
+    }
+
     /// Fields tell apart reads of the same payload, and a payload named by fields alone from
     /// one read in full.
     #[test]
     fn the_fields_are_part_of_what_is_compared() {
-        let verdicts = Verdicts::new(8, 1 << 10, Keep::AtOnce);
-        verdicts.remember(&Read::new(b"one".to_vec(), b"payload"), Facts::NO_VARIABLES);
+        let verdicts = Verdicts::new(8, 1 << 10, 1 << 10, Keep::AtOnce);
+        verdicts.remember(
+            &Read::new(b"one".to_vec(), b"payload"),
+            Facts::NO_VARIABLES,
+            Vec::new,
+        );
         assert_eq!(
             verdicts.recall(&Read::new(b"two".to_vec(), b"payload")),
             None
@@ -239,22 +376,34 @@ mod tests {
     /// again, never recalled wrongly.
     #[test]
     fn a_full_table_starts_again() {
-        let verdicts = Verdicts::new(3, 20, Keep::AtOnce);
+        let verdicts = Verdicts::new(3, 20, 20, Keep::AtOnce);
         let payloads: [&[u8]; 4] = [b"first", b"second", b"third", b"fourth"];
         for payload in &payloads[..3] {
-            verdicts.remember(&Read::new(Vec::new(), payload), Facts::NO_VARIABLES);
+            verdicts.remember(
+                &Read::new(Vec::new(), payload),
+                Facts::NO_VARIABLES,
+                Vec::new,
+            );
         }
         assert!(payloads[..3]
             .iter()
             .all(|payload| verdicts.recall(&Read::new(Vec::new(), payload)).is_some()));
-        verdicts.remember(&Read::new(Vec::new(), payloads[3]), Facts::NO_VARIABLES);
+        verdicts.remember(
+            &Read::new(Vec::new(), payloads[3]),
+            Facts::NO_VARIABLES,
+            Vec::new,
+        );
         assert_eq!(verdicts.recall(&Read::new(Vec::new(), payloads[0])), None);
         assert!(verdicts
             .recall(&Read::new(Vec::new(), payloads[3]))
             .is_some());
         // So does a payload that would take it past its byte bound.
-        verdicts.remember(&Read::new(Vec::new(), &[7; 18]), Facts::NO_VARIABLES);
+        verdicts.remember(
+            &Read::new(Vec::new(), &[7; 18]),
+            Facts::NO_VARIABLES,
+            Vec::new,
+        );
         assert_eq!(verdicts.recall(&Read::new(Vec::new(), payloads[3])), None);
-        assert_eq!(verdicts.table().as_ref().unwrap().payload_bytes, 18);
+        assert_eq!(verdicts.table().as_ref().unwrap().kept_bytes, 18);
     }
 }

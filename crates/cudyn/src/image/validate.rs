@@ -31,30 +31,35 @@ pub(crate) fn validate_loadable(
     let kind = detected.kind;
     require_loadable(kind, what)?;
     let read = loadable_read(bytes, digest);
-    if let Some(facts) = read.as_ref().and_then(|read| LOADABLE.recall(read)) {
+    if let Some(facts) = LOADABLE.recall(&read) {
         return Ok(facts);
     }
     #[cfg(test)]
     WALKS.set(WALKS.get() + 1);
     let facts = image(bytes, detected, digest).map_err(|refusal| refused(refusal, what(), kind))?;
-    if let Some(read) = read {
-        LOADABLE.remember(&read, facts);
-    }
+    LOADABLE.remember(&read, facts, || match (digest, kind) {
+        (Some(_), _) => Vec::new(),
+        (None, ImageKind::Cubin) => cubin::unread_contents(bytes),
+        (None, ImageKind::Fatbin) => fatbin::unread_contents(bytes),
+        (None, _) => Vec::new(),
+    });
     Ok(facts)
 }
 
 /// Images found whole and loadable, each remembered with what its check found, so that loads of
 /// the same bytes again (a library loaded once per context, thread or plugin, unloaded and
 /// loaded again, or loaded by two runtimes) compare them rather than walk them: at most 64
-/// images and 2 MiB of them, and of those named by their bytes only ones of up to
-/// [`MAX_RECALLED_BYTES`]. The copy is made when an image is found whole the second time, so
-/// that an image loaded once pays only for its key.
-static LOADABLE: Verdicts = Verdicts::new(64, 2 << 20, Keep::WhenSeenAgain);
+/// images and 2 MiB of copies, each of up to [`MAX_COMPARED_BYTES`]. The copy is made when an
+/// image is found whole the second time, so that an image loaded once pays only for its key;
+/// it leaves out the contents of a cubin's code and data sections, which the check does not
+/// read (`cubin::unread_contents`), so that a cubin's copy and comparison are of its headers
+/// and tables, a few KiB, whatever its size.
+static LOADABLE: Verdicts = Verdicts::new(64, 2 << 20, MAX_COMPARED_BYTES, Keep::WhenSeenAgain);
 
-/// The largest image recalled by its bytes. Comparing bytes runs at tens of GB/s where the
-/// check of a small image takes 0.4-0.9 µs whatever its size (it walks headers and tables, not
-/// code): up to 32 KiB the comparison costs less, past it the check.
-const MAX_RECALLED_BYTES: usize = 32 << 10;
+/// The most bytes an image's recall compares. Comparing runs at tens of GB/s where the check of
+/// a small image takes 0.4-0.9 µs (it walks headers and tables, not code): up to 32 KiB the
+/// comparison costs less, past it the check.
+const MAX_COMPARED_BYTES: usize = 32 << 10;
 
 #[cfg(test)]
 thread_local! {
@@ -63,12 +68,11 @@ thread_local! {
 }
 
 /// What the check of `bytes` for a load reads, for its recall: the bytes themselves, or their
-/// blake3 `digest` when the caller has it, which covers every byte without reading them again;
-/// `None` for bytes too many to compare cheaply and no digest.
-fn loadable_read<'a>(bytes: &'a [u8], digest: Option<&Digest>) -> Option<Read<'a>> {
+/// blake3 `digest` when the caller has it, which covers every byte without reading them again.
+fn loadable_read<'a>(bytes: &'a [u8], digest: Option<&Digest>) -> Read<'a> {
     match digest {
-        Some(digest) => Some(Read::new(digest.as_bytes().to_vec(), &[])),
-        None => (bytes.len() <= MAX_RECALLED_BYTES).then(|| Read::new(Vec::new(), bytes)),
+        Some(digest) => Read::new(digest.as_bytes().to_vec(), &[]),
+        None => Read::new(Vec::new(), bytes),
     }
 }
 
@@ -215,8 +219,11 @@ fn compiler_output(bytes: &[u8], detected: Detected<'_>) -> std::result::Result<
 
 #[cfg(test)]
 mod tests {
+    use std::ops::Range;
+
     use super::*;
-    use crate::compile::{Arch, Output, Program};
+    use crate::compile::{Arch, FatbinBuilder, Output, Program};
+    use crate::formats::remembered::KEY_SAMPLE;
 
     /// NVRTC's output for sm_90 of `source`, which names the test so that no other test checks
     /// the same bytes first.
@@ -250,13 +257,38 @@ mod tests {
         std::array::from_fn(|_| walks(|| load_check(bytes, by_digest).unwrap()).0)
     }
 
+    /// The file range of the first section of `cubin` whose name starts with `prefix`.
+    fn section(cubin: &[u8], prefix: &str) -> Range<usize> {
+        use object::{Object, ObjectSection};
+        let file = object::File::parse(cubin).unwrap();
+        let section = file
+            .sections()
+            .find(|section| section.name().is_ok_and(|name| name.starts_with(prefix)))
+            .unwrap_or_else(|| panic!("no section {prefix}*"));
+        let (offset, size) = section.file_range().unwrap();
+        usize::try_from(offset).unwrap()..usize::try_from(offset + size).unwrap()
+    }
+
+    /// A byte of `range` of `bytes` that no sample of their key covers, and is not `0`.
+    fn unsampled(bytes: &[u8], range: Range<usize>) -> usize {
+        let middle = (bytes.len() - KEY_SAMPLE) / 2;
+        let sampled = |at: usize| {
+            at < KEY_SAMPLE
+                || (middle..middle + KEY_SAMPLE).contains(&at)
+                || at >= bytes.len() - KEY_SAMPLE
+        };
+        range
+            .into_iter()
+            .find(|&at| !sampled(at) && bytes[at] != 0)
+            .expect("a byte outside the samples")
+    }
+
     #[test]
     fn an_image_found_whole_is_compared_not_walked_again() {
         let source = "// an_image_found_whole_is_compared_not_walked_again\n\
                       __device__ int counter;\n\
                       extern \"C\" __global__ void k(int *x) { x[threadIdx.x] = ++counter; }";
         let cubin = compiled(source, Output::Cubin);
-        assert!(cubin.len() <= MAX_RECALLED_BYTES, "{} bytes", cubin.len());
         let (first, facts) = walks(|| load_check(&cubin, false).unwrap());
         assert_eq!(first, 1);
         assert!(facts.defines_variables, "{facts:?}");
@@ -268,16 +300,24 @@ mod tests {
             (0, facts),
             "recalled, with what was found"
         );
-        // Every byte counts, not only those the key samples: a byte of code in no sample,
-        // changed, is a new image, checked in full (and whole: the check does not read code).
-        let unsampled = unsampled_code_byte(&cubin);
+
+        // Code the check does not read, changed where the key does not sample it: the same
+        // verdict, recalled.
         let mut other_code = cubin.clone();
-        other_code[unsampled] ^= 0x01;
+        other_code[unsampled(&cubin, section(&cubin, ".text."))] ^= 0x01;
+        let (walked, recalled) = walks(|| load_check(&other_code, false).unwrap());
+        assert_eq!((walked, recalled), (0, facts));
+        // Every byte the check reads counts, not only those the key samples: a changed symbol
+        // name, with the same key, is a new image, walked.
+        let mut other_name = cubin.clone();
+        let strings = section(&cubin, ".strtab");
+        let name = unsampled(&cubin, strings.start + 1..strings.end);
+        other_name[name] = if cubin[name] == b'a' { b'b' } else { b'a' };
         assert_eq!(
-            Read::new(Vec::new(), &other_code).key(),
+            Read::new(Vec::new(), &other_name).key(),
             Read::new(Vec::new(), &cubin).key()
         );
-        assert_eq!(walks_of_three(&other_code, false), [1, 1, 0]);
+        assert_eq!(walks_of_three(&other_name, false), [1, 1, 0]);
         // Damage is found again each time, never remembered.
         let mut damaged = cubin.clone();
         damaged.truncate(cubin.len() - 100);
@@ -288,29 +328,76 @@ mod tests {
         }
         // Refusals leave the table as it was: the image of the same key as the first, which took
         // its place, is still recalled.
-        assert_eq!(walks(|| load_check(&other_code, false).unwrap()).0, 0);
+        assert_eq!(walks(|| load_check(&other_name, false).unwrap()).0, 0);
     }
 
-    /// The offset of a byte of the first code section (`.text.*`) of `cubin` that no sample of
-    /// its key covers.
-    fn unsampled_code_byte(cubin: &[u8]) -> usize {
-        use crate::formats::remembered::KEY_SAMPLE;
-        use object::{Object, ObjectSection};
-        let file = object::File::parse(cubin).unwrap();
-        let text = file
-            .sections()
-            .find(|section| section.name().is_ok_and(|name| name.starts_with(".text.")))
+    /// `source` compiled by nvcc (from a CUDA toolkit or the CUDA wheels) with `options`.
+    fn nvcc(source: &str, options: &[&str]) -> Vec<u8> {
+        let nvcc =
+            cudyn_build::nvcc::find(cudyn_build::nvcc::candidates(|key| std::env::var_os(key)))
+                .expect("nvcc (run scripts/cuda-wheels and activate its venv)");
+        let folder = tempfile::tempdir().unwrap();
+        let (input, output) = (folder.path().join("k.cu"), folder.path().join("k.out"));
+        std::fs::write(&input, source).unwrap();
+        let status = std::process::Command::new(&nvcc.path)
+            .args(options)
+            .arg("-o")
+            .arg(&output)
+            .arg(&input)
+            .status()
             .unwrap();
-        let (offset, size) = text.file_range().unwrap();
-        let middle = (cubin.len() - KEY_SAMPLE) / 2;
-        let sampled = |at: usize| {
-            at < KEY_SAMPLE
-                || (middle..middle + KEY_SAMPLE).contains(&at)
-                || at >= cubin.len() - KEY_SAMPLE
-        };
-        (usize::try_from(offset).unwrap()..usize::try_from(offset + size).unwrap())
-            .find(|&at| !sampled(at))
-            .expect("a code byte outside the samples")
+        assert!(status.success(), "nvcc {options:?} failed");
+        std::fs::read(&output).unwrap()
+    }
+
+    /// The check's verdict does not depend on the bytes it is said not to read: each of them
+    /// changed, the full check (no recall) finds the image whole, with the same facts. Cubins
+    /// of NVRTC and nvcc, an nvFatbin fatbin and an nvcc one.
+    #[test]
+    fn the_check_reads_none_of_the_bytes_said_unread() {
+        let source = "// the_check_reads_none_of_the_bytes_said_unread\n\
+                      __constant__ float scale[64] = {2.0f};\n\
+                      __device__ int seen;\n\
+                      extern \"C\" __global__ void k(float *x) { x[threadIdx.x] *= scale[0]; seen = 1; }\n\
+                      extern \"C\" __global__ void empty() {}";
+        let cubin = compiled(source, Output::Cubin);
+        let ptx = compiled(source, Output::Ptx);
+        let mut fatbin = FatbinBuilder::new().expect("nvFatbin (the CUDA wheels' venv)");
+        fatbin
+            .add_cubin(&cubin, Arch::new(9, 0), "k.cu")
+            .unwrap()
+            .add_ptx(&ptx, Arch::new(9, 0), "k.cu")
+            .unwrap();
+        let fatbin = fatbin.finish().unwrap();
+        let nvcc_cubin = nvcc(source, &["-cubin", "-arch=sm_90"]);
+        let nvcc_fatbin = nvcc(source, &["-fatbin", "-arch=sm_90"]);
+        let text = section(&cubin, ".text.k");
+        assert!(cubin::unread_contents(&cubin)
+            .iter()
+            .any(|range| range.contains(&text.start) && range.contains(&(text.end - 1))));
+        for bytes in [&cubin, &fatbin, &nvcc_cubin, &nvcc_fatbin] {
+            let detected = super::super::detected_with_text(bytes, &String::new).unwrap();
+            let unread = match detected.kind {
+                ImageKind::Cubin => cubin::unread_contents(bytes),
+                _ => fatbin::unread_contents(bytes),
+            };
+            let facts = image(bytes, detected, None).unwrap();
+            let count: usize = unread.iter().map(Range::len).sum();
+            // The code and constants of two kernels, and no header or table.
+            assert!(
+                count > 512 && count < bytes.len() / 2,
+                "{count} of {}",
+                bytes.len()
+            );
+            assert!(unread.windows(2).all(|pair| pair[0].end < pair[1].start));
+            let mut changed = bytes.to_vec();
+            for at in unread.into_iter().flatten() {
+                changed[at] ^= 0xff;
+                let checked = image(&changed, detected, None);
+                assert_eq!(checked.ok(), Some(facts), "byte {at} changed");
+                changed[at] ^= 0xff;
+            }
+        }
     }
 
     #[test]
@@ -327,23 +414,40 @@ mod tests {
         }
     }
 
-    /// An image too big to compare cheaply is checked in full each time, unless the load names
-    /// it by its digest, which covers every byte without reading them.
+    /// A cubin's copy and comparison are of its headers and tables, however big its data: one
+    /// with a 40 KiB table of constants is recalled.
     #[test]
-    fn a_big_image_is_recalled_only_by_its_digest() {
+    fn a_big_cubin_is_compared_by_its_tables() {
         let source = format!(
-            "// a_big_image_is_recalled_only_by_its_digest\n\
+            "// a_big_cubin_is_compared_by_its_tables\n\
              __constant__ unsigned char table[{}] = {{1}};\n\
              extern \"C\" __global__ void k(unsigned char *x) {{ x[0] = table[x[1]]; }}",
-            MAX_RECALLED_BYTES
+            MAX_COMPARED_BYTES + (8 << 10)
         );
         let cubin = compiled(&source, Output::Cubin);
-        assert!(cubin.len() > MAX_RECALLED_BYTES, "{} bytes", cubin.len());
-        assert_eq!(walks_of_three(&cubin, false), [1, 1, 1]);
-        assert_eq!(walks_of_three(&cubin, true), [1, 1, 0]);
+        assert!(cubin.len() > MAX_COMPARED_BYTES, "{} bytes", cubin.len());
+        assert_eq!(walks_of_three(&cubin, false), [1, 1, 0]);
+    }
+
+    /// PTX is read whole: past the bytes a recall compares, it is checked in full each time,
+    /// unless the load names it by its digest, which covers every byte without reading them.
+    #[test]
+    fn big_ptx_is_recalled_only_by_its_digest() {
+        let ptx = compiled(
+            "// big_ptx_is_recalled_only_by_its_digest\n\
+             extern \"C\" __global__ void k(float *x) { x[0] = 2; }",
+            Output::Ptx,
+        );
+        let mut big = ptx.strip_suffix(b"\0").unwrap_or(&ptx).to_vec();
+        while big.len() <= MAX_COMPARED_BYTES {
+            big.extend_from_slice(b"// a comment that makes the text longer\n");
+        }
+        assert_eq!(walks_of_three(&big, false), [1, 1, 1]);
+        assert_eq!(walks_of_three(&big, true), [1, 1, 0]);
         // A digest names exactly its bytes: a byte changed is another digest.
-        let mut changed = cubin.clone();
-        changed[unsampled_code_byte(&cubin)] ^= 0x01;
+        let mut changed = big.clone();
+        let last = changed.len() - 2;
+        changed[last] = b'!';
         assert_eq!(walks(|| load_check(&changed, true).unwrap()).0, 1);
     }
 }

@@ -27,7 +27,7 @@ use object::pod::{self, Pod};
 use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym, SymbolTable};
 use object::{Endianness, LittleEndian as LE, U16};
 
-pub(crate) use check::{compiler_output, is_executable, validate};
+pub(crate) use check::{compiler_output, is_executable, unread_contents, validate};
 pub(crate) use read::kernel_symbols;
 pub use read::{kernel_params, parse, Cubin, CubinKernel, Space, Variable};
 

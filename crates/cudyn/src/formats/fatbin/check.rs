@@ -15,6 +15,8 @@
 //! library) names the entry by that blake3 digest and the entry's place instead, which covers
 //! the same bytes without reading the payload again.
 
+use std::ops::Range;
+
 use object::LittleEndian as LE;
 
 use super::{entries, CodeKind, Compression, EntryKind, RawEntry};
@@ -25,7 +27,7 @@ use crate::parse_error::{Fault, ParseError, Problem};
 
 /// Compressed entries found whole for a load (see `formats::remembered`): at most 1024, with
 /// 64 MiB of payload.
-static CHECKED: Verdicts = Verdicts::new(1024, 64 << 20, Keep::AtOnce);
+static CHECKED: Verdicts = Verdicts::new(1024, 64 << 20, 64 << 20, Keep::AtOnce);
 
 /// Room for the fields either way names an entry (at most 50 bytes), so that building them
 /// allocates once rather than growing four times on every check of a compressed entry.
@@ -112,7 +114,7 @@ pub(crate) fn validate(
         };
         let checked = checked.map_err(|refusal| refusal.inside(&place()))?;
         if let Some(read) = read.filter(|_| purpose == Purpose::Load) {
-            CHECKED.remember(&read, checked);
+            CHECKED.remember(&read, checked, Vec::new);
         }
         facts = Some(facts.map_or(checked, |facts| facts.either(checked)));
     }
@@ -123,6 +125,35 @@ pub(crate) fn validate(
     }
     // Only LTO-IR entries, which the driver does not load: no code, no variables.
     Ok(facts.unwrap_or(Facts::NO_VARIABLES))
+}
+
+/// The byte ranges of `bytes`, a fatbin that passed its check for a load, that the check did not
+/// read: the contents of the code and data sections of its uncompressed cubin entries (see
+/// `cubin::unread_contents`), in order and apart. Compressed entries are read whole, by their
+/// decompression.
+pub(crate) fn unread_contents(bytes: &[u8]) -> Vec<Range<usize>> {
+    let Ok(entries) = entries(bytes) else {
+        return Vec::new();
+    };
+    let mut unread = Vec::new();
+    for raw in entries.map_while(Result::ok) {
+        let uncompressed = matches!(raw.header.compression(), Ok(Compression::None));
+        let kind = raw.header.entry_kind();
+        if !uncompressed
+            || kind == EntryKind::LtoIr
+            || CodeKind::of(kind, raw.payload) != Some(CodeKind::Cubin)
+        {
+            continue;
+        }
+        // The payload lies inside `bytes`: its place is where it starts past theirs.
+        let at = raw.payload.as_ptr() as usize - bytes.as_ptr() as usize;
+        unread.extend(
+            cubin::unread_contents(raw.payload)
+                .into_iter()
+                .map(|range| range.start + at..range.end + at),
+        );
+    }
+    unread
 }
 
 /// Everything the check of a compressed entry's code reads: its kind, its flags (the

@@ -16,7 +16,7 @@ mod read;
 use object::endian::{LittleEndian as LE, U16, U32, U64};
 use object::pod::{self, Pod};
 
-pub(crate) use check::validate;
+pub(crate) use check::{unread_contents, validate};
 pub use read::{parse, Entry, EntryContents, Fatbin};
 
 use super::ptx;

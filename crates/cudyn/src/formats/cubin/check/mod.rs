@@ -36,6 +36,9 @@ mod layout;
 mod linkable;
 mod sections;
 mod symbols;
+mod unread;
+
+pub(crate) use unread::unread_contents;
 
 /// The CUDA section types (`SHT_CUDA_*`, in the processor-specific range) the checks name.
 mod sht {

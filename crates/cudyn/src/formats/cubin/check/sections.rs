@@ -160,7 +160,11 @@ pub(super) fn check(header: &Header, data: &[u8], purpose: Purpose) -> Result<Fa
 /// The section-name table (e_shstrndx) up to its last NUL, empty when it cannot be read: a name
 /// resolves exactly when it starts in there, as `SectionTable::section_name` would find, without
 /// looking for each name's end.
-fn section_names<'data>(header: &Header, headers: &[Section], data: &'data [u8]) -> &'data [u8] {
+pub(super) fn section_names<'data>(
+    header: &Header,
+    headers: &[Section],
+    data: &'data [u8],
+) -> &'data [u8] {
     let table = headers
         .get(usize::from(header.e_shstrndx(LE)))
         .and_then(|table| table.data(LE, data).ok())
@@ -559,7 +563,7 @@ impl Walk<'_> {
 
 /// Whether the section whose name starts `named` holds an attribute list: `.nv.info` and
 /// `.nv.info.<kernel>`, `.nv.compat`.
-fn is_attribute_list(named: &[u8]) -> bool {
+pub(super) fn is_attribute_list(named: &[u8]) -> bool {
     // Fixed-size arrays compare as a word or two, where a slice comparison calls `memcmp`; the
     // NUL after `.nv.compat` is part of what it is compared with.
     named.first_chunk() == Some(b".nv.info") || named.first_chunk() == Some(b".nv.compat\0")

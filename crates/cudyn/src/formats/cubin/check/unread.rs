@@ -1,0 +1,120 @@
+//! The bytes of a cubin its check for a load never reads: the contents of its code and data
+//! sections (`SHT_PROGBITS`: `.text.*`, `.nv.constant*`, `.nv.global.init`, debug information),
+//! whose bytes the driver takes as they are. The check reads only headers, tables, notes and
+//! attribute lists, so its verdict on a cubin is a function of the other bytes: a cubin equal to
+//! one found whole in every byte but these is whole too, and a recall of that verdict need not
+//! compare them (`formats::remembered`).
+
+use std::mem::size_of;
+use std::ops::Range;
+
+use object::elf::{ProgramHeader64, SectionHeader64, ET_REL, SHT_PROGBITS};
+use object::read::elf::{FileHeader, SectionHeader};
+
+use super::sections::{is_attribute_list, named, section_names};
+use super::{holds_bytes, Header, LE};
+
+/// The byte ranges of `data`, a cubin that passed its check for a load, that the check did not
+/// read, in order and apart; empty when its headers cannot be read (never the case after the
+/// check). A range any other structure of the file also covers is left out of them, so that an
+/// overlap the check allows (a `.nv.merc.` section over a data section) cannot hide read bytes.
+pub(crate) fn unread_contents(data: &[u8]) -> Vec<Range<usize>> {
+    let Ok(header) = super::header(data) else {
+        return Vec::new();
+    };
+    let Ok(sections) = header.sections(LE, data) else {
+        return Vec::new();
+    };
+    let headers = sections.iter().as_slice();
+    let names = section_names(header, headers, data);
+    let relocatable = header.e_type(LE) == ET_REL;
+    let table = |offset: u64, count: usize, entry: usize| span(offset, (count * entry) as u64);
+    let mut read: Vec<Range<usize>> = [
+        span(0, size_of::<Header>() as u64),
+        table(
+            header.e_shoff(LE),
+            headers.len(),
+            size_of::<SectionHeader64<LE>>(),
+        ),
+        table(
+            header.e_phoff(LE),
+            usize::from(header.e_phnum(LE)),
+            size_of::<ProgramHeader64<LE>>(),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut unread = Vec::new();
+    for section in headers.iter().skip(1) {
+        let kind = section.sh_type(LE);
+        if !holds_bytes(kind, relocatable) {
+            continue;
+        }
+        let Some(contents) = span(section.sh_offset(LE), section.sh_size(LE)) else {
+            continue;
+        };
+        if kind == SHT_PROGBITS && !is_attribute_list(named(names, section)) {
+            unread.push(contents);
+        } else {
+            read.push(contents);
+        }
+    }
+    unread.sort_unstable_by_key(|range| range.start);
+    let mut apart: Vec<Range<usize>> = Vec::with_capacity(unread.len());
+    for range in unread {
+        for piece in without(range, &read) {
+            match apart.last_mut() {
+                Some(last) if last.end >= piece.start => last.end = last.end.max(piece.end),
+                _ => apart.push(piece),
+            }
+        }
+    }
+    apart
+}
+
+/// `size` bytes at `offset` as a range of indices; `None` when there are none or they do not
+/// fit in a `usize`.
+fn span(offset: u64, size: u64) -> Option<Range<usize>> {
+    let start = usize::try_from(offset).ok()?;
+    let end = usize::try_from(offset.checked_add(size)?).ok()?;
+    (end > start).then_some(start..end)
+}
+
+/// The pieces of `range` that none of `taken` covers, in order.
+fn without(range: Range<usize>, taken: &[Range<usize>]) -> Vec<Range<usize>> {
+    let mut pieces = vec![range];
+    for cut in taken {
+        pieces = pieces
+            .into_iter()
+            .flat_map(|piece| {
+                let before = piece.start..piece.end.min(cut.start);
+                let after = piece.start.max(cut.end)..piece.end;
+                [before, after]
+            })
+            .filter(|piece| !piece.is_empty())
+            .collect();
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_loses_what_others_cover() {
+        let untouched = |pieces: Vec<Range<usize>>| pieces.len() == 1 && pieces[0] == (10..20);
+        assert!(untouched(without(10..20, &[])));
+        assert!(untouched(without(10..20, &[0..10, 20..30])));
+        assert_eq!(without(10..20, &[12..14, 18..25]), [10..12, 14..18]);
+        assert!(without(10..20, &[0..5, 5..25]).is_empty());
+    }
+
+    #[test]
+    fn spans_are_never_empty_nor_overflow() {
+        assert_eq!(span(4, 0), None);
+        assert_eq!(span(u64::MAX, 2), None);
+        assert_eq!(span(4, 4), Some(4..8));
+    }
+}
