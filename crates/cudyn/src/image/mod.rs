@@ -79,11 +79,12 @@ impl<'a> Image<'a> {
     /// - PTX must be text that reads to its end (no comment, string, bracket or statement left
     ///   open) and declares its `.version` and `.target`.
     ///
-    /// An image of up to 32 KiB found whole a second time is remembered for the life of the
-    /// process with a copy of its bytes (64 images and 2 MiB at most): later checks of the same
-    /// bytes, by this or by a load, compare them with the copy, every byte, rather than walk
-    /// them again. A changed byte anywhere is a new image, checked in full; a refusal is never
-    /// remembered.
+    /// An image found whole a second time is remembered for the life of the process with a copy
+    /// of every byte the check reads (a cubin's headers and tables, not the contents of its code
+    /// and data sections; PTX whole), when those are at most 32 KiB (64 images and 2 MiB at
+    /// most): later checks of the same bytes, by this or by a load, compare them with the copy
+    /// rather than walk them again. A change to any byte the check reads makes a new image,
+    /// checked in full; a refusal is never remembered.
     pub fn validate(&self) -> Result<()> {
         let what = || bytes_given(&self.bytes);
         validate_loadable(&self.bytes, self.kind.into(), None, &what).map(drop)

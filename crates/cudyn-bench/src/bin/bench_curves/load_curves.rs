@@ -77,8 +77,8 @@ pub fn load_size(run: &Run) -> Result<Value, String> {
     }
     Ok(json!({
         "what": "load of a cubin + lookup of one kernel against the image's size; cudyn \
-                 unshared; its check of images up to 32 KiB loaded again is a comparison with a \
-                 copy",
+                 unshared; its check of an image loaded again compares its headers and tables \
+                 with a copy",
         "points": points,
     }))
 }

@@ -6,8 +6,8 @@
 //!   `cudaLibraryGetKernel` against `Library::loader().sharing(Sharing::Never).load` +
 //!   `kernel`, interleaved; and cudyn's check of the bytes alone (`Image::validate`), which must
 //!   stay linear and small next to the driver. Each image is loaded over and over, so the check
-//!   of those up to 32 KiB is the comparison with the copy cudyn keeps of bytes it found whole
-//!   twice, the others' a full walk. Needs a GPU.
+//!   is the comparison of its headers and tables with the copy cudyn keeps of what it found whole
+//!   twice (the table is data, which the check does not read). Needs a GPU.
 //! - `lookup`: the first lookup of a kernel against the kernels in the library, 1 to 10,000
 //!   (raw `cudaLibraryGetKernel` against `Library::kernel`), and the device and host memory one
 //!   loaded library takes. Needs a GPU.
