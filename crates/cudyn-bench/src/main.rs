@@ -25,7 +25,8 @@
 //! Usage: `cudyn-bench [--json FILE] [--images DIR] [--only GROUP,...] [--starts N]
 //! [--max-ratio PREFIX=RATIO]...`. `--max-ratio load=1.10` makes the run fail when a row whose id
 //! starts with `load` (`load.cubin`, `load.ptx`, `load.fatbin`) has cudyn above 1.10x raw in this
-//! same run: the regression check of the GPU run (tests/gpu_overhead.rs runs it). `--json`
+//! same run, and `--max-ratio new=1.25` when the load of cubins new to the process (`new.cubin`)
+//! is above 1.25x: the regression checks of the GPU run (tests/gpu_overhead.rs runs them). `--json`
 //! writes the table for scripts/bench-peers, `--images` writes the cubin, PTX and fatbin the
 //! `load` rows load (for peers/bench_peers.py), `--starts` sets the number of new processes per
 //! figure of the `start` and `parallel` rows. On a machine without a GPU the groups that need one
