@@ -145,8 +145,7 @@ pub(crate) fn unread_contents(bytes: &[u8]) -> Vec<Range<usize>> {
         {
             continue;
         }
-        // The payload lies inside `bytes`: its place is where it starts past theirs.
-        let at = raw.payload.as_ptr() as usize - bytes.as_ptr() as usize;
+        let at = raw.payload_offset();
         unread.extend(
             cubin::unread_contents(raw.payload)
                 .into_iter()
@@ -291,15 +290,15 @@ mod tests {
         // Last, as it may take the fatbin's place in the table: a payload byte between the
         // samples its key hashes, the same key, so only the comparison of every byte tells the
         // entry from the one remembered.
-        let payload = entries(&fatbin)
+        let raw = entries(&fatbin)
             .unwrap()
             .map(Result::unwrap)
             .find(|raw| raw.offset == entry)
-            .unwrap()
-            .payload;
+            .unwrap();
+        let (payload, payload_at) = (raw.payload, raw.payload_offset());
+        assert_eq!(&fatbin[payload_at..payload_at + payload.len()], payload);
         let middle = (payload.len() - KEY_SAMPLE) / 2;
         assert!(middle > KEY_SAMPLE, "{} bytes", payload.len());
-        let payload_at = payload.as_ptr() as usize - fatbin.as_ptr() as usize;
         let between = payload_at + (KEY_SAMPLE + middle) / 2;
         let mut unsampled = fatbin.clone();
         unsampled[between] ^= 0x40;

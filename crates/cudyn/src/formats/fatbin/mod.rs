@@ -185,6 +185,11 @@ pub(crate) struct RawEntry<'a> {
 }
 
 impl<'a> RawEntry<'a> {
+    /// Where the payload starts in the fatbin: right after the entry's header.
+    pub(crate) fn payload_offset(&self) -> usize {
+        self.offset + self.header_bytes.len()
+    }
+
     /// Names the entry in errors.
     pub(crate) fn place(&self, index: usize) -> String {
         format!("fatbin entry {index} (at byte {})", self.offset)

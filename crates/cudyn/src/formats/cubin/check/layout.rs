@@ -117,7 +117,7 @@ impl Sweep {
 /// Hands `claim` what the file's structures claim of its bytes, `size` bytes at `offset` each,
 /// in the order compilers lay a cubin out: the header, the sections, then the tables of section
 /// and program headers. (The walk over the sections claims in this order too.)
-fn layout(
+pub(super) fn layout(
     header: &Header,
     sections: &[SectionHeader64<LE>],
     mut claim: impl FnMut(u64, u64, Owner),

@@ -5,14 +5,14 @@
 //! one found whole in every byte but these is whole too, and a recall of that verdict need not
 //! compare them (`formats::remembered`).
 
-use std::mem::size_of;
 use std::ops::Range;
 
-use object::elf::{ProgramHeader64, SectionHeader64, ET_REL, SHT_PROGBITS};
+use object::elf::SHT_PROGBITS;
 use object::read::elf::{FileHeader, SectionHeader};
 
+use super::layout::{layout, Owner};
 use super::sections::{is_attribute_list, named, section_names};
-use super::{holds_bytes, Header, LE};
+use super::LE;
 
 /// The byte ranges of `data`, a cubin that passed its check for a load, that the check did not
 /// read, in order and apart; empty when its headers cannot be read (never the case after the
@@ -27,39 +27,24 @@ pub(crate) fn unread_contents(data: &[u8]) -> Vec<Range<usize>> {
     };
     let headers = sections.iter().as_slice();
     let names = section_names(header, headers, data);
-    let relocatable = header.e_type(LE) == ET_REL;
-    let table = |offset: u64, count: usize, entry: usize| span(offset, (count * entry) as u64);
-    let mut read: Vec<Range<usize>> = [
-        span(0, size_of::<Header>() as u64),
-        table(
-            header.e_shoff(LE),
-            headers.len(),
-            size_of::<SectionHeader64<LE>>(),
-        ),
-        table(
-            header.e_phoff(LE),
-            usize::from(header.e_phnum(LE)),
-            size_of::<ProgramHeader64<LE>>(),
-        ),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let mut unread = Vec::new();
-    for section in headers.iter().skip(1) {
-        let kind = section.sh_type(LE);
-        if !holds_bytes(kind, relocatable) {
-            continue;
-        }
-        let Some(contents) = span(section.sh_offset(LE), section.sh_size(LE)) else {
-            continue;
+    let (mut unread, mut read) = (Vec::new(), Vec::new());
+    layout(header, headers, |offset, size, owner| {
+        let Some(bytes) = span(offset, size) else {
+            return;
         };
-        if kind == SHT_PROGBITS && !is_attribute_list(named(names, section)) {
-            unread.push(contents);
+        let code_or_data = match owner {
+            Owner::Section(index) => {
+                let section = &headers[index];
+                section.sh_type(LE) == SHT_PROGBITS && !is_attribute_list(named(names, section))
+            }
+            _ => false,
+        };
+        if code_or_data {
+            unread.push(bytes);
         } else {
-            read.push(contents);
+            read.push(bytes);
         }
-    }
+    });
     without(unread, read)
 }
 
