@@ -46,14 +46,7 @@ const NEW_LOADS: usize = 51;
 
 /// The images of kernels/peers.cu the `load` rows load: (file name, bytes).
 pub fn images(bench: &Bench) -> Result<Vec<(&'static str, Vec<u8>)>, String> {
-    let compile = |output| {
-        Program::new(crate::SOURCE)
-            .arch(bench.arch)
-            .output(output)
-            .compile()
-            .map(|compiled| compiled.code().to_vec())
-            .map_err(|e| e.to_string())
-    };
+    let compile = |output| compile(crate::SOURCE.into(), bench, output);
     let (cubin, ptx) = (compile(Output::Cubin)?, compile(Output::Ptx)?);
     let mut fatbin = FatbinBuilder::new().map_err(|e| e.to_string())?;
     fatbin
@@ -85,14 +78,7 @@ pub fn rows(bench: &Bench) -> Result<Vec<Row>, String> {
         let eager = kind == "ptx";
         let (mut raw, mut cudyn, mut cudarc) = (Vec::new(), Vec::new(), Vec::new());
         let mut lazy = Vec::new();
-        let cudyn_load = || -> Result<f64, String> {
-            let start = Instant::now();
-            let library = loader.load(image).map_err(|e| e.to_string())?;
-            library.kernel("saxpy").map_err(|e| e.to_string())?;
-            let elapsed = crate::report::ms(start.elapsed());
-            drop(library);
-            Ok(elapsed)
-        };
+        let cudyn_load = || cudyn_load(&loader, image);
         for round in 0..LOADS {
             // Untimed: what follows cudarc's load and unload below is this, not a measured load.
             raw_load(image, false)?;
@@ -153,24 +139,16 @@ fn new_cubins(bench: &Bench, loader: &LibraryLoader) -> Result<Row, String> {
                 "{}\nextern \"C\" __global__ void new_cubin_{index}() {{}}\n",
                 crate::SOURCE
             );
-            Program::new(source)
-                .arch(bench.arch)
-                .compile()
-                .map(|compiled| compiled.code().to_vec())
-                .map_err(|e| e.to_string())
+            compile(source, bench, Output::Cubin)
         })
         .collect::<Result<Vec<_>, String>>()?;
     let (mut raw, mut cudyn) = (Vec::new(), Vec::new());
     for (round, pair) in cubins.chunks_exact(2).enumerate() {
-        let cudyn_load = || -> Result<f64, String> {
-            let start = Instant::now();
-            let library = loader.load(&pair[1]).map_err(|e| e.to_string())?;
-            library.kernel("saxpy").map_err(|e| e.to_string())?;
-            let elapsed = crate::report::ms(start.elapsed());
-            drop(library);
-            Ok(elapsed)
-        };
-        let (raw_time, cudyn_time) = in_turn(round, || raw_load(&pair[0], false), cudyn_load)?;
+        let (raw_time, cudyn_time) = in_turn(
+            round,
+            || raw_load(&pair[0], false),
+            || cudyn_load(loader, &pair[1]),
+        )?;
         raw.push(raw_time);
         cudyn.push(cudyn_time);
     }
@@ -187,6 +165,26 @@ fn new_cubins(bench: &Bench, loader: &LibraryLoader) -> Result<Row, String> {
         "median of {NEW_LOADS} interleaved loads, raw and cudyn in turn first, each of a cubin of \
          its own: cudyn's check walks every one"
     )))
+}
+
+/// `source` compiled by NVRTC to `output` for the bench's architecture.
+fn compile(source: String, bench: &Bench, output: Output) -> Result<Vec<u8>, String> {
+    Program::new(source)
+        .arch(bench.arch)
+        .output(output)
+        .compile()
+        .map(|compiled| compiled.code().to_vec())
+        .map_err(|e| e.to_string())
+}
+
+/// One load of `image` by cudyn's `loader` and lookup of `saxpy`, in ms, the unload untimed.
+fn cudyn_load(loader: &LibraryLoader, image: &[u8]) -> Result<f64, String> {
+    let start = Instant::now();
+    let library = loader.load(image).map_err(|e| e.to_string())?;
+    library.kernel("saxpy").map_err(|e| e.to_string())?;
+    let elapsed = crate::report::ms(start.elapsed());
+    drop(library);
+    Ok(elapsed)
 }
 
 /// One raw load of `image` and lookup of `saxpy`, in ms, the unload untimed; `eager` also loads

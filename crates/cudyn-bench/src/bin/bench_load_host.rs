@@ -157,10 +157,11 @@ fn run() -> Result<()> {
         "medians of {ROUNDS} rounds of {BATCH} calls; check = what every load of outside bytes \
          runs before the driver"
     );
-    for (kind, fresh) in new_images()? {
+    for kind in KINDS {
         if !(all || wanted.iter().any(|w| w == kind)) {
             continue;
         }
+        let fresh = new_images(kind)?;
         let mut checks = Vec::with_capacity(fresh.len());
         for image in &fresh {
             let start = Instant::now();
@@ -188,8 +189,8 @@ fn write_images(folder: &str) -> Result<()> {
     for (kind, image) in images()? {
         write(Path::new(folder).join(format!("peers.{kind}")), &image)?;
     }
-    for (kind, variants) in new_images()? {
-        for (index, image) in variants.iter().enumerate() {
+    for kind in KINDS {
+        for (index, image) in new_images(kind)?.iter().enumerate() {
             write(new.join(format!("peers-{index}.{kind}")), image)?;
         }
     }
@@ -221,15 +222,25 @@ fn repeat(arguments: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Images of one kind, named by it.
-type KindImages = (&'static str, Vec<Vec<u8>>);
+/// The kinds of the images, as their arguments and file extensions name them.
+const KINDS: [&str; 3] = ["cubin", "ptx", "fatbin"];
 
-/// Images new to the process, [`NEW_IMAGES`] of each kind, each told apart by an empty kernel of
-/// its own (compilers drop comments): the `load` rows' cubin compiled with it, their PTX with it
-/// appended, and fatbins of their cubin and such PTX.
-fn new_images() -> Result<[KindImages; 3]> {
+/// [`NEW_IMAGES`] images of `kind` new to the process, each told apart by an empty kernel of its
+/// own (compilers drop comments): the `load` rows' cubin compiled with it, their PTX with it
+/// appended, or fatbins of their cubin and such PTX. Only the kind asked for is built: the
+/// cubins are a hundred NVRTC compiles.
+fn new_images(kind: &str) -> Result<Vec<Vec<u8>>> {
     let arch = Arch::new(9, 0);
-    let cubin = Program::new(SOURCE).arch(arch).compile()?;
+    if kind == "cubin" {
+        return (0..NEW_IMAGES)
+            .map(|round| {
+                let source = format!(
+                    "{SOURCE}\nextern \"C\" __global__ void bench_load_host_{round}() {{}}\n"
+                );
+                Ok(Program::new(source).arch(arch).compile()?.code().to_vec())
+            })
+            .collect();
+    }
     let ptx = Program::new(SOURCE)
         .arch(arch)
         .output(Output::Ptx)
@@ -241,18 +252,13 @@ fn new_images() -> Result<[KindImages; 3]> {
         variant.extend_from_slice(entry.as_bytes());
         variant
     };
-    let cubins = (0..NEW_IMAGES)
-        .map(|round| {
-            let source =
-                format!("{SOURCE}\nextern \"C\" __global__ void bench_load_host_{round}() {{}}\n");
-            Ok(Program::new(source).arch(arch).compile()?.code().to_vec())
-        })
-        .collect::<Result<_>>()?;
-    let ptxs = (0..NEW_IMAGES).map(ptx_variant).collect();
-    let fatbins = (0..NEW_IMAGES)
+    if kind == "ptx" {
+        return Ok((0..NEW_IMAGES).map(ptx_variant).collect());
+    }
+    let cubin = Program::new(SOURCE).arch(arch).compile()?;
+    (0..NEW_IMAGES)
         .map(|round| fatbin(cubin.code(), &ptx_variant(round)))
-        .collect::<Result<_>>()?;
-    Ok([("cubin", cubins), ("ptx", ptxs), ("fatbin", fatbins)])
+        .collect()
 }
 
 /// A fatbin of `cubin` and `ptx` for sm_90, as nvFatbin builds it (the PTX compressed).
